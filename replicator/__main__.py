@@ -1,0 +1,3 @@
+from replicator.cli.main import main
+
+main()

@@ -1,0 +1,223 @@
+"""Frozen dataclasses describing one pipeline, as declared in its YAML file.
+
+Names say which side they belong to: ``source_*`` is MySQL, ``target_*`` is the warehouse.
+Values that can be derived (key columns from the primary key, target names from source
+names, the server_id from the pipeline name) are ``None`` here when the YAML leaves them
+out; ``plan`` resolves them against the live catalog (or reports what it could not).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+StartKind = Literal["initial", "latest", "position", "gtid"]
+DeleteMode = Literal["hard", "soft"]
+MaskKind = Literal["sha256", "md5", "redact", "null"]
+IdentifierCase = Literal["upper", "preserve"]
+Tinyint1Policy = Literal["boolean", "integer"]
+ZeroDatePolicy = Literal["null", "error"]
+
+# Metadata a table can ask for in its target (``metadata: [op, ts, ...]``), and the target
+# columns each one adds. The plan decides the warehouse types.
+METADATA_COLUMNS: Mapping[str, tuple[str, ...]] = {
+    "op": ("_OP",),  # c / u / d / r (snapshot read)
+    "ts": ("_TS_MS",),  # commit time of the source transaction, ms since epoch
+    "synced_at": ("_SYNCED_AT",),  # when the batch was applied to the target
+    "position": ("_BINLOG_FILE", "_BINLOG_POS"),  # where the change is in the binlog
+    "transaction": ("_TRANSACTION_ID", "_TRANSACTION_ORDER"),  # GTID/xid, order inside it
+    "source_table": ("_SOURCE_TABLE",),  # db.table the row came from
+}
+DEFAULT_METADATA: tuple[str, ...] = ("op", "ts", "synced_at")
+# Columns a soft-deleting table gets in its target.
+SOFT_DELETE_COLUMNS: tuple[str, ...] = ("_DELETED", "_DELETED_AT")
+
+SERVER_ID_MIN = 1
+SERVER_ID_MAX = 2**32 - 1
+# Derived server_ids live in a band of their own so they rarely meet hand-picked ones
+# (MySQL replicas are usually numbered 1..1000).
+_DERIVED_SERVER_ID_BASE = 1_000_000_000
+_DERIVED_SERVER_ID_SPAN = 1_000_000_000
+
+
+def derive_server_id(pipeline_name: str) -> int:
+    """A stable server_id for a pipeline that does not declare one.
+
+    Stable across restarts (the seeds' random server_id makes every restart look like a new
+    replica) and spread by pipeline name, so two pipelines rarely collide; readers started in
+    parallel add their partition index to it (see ``source``).
+    """
+    return _DERIVED_SERVER_ID_BASE + zlib.crc32(pipeline_name.encode()) % _DERIVED_SERVER_ID_SPAN
+
+
+@dataclass(frozen=True)
+class StartPosition:
+    """Where a fresh pipeline starts reading.
+
+    ``initial``: snapshot every table, then stream from the position recorded before the
+    snapshot (default). ``latest``: no snapshot, stream from the current binlog end.
+    ``position``: stream from an explicit ``file``/``pos`` (a transaction boundary).
+    ``gtid``: stream from after an executed GTID set.
+    """
+
+    kind: StartKind = "initial"
+    file: str | None = None
+    pos: int | None = None
+    gtid: str | None = None
+
+
+@dataclass(frozen=True)
+class MySQLSource:
+    host: str = "127.0.0.1"
+    port: int = 3306
+    user: str = "replicator"
+    password: str | None = field(default=None, repr=False)
+    server_id: int | None = None  # None: derive_server_id(pipeline.name)
+    start: StartPosition = StartPosition()
+    connect_timeout_s: float = 10.0
+    ssl: bool = False
+    # How MySQL zero dates ('0000-00-00') arrive in the target: NULL (with a warning in the
+    # metrics) or a hard stop.
+    zero_dates: ZeroDatePolicy = "null"
+    # TINYINT(1) is MySQL's BOOLEAN; many schemas also use it as a small integer.
+    tinyint1: Tinyint1Policy = "boolean"
+
+
+@dataclass(frozen=True)
+class SnowflakeTarget:
+    """Snowflake by a named connection in ``connections.toml`` and/or explicit fields.
+
+    Explicit fields override the named connection; ``SNOWFLAKE_*`` environment variables
+    fill what neither gives (the connector's own conventions).
+    """
+
+    database: str
+    schema: str
+    connection: str | None = None
+    account: str | None = None
+    user: str | None = None
+    role: str | None = None
+    warehouse: str | None = None
+    authenticator: str | None = None  # snowflake | SNOWFLAKE_JWT | oauth | programmatic_access_token ...
+    password: str | None = field(default=None, repr=False)
+    token: str | None = field(default=None, repr=False)
+    private_key_file: str | None = None
+    private_key_file_pwd: str | None = field(default=None, repr=False)
+
+    kind: Literal["snowflake"] = "snowflake"
+
+
+@dataclass(frozen=True)
+class DuckDBTarget:
+    """The embedded local target: one DuckDB file (one writer process at a time)."""
+
+    path: str = "./warehouse.duckdb"
+    schema: str = "main"
+
+    kind: Literal["duckdb"] = "duckdb"
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    warehouse: SnowflakeTarget | DuckDBTarget
+    # upper: fold target identifiers to upper case, Snowflake's own rule for unquoted names,
+    # so users query DRIVER_TRIPS without quotes. preserve: keep the case as written.
+    # Either way every identifier is quoted in generated SQL, so spaces and reserved words work.
+    identifier_case: IdentifierCase = "upper"
+    # The table where each applied batch is recorded, for exactly-once replay.
+    state_table: str = "_REPLICATOR_STATE"
+
+    @property
+    def kind(self) -> str:
+        return self.warehouse.kind
+
+
+@dataclass(frozen=True)
+class BatchPolicy:
+    """How much to gather before a MERGE: whichever limit is reached first.
+
+    Fewer, larger MERGEs are much cheaper (measured: 100 MERGEs of 1k rows cost 25-30x one
+    MERGE of 100k), so ``max_rows`` trades latency for throughput.
+    """
+
+    max_rows: int = 50_000
+    max_delay_ms: int = 10_000
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    master: str = "local[*]"
+    checkpoint: str | None = None  # None: .replicator/<pipeline name>/
+    conf: Mapping[str, str] = field(default_factory=dict)
+    # How many partitions a micro-batch's binlog range is decoded in (1: one reader).
+    decode_partitions: int = 1
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """What happens to one source column on its way to the target."""
+
+    source_column: str
+    target_column: str | None = None  # None: the source name under the identifier policy
+    target_type: str | None = None  # None: mapped from the MySQL type
+    exclude: bool = False
+    mask: MaskKind | None = None
+
+
+@dataclass(frozen=True)
+class TablePipeline:
+    source_database: str
+    source_table: str
+    target_table: str | None = None  # None: the source table name under the identifier policy
+    key: tuple[str, ...] | None = None  # source column names; None: the primary key
+    deletes: DeleteMode = "hard"
+    columns: tuple[ColumnMapping, ...] = ()
+    metadata: tuple[str, ...] = DEFAULT_METADATA
+    # A MySQL-flavoured SQL predicate over source columns; rows that fail it are not
+    # replicated (and a row that stops matching is deleted from the target).
+    filter: str | None = None
+    batching: BatchPolicy | None = None  # None: the pipeline's batching
+
+    @property
+    def source_name(self) -> str:
+        return f"{self.source_database}.{self.source_table}"
+
+    def mapping_for(self, source_column: str) -> ColumnMapping | None:
+        """The declared mapping of a source column (MySQL column names are case-insensitive)."""
+        wanted = source_column.lower()
+        for mapping in self.columns:
+            if mapping.source_column.lower() == wanted:
+                return mapping
+        return None
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    name: str
+    source: MySQLSource
+    target: TargetConfig
+    tables: tuple[TablePipeline, ...]
+    batching: BatchPolicy = BatchPolicy()
+    engine: EngineConfig = EngineConfig()
+    version: int = 1
+    path: str | None = None  # the YAML file it was loaded from
+
+    @property
+    def server_id(self) -> int:
+        return self.source.server_id or derive_server_id(self.name)
+
+    @property
+    def checkpoint_dir(self) -> str:
+        return self.engine.checkpoint or f".replicator/{self.name}"
+
+    def batching_for(self, table: TablePipeline) -> BatchPolicy:
+        return table.batching or self.batching
+
+    def table(self, name: str) -> TablePipeline:
+        """Look a table up by source name (db.table) or target name."""
+        for table in self.tables:
+            if name.lower() in (table.source_name.lower(), (table.target_table or "").lower()):
+                return table
+        raise KeyError(name)
