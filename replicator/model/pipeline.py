@@ -162,6 +162,9 @@ class ColumnMapping:
     source_column: str
     target_column: str | None = None  # None: the source name under the identifier policy
     target_type: str | None = None  # None: mapped from the MySQL type
+    # The MySQL column type as information_schema writes it (``decimal(38,10)``): lets
+    # ``plan --offline`` work without a server; checked against the live schema otherwise.
+    source_type: str | None = None
     exclude: bool = False
     mask: MaskKind | None = None
 
