@@ -1,7 +1,17 @@
-"""Shared test settings. Fixtures for the throwaway MariaDB and Spark live in
-``tests/integration/conftest.py``; unit tests need neither."""
+"""Shared test settings.
 
+Fixtures that start real components live in ``tests/fixtures/``: the throwaway MariaDB
+(``mariadb.py``) and the local Spark session (``spark.py``). Unit tests use neither.
+"""
+
+import importlib.util
 import os
 
 # Tests must not depend on the developer's terminal.
 os.environ.setdefault("NO_COLOR", "1")
+
+pytest_plugins = [
+    name
+    for name in ("tests.fixtures.mariadb", "tests.fixtures.spark")
+    if importlib.util.find_spec(name) is not None
+]
