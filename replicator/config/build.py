@@ -1,0 +1,146 @@
+"""Validated data -> the frozen ``Pipeline`` model.
+
+Runs only on data that passed the schema and semantic checks, so it converts and fills
+defaults without checking again. YAML spellings that differ from the model's are mapped
+here (``as_null`` -> the model's ``"null"``; ``start: {file, pos}`` -> ``kind="position"``).
+Target names are kept as written; the plan applies ``identifier_case``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from replicator.config.semantic import parse_duration, split_source_name
+from replicator.model.pipeline import (
+    DEFAULT_METADATA,
+    BatchPolicy,
+    ColumnMapping,
+    DuckDBTarget,
+    EngineConfig,
+    MySQLSource,
+    Pipeline,
+    SnowflakeTarget,
+    StartPosition,
+    TablePipeline,
+    TargetConfig,
+)
+
+_NAME_JUNK = re.compile(r"[^a-z0-9_-]+")
+
+
+def name_from_path(path: str | Path) -> str:
+    """The pipeline name a file gets when it does not say: its stem, made a valid name."""
+    stem = _NAME_JUNK.sub("-", Path(path).stem.lower()).strip("-_")
+    return stem or "pipeline"
+
+
+def build_pipeline(data: dict[str, Any], *, path: str | Path | None = None) -> Pipeline:
+    name = data.get("name") or (name_from_path(path) if path else "pipeline")
+    batching = _batching(data.get("batching"), BatchPolicy())
+    defaults = data.get("defaults") or {}
+    return Pipeline(
+        name=name,
+        source=_source(data["source"]["mysql"] or {}),
+        target=_target(data["target"]),
+        tables=tuple(_table(table, defaults, batching) for table in data["tables"]),
+        batching=batching,
+        engine=_engine(data.get("engine") or {}),
+        version=data.get("version", 1),
+        path=str(path) if path is not None else None,
+    )
+
+
+def _batching(spec: dict[str, Any] | None, base: BatchPolicy) -> BatchPolicy:
+    spec = spec or {}
+    delay = parse_duration(spec.get("max_delay"))
+    return BatchPolicy(
+        max_rows=spec.get("max_rows", base.max_rows),
+        max_delay_ms=base.max_delay_ms if delay is None else delay,
+    )
+
+
+def _start(spec: Any) -> StartPosition:
+    if spec is None or spec == "initial":
+        return StartPosition("initial")
+    if spec == "latest":
+        return StartPosition("latest")
+    if "gtid" in spec:
+        return StartPosition("gtid", gtid=spec["gtid"])
+    return StartPosition("position", file=spec["file"], pos=spec["pos"])
+
+
+def _source(spec: dict[str, Any]) -> MySQLSource:
+    defaults = MySQLSource()
+    timeout = parse_duration(spec.get("connect_timeout"))
+    return MySQLSource(
+        host=spec.get("host", defaults.host),
+        port=spec.get("port", defaults.port),
+        user=spec.get("user", defaults.user),
+        password=spec.get("password") or None,
+        server_id=spec.get("server_id"),
+        start=_start(spec.get("start")),
+        connect_timeout_s=defaults.connect_timeout_s if timeout is None else timeout / 1000,
+        ssl=spec.get("ssl", defaults.ssl),
+        zero_dates="error" if spec.get("zero_dates") == "error" else "null",
+        tinyint1=spec.get("tinyint1", defaults.tinyint1),
+    )
+
+
+def _target(spec: dict[str, Any]) -> TargetConfig:
+    warehouse: SnowflakeTarget | DuckDBTarget
+    if "snowflake" in spec:
+        # `${VAR:-}` that is unset gives "": the same as not giving the setting at all.
+        fields = {k: v for k, v in spec["snowflake"].items() if v != ""}
+        warehouse = SnowflakeTarget(**fields)
+    else:
+        warehouse = DuckDBTarget(**(spec.get("duckdb") or {}))
+    defaults = TargetConfig(warehouse=warehouse)
+    return TargetConfig(
+        warehouse=warehouse,
+        identifier_case=spec.get("identifier_case", defaults.identifier_case),
+        state_table=spec.get("state_table", defaults.state_table),
+    )
+
+
+def _engine(spec: dict[str, Any]) -> EngineConfig:
+    defaults = EngineConfig()
+    return EngineConfig(
+        master=spec.get("master", defaults.master),
+        checkpoint=spec.get("checkpoint"),
+        conf=dict(spec.get("conf") or {}),
+        decode_partitions=spec.get("decode_partitions", defaults.decode_partitions),
+    )
+
+
+def _column(source_column: str, spec: dict[str, Any] | None) -> ColumnMapping:
+    spec = spec or {}
+    mask = spec.get("mask")
+    return ColumnMapping(
+        source_column=source_column,
+        target_column=spec.get("name"),
+        target_type=spec.get("type"),
+        source_type=spec.get("source_type"),
+        exclude=bool(spec.get("exclude", False)),
+        mask="null" if mask == "as_null" else mask,
+    )
+
+
+def _table(spec: dict[str, Any], defaults: dict[str, Any], batching: BatchPolicy) -> TablePipeline:
+    parts = split_source_name(spec["source"])
+    assert parts is not None  # checked by semantic (R207) before build
+    key = spec.get("key")
+    metadata = spec.get("metadata", defaults.get("metadata", list(DEFAULT_METADATA)))
+    return TablePipeline(
+        source_database=parts[0],
+        source_table=parts[1],
+        target_table=spec.get("target"),
+        key=tuple(key) if key else None,
+        deletes=spec.get("deletes", defaults.get("deletes", "hard")),
+        columns=tuple(_column(name, column) for name, column in (spec.get("columns") or {}).items()),
+        metadata=tuple(metadata),
+        filter=spec.get("filter"),
+        # A per-table override inherits what it does not set from the pipeline's batching.
+        batching=_batching(spec["batching"], batching) if spec.get("batching") else None,
+    )

@@ -1,0 +1,108 @@
+"""``Diagnostic``: one problem in a pipeline file, and the reporters that print them.
+
+Every check (loading, interpolation, JSON Schema, semantics) produces these; nothing stops
+at the first problem. The codes are stable and documented in ``docs/diagnostics.md``.
+Reporters are plain functions from diagnostics to text, one per ``--format``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    path: str  # the file, as given on the command line
+    line: int  # 1-based; 0 when the problem is the file itself
+    col: int  # 1-based; 0 when the problem is the file itself
+    code: str  # R001 ... (docs/diagnostics.md)
+    message: str
+    hint: str | None = None
+    severity: Severity = "error"
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.line, self.col, self.code)
+
+
+def count(diagnostics: Iterable[Diagnostic]) -> tuple[int, int]:
+    """(errors, warnings)."""
+    errors = warnings = 0
+    for diagnostic in diagnostics:
+        if diagnostic.is_error:
+            errors += 1
+        else:
+            warnings += 1
+    return errors, warnings
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def summary_line(files: int, diagnostics: Sequence[Diagnostic]) -> str:
+    errors, warnings = count(diagnostics)
+    return f"{_plural(files, 'file')}, {_plural(errors, 'error')}, {_plural(warnings, 'warning')}"
+
+
+def format_text(diagnostic: Diagnostic) -> str:
+    """``path:line:col: error[R102]: message`` then ``  hint: ...``."""
+    where = diagnostic.path if diagnostic.line == 0 else (
+        f"{diagnostic.path}:{diagnostic.line}:{diagnostic.col}"
+    )
+    text = f"{where}: {diagnostic.severity}[{diagnostic.code}]: {diagnostic.message}"
+    if diagnostic.hint:
+        text += f"\n  hint: {diagnostic.hint}"
+    return text
+
+
+def report_text(diagnostics: Sequence[Diagnostic], *, files: int) -> str:
+    lines = [format_text(d) for d in diagnostics]
+    lines.append(summary_line(files, diagnostics))
+    return "\n".join(lines) + "\n"
+
+
+def report_json(diagnostics: Sequence[Diagnostic], *, files: int) -> str:
+    errors, warnings = count(diagnostics)
+    document = {
+        "diagnostics": [asdict(d) for d in diagnostics],
+        "summary": {"files": files, "errors": errors, "warnings": warnings},
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+def _escape_data(text: str) -> str:
+    # https://docs.github.com/en/actions/reference/workflow-commands-for-github-actions
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_github(diagnostic: Diagnostic) -> str:
+    """A GitHub Actions annotation: ``::error file=...,line=...,col=...,title=R102::message``."""
+    properties = [f"file={_escape_property(diagnostic.path)}"]
+    if diagnostic.line:
+        properties += [f"line={diagnostic.line}", f"col={diagnostic.col}"]
+    properties.append(f"title={_escape_property(diagnostic.code)}")
+    message = diagnostic.message
+    if diagnostic.hint:
+        message += f"\nhint: {diagnostic.hint}"
+    return f"::{diagnostic.severity} {','.join(properties)}::{_escape_data(message)}"
+
+
+def report_github(diagnostics: Sequence[Diagnostic], *, files: int) -> str:
+    lines = [format_github(d) for d in diagnostics]
+    return "".join(line + "\n" for line in lines)
+
+
+REPORTERS = {"text": report_text, "json": report_json, "github": report_github}

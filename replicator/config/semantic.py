@@ -1,0 +1,291 @@
+"""Checks the JSON Schema cannot express: names that collide, keys that do not exist, ...
+
+They run on the loaded data even when the schema found problems (every problem is reported
+in one pass), so every lookup here tolerates values of the wrong type: those were already
+reported by the schema check.
+
+Which columns a table has is only known for sure when the YAML declares them: ``columns``
+normally lists just the columns that need a mapping. When *any* column of a table declares
+its ``source_type``, the list is taken as the table's complete column list (that is what
+``plan --offline`` builds the table from), and then key columns must be among them (R201)
+and every column should declare its type (R211). Otherwise the live catalog decides, in
+``replicator check`` / ``plan``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from replicator.config.loader import JsonPath, LoadedDocument
+from replicator.model.catalog import MySQLType, MySQLTypeError
+from replicator.model.pipeline import DEFAULT_METADATA, METADATA_COLUMNS, SOFT_DELETE_COLUMNS
+
+# https://docs.snowflake.com/en/sql-reference/identifiers-syntax : quoted identifiers hold
+# up to 255 characters, any of them except NUL.
+MAX_IDENTIFIER_LENGTH = 255
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h)\s*$")
+_DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+_SOURCE_NAME = re.compile(r"^([^.\s`]+)\.([^.\s`]+)$")
+SECRET_PATHS: tuple[JsonPath, ...] = (
+    ("source", "mysql", "password"),
+    ("target", "snowflake", "password"),
+    ("target", "snowflake", "token"),
+    ("target", "snowflake", "private_key_file_pwd"),
+)
+TARGET_KINDS = ("snowflake", "duckdb")
+
+
+def parse_duration(text: Any) -> int | None:
+    """Milliseconds of ``250ms``/``10s``/``2m``/``1h``; None if it is not such a text."""
+    if not isinstance(text, str):
+        return None
+    match = _DURATION.match(text)
+    if not match:
+        return None
+    return int(match.group(1)) * _DURATION_MS[match.group(2)]
+
+
+def split_source_name(text: Any) -> tuple[str, str] | None:
+    if not isinstance(text, str):
+        return None
+    match = _SOURCE_NAME.match(text.strip())
+    return (match.group(1), match.group(2)) if match else None
+
+
+def fold_identifier(name: str, identifier_case: Any) -> str:
+    return name if identifier_case == "preserve" else name.upper()
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def check_semantics(document: LoadedDocument) -> None:
+    data = document.data
+    if not isinstance(data, dict):
+        return
+    _check_secrets(document, data)
+    _check_target_kind(document, data)
+    _check_durations(document, data)
+    _check_tables(document, data)
+
+
+def _check_secrets(document: LoadedDocument, data: dict[str, Any]) -> None:
+    for path in SECRET_PATHS:
+        value: Any = data
+        for part in path:
+            value = _dict(value).get(part)  # type: ignore[arg-type]
+        if isinstance(value, str) and value and path not in document.interpolated:
+            variable = "MYSQL_PASSWORD" if path[0] == "source" else f"SNOWFLAKE_{str(path[-1]).upper()}"
+            document.add(document.position(path), "R013",
+                         f"{'.'.join(map(str, path))} is written in the file",
+                         f"keep secrets out of files: {path[-1]}: ${{{variable}}}",
+                         severity="warning")
+
+
+def _check_target_kind(document: LoadedDocument, data: dict[str, Any]) -> None:
+    target = data.get("target")
+    if not isinstance(target, dict):
+        return
+    kinds = [kind for kind in TARGET_KINDS if kind in target]
+    if not kinds:
+        document.add(document.key_position(("target",)), "R210",
+                     "target: no warehouse given",
+                     "add `snowflake: {connection: default, database: ..., schema: ...}` "
+                     "or `duckdb: {path: ./warehouse.duckdb}`")
+    elif len(kinds) > 1:
+        document.add(document.key_position(("target", kinds[1])), "R210",
+                     f"target: both {kinds[0]} and {kinds[1]} given; a pipeline has one target",
+                     "remove one of them (a second target is a second pipeline file)")
+
+
+def _duration_paths(data: dict[str, Any]) -> Iterator[JsonPath]:
+    yield ("batching", "max_delay")
+    yield ("source", "mysql", "connect_timeout")
+    for index, _table in enumerate(_list(data.get("tables"))):
+        yield ("tables", index, "batching", "max_delay")
+
+
+def _check_durations(document: LoadedDocument, data: dict[str, Any]) -> None:
+    for path in _duration_paths(data):
+        value: Any = data
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None  # type: ignore[call-overload]
+        if value is None or not isinstance(value, str):
+            continue  # absent, or a type error the schema reported
+        if parse_duration(value) is None:
+            number = re.sub(r"\D", "", value) or "10"
+            document.add(document.position(path), "R206",
+                         f"{'.'.join(map(str, path))}: {value!r} is not a duration",
+                         f"write a number and a unit (ms, s, m, h): {path[-1]}: {number}s")
+
+
+def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
+    target = _dict(data.get("target"))
+    identifier_case = target.get("identifier_case", "upper")
+    defaults = _dict(data.get("defaults"))
+    seen_sources: dict[str, int] = {}
+    seen_targets: dict[str, tuple[int, str]] = {}
+    state_table = target.get("state_table", "_REPLICATOR_STATE")
+    if isinstance(state_table, str):
+        _check_identifier(document, ("target", "state_table"), state_table, "state table")
+
+    for index, table in enumerate(_list(data.get("tables"))):
+        if not isinstance(table, dict):
+            continue
+        base: JsonPath = ("tables", index)
+        source = table.get("source")
+        parts = split_source_name(source)
+        if isinstance(source, str) and parts is None:
+            document.add(document.position((*base, "source")), "R207",
+                         f"tables[{index}].source: {source!r} is not database.table",
+                         "write the database and the table, without quotes or backticks: "
+                         "source: shop.trips")
+        if parts is not None:
+            source_key = f"{parts[0]}.{parts[1]}".lower()
+            if source_key in seen_sources:
+                document.add(document.position((*base, "source")), "R209",
+                             f"tables[{index}].source: {source} is already listed as "
+                             f"tables[{seen_sources[source_key]}]",
+                             "list each source table once; merge the two entries")
+            else:
+                seen_sources[source_key] = index
+
+        target_table = table.get("target")
+        if isinstance(target_table, str):
+            _check_identifier(document, (*base, "target"), target_table, "target table name")
+        elif parts is not None:
+            target_table = parts[1]
+        if isinstance(target_table, str) and target_table:
+            folded = fold_identifier(target_table, identifier_case)
+            where = (*base, "target") if "target" in table else (*base, "source")
+            if folded in seen_targets:
+                other, other_name = seen_targets[folded]
+                document.add(document.position(where), "R202",
+                             f"tables[{index}] lands in target table {folded}, as tables[{other}] "
+                             f"({other_name}) does",
+                             "give one of them another `target:` name")
+            else:
+                seen_targets[folded] = (index, str(source))
+            if isinstance(state_table, str) and folded == fold_identifier(state_table, identifier_case):
+                document.add(document.position(where), "R202",
+                             f"tables[{index}] lands in {folded}, the pipeline's state table",
+                             "give the table another `target:` name")
+
+        _check_columns(document, base, table, defaults, identifier_case)
+
+
+def _check_columns(document: LoadedDocument, base: JsonPath, table: dict[str, Any],
+                   defaults: dict[str, Any], identifier_case: Any) -> None:
+    columns = _dict(table.get("columns"))
+    typed = [name for name, spec in columns.items() if "source_type" in _dict(spec)]
+    exhaustive = bool(typed)
+    declared = {name.lower(): name for name in columns}
+    where_columns = (*base, "columns")
+
+    for name, spec in columns.items():
+        spec = _dict(spec)
+        path = (*where_columns, name)
+        _check_identifier(document, path, name, "source column name", key=True)
+        source_type = spec.get("source_type")
+        if isinstance(source_type, str):
+            try:
+                MySQLType.parse(source_type)
+            except MySQLTypeError as exc:
+                document.add(document.position((*path, "source_type")), "R208", str(exc),
+                             "write the type as information_schema.COLUMNS.COLUMN_TYPE does: "
+                             "int, varchar(255), decimal(38,10), datetime(6)")
+        elif exhaustive and "source_type" not in spec and spec.get("exclude") is not True:
+            document.add(document.key_position(path), "R211",
+                         f"column {name} has no source_type while other columns of this table "
+                         "declare theirs", f"add `source_type:` to {name} (plan --offline needs "
+                         "every column's type)", severity="warning")
+        if "mask" in spec and spec["mask"] is None:
+            document.add(document.position((*path, "mask")), "R212",
+                         f"{name}: `mask: null` is YAML's null, so no mask is applied",
+                         "write `mask: as_null` to replace the values with NULL, or remove it",
+                         severity="warning")
+        if spec.get("exclude") is True:
+            extra = [k for k in ("name", "type", "mask") if spec.get(k) is not None]
+            if extra:
+                document.add(document.key_position((*path, extra[0])), "R213",
+                             f"{name} is excluded, so its {', '.join(extra)} has no effect",
+                             "remove `exclude: true` or the other settings", severity="warning")
+        if isinstance(spec.get("name"), str):
+            _check_identifier(document, (*path, "name"), spec["name"], "target column name")
+
+    key = _list(table.get("key"))
+    for position, key_column in enumerate(key):
+        if not isinstance(key_column, str):
+            continue
+        key_path = (*base, "key", position)
+        spec = _dict(columns.get(declared.get(key_column.lower(), key_column)))
+        if exhaustive and key_column.lower() not in declared:
+            close = difflib.get_close_matches(key_column, list(columns), n=1, cutoff=0.6)
+            hint = (f"did you mean '{close[0]}'?" if close else
+                    f"declare {key_column} under columns with its source_type, or fix the key")
+            document.add(document.position(key_path), "R201",
+                         f"key column {key_column} is not among the declared columns of "
+                         f"{table.get('source')}", hint)
+        if spec.get("exclude") is True:
+            document.add(document.position(key_path), "R204",
+                         f"key column {key_column} is excluded: target rows could not be matched",
+                         f"remove `exclude: true` from {key_column}, or choose another key")
+        elif spec.get("mask") in ("redact", "as_null"):
+            document.add(document.position(key_path), "R204",
+                         f"key column {key_column} is masked with {spec['mask']}: distinct "
+                         "keys would collapse into one target row",
+                         "use mask: sha256 on a key column (still unique), or no mask")
+
+    _check_target_columns(document, base, table, columns, defaults, identifier_case)
+
+
+def _check_target_columns(document: LoadedDocument, base: JsonPath, table: dict[str, Any],
+                          columns: dict[str, Any], defaults: dict[str, Any],
+                          identifier_case: Any) -> None:
+    """Two source columns (or a column and a metadata column) landing in one target column."""
+    taken: dict[str, str] = {}
+    metadata = table.get("metadata", defaults.get("metadata", list(DEFAULT_METADATA)))
+    for item in _list(metadata):
+        for column in METADATA_COLUMNS.get(item, ()) if isinstance(item, str) else ():
+            taken[fold_identifier(column, identifier_case)] = f"the metadata column of `{item}`"
+    if table.get("deletes", defaults.get("deletes")) == "soft":
+        for column in SOFT_DELETE_COLUMNS:
+            taken[fold_identifier(column, identifier_case)] = "a soft-delete column"
+    for name, spec in columns.items():
+        spec = _dict(spec)
+        if spec.get("exclude") is True:
+            continue
+        target_name = spec.get("name") if isinstance(spec.get("name"), str) else name
+        folded = fold_identifier(target_name, identifier_case)
+        path = (*base, "columns", name, "name") if "name" in spec else (*base, "columns", name)
+        where = document.position(path) if "name" in spec else document.key_position(path)
+        if folded in taken:
+            document.add(where, "R203",
+                         f"{name} lands in target column {folded}, as {taken[folded]} does",
+                         "give one of them another `name:`")
+        else:
+            taken[folded] = f"source column {name}"
+
+
+def _check_identifier(document: LoadedDocument, path: JsonPath, name: str, what: str,
+                      *, key: bool = False) -> None:
+    problem = None
+    if not name.strip():
+        problem = "is empty"
+    elif "\x00" in name:
+        problem = "holds a NUL character"
+    elif len(name) > MAX_IDENTIFIER_LENGTH:
+        problem = f"is {len(name)} characters long (at most {MAX_IDENTIFIER_LENGTH})"
+    if problem:
+        where = document.key_position(path) if key else document.position(path)
+        shown = name if len(name) <= 40 else name[:37] + "..."
+        document.add(where, "R205", f"{what} {shown!r} {problem}: Snowflake cannot hold it",
+                     "choose a name of 1 to 255 characters without NUL")
