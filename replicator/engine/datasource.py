@@ -1,0 +1,294 @@
+"""The binlog as a Spark streaming source (pyspark's Python data source API).
+
+The only module that registers a data source. Offsets are ``BinlogPosition.to_offset()``
+dicts at transaction boundaries, so a micro-batch never holds half a transaction.
+
+Where each method runs, and the measured pitfalls that shaped it:
+
+- ``initialOffset``/``latestOffset``/``partitions``/``commit`` run in a long-lived Python
+  planner process on the driver. ``initialOffset()`` is called *twice* for a new query:
+  "latest" computed in it would move between the calls and lose rows, so the start position
+  is resolved once by the runner and passed in as the ``start`` option.
+- ``read`` runs on executors (a pickled copy of the reader): it decodes its range with
+  ``source.binlog.read_changes`` using its own server_id (pipeline server_id + partition
+  index: a replica connection with a duplicate server_id kicks the other one off).
+- option keys arrive lower-cased, so every key here is lower case.
+- ``latestOffset(start, limit)`` honours ``ReadMaxRows`` from ``batching.max_rows`` by
+  finding a boundary after about that many row changes (``binlog_ranges``); with
+  ``ReadAllAvailable`` (what Spark passes for some triggers) it returns the head.
+- ``prepareForTriggerAvailableNow`` (``--until-caught-up``) pins the head seen at start, so
+  the query stops once that is applied even while the source keeps writing.
+
+Rows carry row images as JSON text (``model.values.encode_image``, an exact round trip);
+the per-batch transform decodes them on the driver.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
+from replicator.model.pipeline import MySQLSource, StartPosition
+from replicator.model.values import encode_image
+
+SOURCE_FORMAT = "replicator_binlog"
+
+# One row per change. ``op`` is c/u/d (and r for snapshot reads, which use the same layout),
+# or ``ddl`` for a schema change, whose details are the JSON in ``after``.
+CHANGE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("table", "STRING"),
+    ("op", "STRING"),
+    ("file", "STRING"),
+    ("file_seq", "BIGINT"),
+    ("pos", "BIGINT"),
+    ("row_index", "BIGINT"),
+    ("ts_ms", "BIGINT"),
+    ("gtid", "STRING"),
+    ("transaction_id", "STRING"),
+    ("end_file", "STRING"),
+    ("end_pos", "BIGINT"),
+    ("key", "STRING"),
+    ("before", "STRING"),
+    ("after", "STRING"),
+)
+CHANGE_SCHEMA = ", ".join(f"`{name}` {kind}" for name, kind in CHANGE_COLUMNS)
+ARROW_BATCH_ROWS = 4_096
+
+# Options (lower case: Spark lower-cases option keys before the reader sees them).
+OPT_SOURCE = "source"  # JSON of the MySQLSource fields except the password
+OPT_PASSWORD = "password"  # its own key, so Spark's redaction regex hides it in plans
+OPT_TABLES = "tables"  # JSON list of "db.table"
+OPT_KEYS = "keys"  # JSON {"db.table": [key columns]}
+OPT_SERVER_ID = "server_id"
+OPT_START = "start"  # JSON offset, resolved once by the runner
+OPT_MAX_ROWS = "max_rows"
+OPT_PARTITIONS = "decode_partitions"
+
+
+def reader_options(
+    source: MySQLSource,
+    *,
+    tables: Sequence[str],
+    keys: Mapping[str, Sequence[str]],
+    server_id: int,
+    start: BinlogPosition,
+    max_rows: int,
+    decode_partitions: int = 1,
+) -> dict[str, str]:
+    """The options of ``spark.readStream.format(SOURCE_FORMAT)`` for one pipeline."""
+    fields = asdict(source)
+    fields.pop("password", None)
+    fields.pop("start", None)  # the start is resolved: OPT_START
+    return {
+        OPT_SOURCE: json.dumps(fields),
+        OPT_PASSWORD: source.password or "",
+        OPT_TABLES: json.dumps(list(tables)),
+        OPT_KEYS: json.dumps({table: list(columns) for table, columns in keys.items()}),
+        OPT_SERVER_ID: str(server_id),
+        OPT_START: json.dumps(start.to_offset()),
+        OPT_MAX_ROWS: str(max_rows),
+        OPT_PARTITIONS: str(decode_partitions),
+    }
+
+
+def source_from_options(options: Mapping[str, str]) -> MySQLSource:
+    fields = json.loads(options[OPT_SOURCE])
+    fields.pop("start", None)
+    return MySQLSource(**fields, password=options.get(OPT_PASSWORD) or None, start=StartPosition())
+
+
+class BinlogRange(InputPartition):
+    """One executor task: decode the transactions committed in (start, end]."""
+
+    def __init__(self, index: int, start: dict[str, Any], end: dict[str, Any]) -> None:
+        super().__init__(index)
+        self.index = index
+        self.start = start
+        self.end = end
+
+    def __repr__(self) -> str:
+        return f"BinlogRange({self.index}, {self.start} -> {self.end})"
+
+
+class BinlogDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_FORMAT
+
+    def schema(self) -> str:
+        return CHANGE_SCHEMA
+
+    def streamReader(self, schema: Any) -> BinlogStreamReader:
+        return BinlogStreamReader(dict(self.options))
+
+
+class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.options = {key.lower(): value for key, value in options.items()}
+        self.start = BinlogPosition.from_offset(json.loads(self.options[OPT_START]))
+        self.max_rows = int(self.options.get(OPT_MAX_ROWS, "0") or 0)
+        self.decode_partitions = max(1, int(self.options.get(OPT_PARTITIONS, "1") or 1))
+        self.server_id = int(self.options[OPT_SERVER_ID])
+        self.tables = list(json.loads(self.options[OPT_TABLES]))
+        self.keys = {t: list(c) for t, c in json.loads(self.options.get(OPT_KEYS, "{}")).items()}
+        self._until: BinlogPosition | None = None  # set by prepareForTriggerAvailableNow
+
+    # -- driver side -----------------------------------------------------------------------
+
+    def _source(self) -> MySQLSource:
+        return source_from_options(self.options)
+
+    def initialOffset(self) -> dict[str, Any]:
+        return self.start.to_offset()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.max_rows) if self.max_rows > 0 else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        from replicator.source.positions import current_position
+
+        self._until = current_position(self._source())
+
+    def _head(self) -> BinlogPosition:
+        if self._until is not None:
+            return self._until
+        from replicator.source.positions import current_position
+
+        return current_position(self._source())
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        begin = BinlogPosition.from_offset(start)
+        head = self._head()
+        if begin >= head:
+            return begin.to_offset()
+        if isinstance(limit, ReadMaxRows) and limit.max_rows > 0:
+            from replicator.engine.binlog_ranges import boundary_after_rows
+
+            return boundary_after_rows(self._source(), begin, head, limit.max_rows).to_offset()
+        return head.to_offset()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[BinlogRange]:
+        begin, finish = BinlogPosition.from_offset(start), BinlogPosition.from_offset(end)
+        if begin >= finish:
+            return []
+        ranges = [(begin, finish)]
+        if self.decode_partitions > 1:
+            from replicator.engine.binlog_ranges import split_range
+
+            ranges = split_range(self._source(), begin, finish, self.decode_partitions)
+        return [
+            BinlogRange(index, a.to_offset(), b.to_offset()) for index, (a, b) in enumerate(ranges)
+        ]
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to release: the binlog is the server's; retention is the user's setting."""
+
+    # -- executor side ---------------------------------------------------------------------
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, BinlogRange)
+        from replicator.source.binlog import read_changes
+
+        events = read_changes(
+            self._source(),
+            start=BinlogPosition.from_offset(partition.start),
+            end=BinlogPosition.from_offset(partition.end),
+            tables=self.tables,
+            server_id=self.server_id + partition.index,
+        )
+        yield from arrow_batches(change_rows(events, self.keys))
+
+
+def change_row(event: ChangeEvent, key_columns: Sequence[str] | None) -> dict[str, Any]:
+    """One change as a row of ``CHANGE_SCHEMA``."""
+    image = event.before if event.op == "d" else event.after
+    key = None
+    if key_columns and image is not None:
+        key = encode_image({column: image.get(column) for column in key_columns})
+    end = event.end_position
+    return {
+        "table": event.table,
+        "op": event.op,
+        "file": event.position.file,
+        "file_seq": event.position.sequence,
+        "pos": event.position.pos,
+        "row_index": event.row_index,
+        "ts_ms": event.ts_ms,
+        "gtid": event.gtid,
+        "transaction_id": event.transaction_id,
+        "end_file": end.file if end else None,
+        "end_pos": end.pos if end else None,
+        "key": key,
+        "before": encode_image(event.before),
+        "after": encode_image(event.after),
+    }
+
+
+def schema_change_row(change: SchemaChange) -> dict[str, Any]:
+    position = change.position
+    details = {
+        "database": change.database,
+        "sql": change.sql,
+        "kind": change.kind,
+        "tables": list(change.tables),
+    }
+    return {
+        "table": change.tables[0] if change.tables else change.database,
+        "op": "ddl",
+        "file": position.file if position else None,
+        "file_seq": position.sequence if position else None,
+        "pos": position.pos if position else None,
+        "row_index": 0,
+        "ts_ms": change.ts_ms,
+        "gtid": None,
+        "transaction_id": None,
+        "end_file": None,
+        "end_pos": None,
+        "key": None,
+        "before": None,
+        "after": json.dumps(details, ensure_ascii=False),
+    }
+
+
+def change_rows(
+    events: Iterator[ChangeEvent | SchemaChange], keys: Mapping[str, Sequence[str]]
+) -> Iterator[dict[str, Any]]:
+    lowered = {table.lower(): columns for table, columns in keys.items()}
+    for event in events:
+        if isinstance(event, SchemaChange):
+            yield schema_change_row(event)
+        else:
+            yield change_row(event, lowered.get(event.table.lower()))
+
+
+def arrow_schema() -> Any:
+    import pyarrow as pa
+
+    types = {"STRING": pa.string(), "BIGINT": pa.int64()}
+    return pa.schema([(name, types[kind]) for name, kind in CHANGE_COLUMNS])
+
+
+def arrow_batches(rows: Iterator[dict[str, Any]], size: int = ARROW_BATCH_ROWS) -> Iterator[Any]:
+    """Rows -> Arrow record batches of ``CHANGE_SCHEMA`` (columnar hand-off to Spark)."""
+    import pyarrow as pa
+
+    schema = arrow_schema()
+    buffer: list[dict[str, Any]] = []
+    for row in rows:
+        buffer.append(row)
+        if len(buffer) >= size:
+            yield pa.RecordBatch.from_pylist(buffer, schema=schema)
+            buffer = []
+    if buffer:
+        yield pa.RecordBatch.from_pylist(buffer, schema=schema)

@@ -1,0 +1,78 @@
+"""Starting the Spark session a pipeline runs in: local by default, any master by URL.
+
+Two measured pitfalls of Python data sources decide the environment set here, before the JVM
+starts (it inherits the environment once, at launch):
+
+- the driver-side planner of a Python data source is a separate Python process started by the
+  JVM; it unpickles our ``DataSource`` class by module path, so ``replicator`` must be on its
+  ``PYTHONPATH`` (an editable install is not enough when the code is run from a checkout);
+- executors run ``read()`` in Python workers started with ``PYSPARK_PYTHON``: it must be an
+  interpreter that has replicator and its dependencies. Locally that is this interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# Small shuffles: a micro-batch is thousands to a few hundred thousand rows, not terabytes.
+DEFAULT_CONF: Mapping[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Python workers are reused between tasks, so the per-task import cost is paid once.
+    "spark.python.worker.reuse": "true",
+    "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+    # The streaming query's own metadata logs are small; keep only a few.
+    "spark.sql.streaming.minBatchesToRetain": "20",
+}
+
+
+def package_root() -> str:
+    """The directory that holds the ``replicator`` package (for PYTHONPATH)."""
+    import replicator
+
+    return str(Path(replicator.__file__).resolve().parent.parent)
+
+
+def prepare_environment() -> None:
+    """Make the package importable by Spark's Python processes (see the module docstring)."""
+    root = package_root()
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def spark_session(
+    master: str = "local[*]",
+    conf: Mapping[str, str] | None = None,
+    *,
+    app_name: str = "replicator",
+    log_level: str = "ERROR",
+) -> SparkSession:
+    """A Spark session for a pipeline; ``conf`` entries override the defaults."""
+    prepare_environment()
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
+    register_sources(spark)
+    return spark
+
+
+def register_sources(spark: SparkSession) -> None:
+    from replicator.engine.datasource import BinlogDataSource
+
+    spark.dataSource.register(BinlogDataSource)
