@@ -15,6 +15,41 @@ from typing import Literal
 Severity = Literal["error", "warning"]
 
 
+# Every code replicator reports, with its meaning. Codes are stable: never reuse one for
+# another meaning. docs/diagnostics.md has the table with an example fix for each.
+CODES: dict[str, str] = {
+    "R001": "the file is not UTF-8 text (binary, or another encoding)",
+    "R002": "the file holds no YAML document",
+    "R003": "YAML syntax error",
+    "R004": "the top level is not a mapping",
+    "R005": "duplicate key",
+    "R006": "a YAML 1.1 boolean word (yes/no/on/off) where text was meant",
+    "R010": "an environment variable referenced with ${VAR} is not set",
+    "R011": "a variable required with ${VAR:?message} is not set",
+    "R012": "a malformed ${...} reference",
+    "R013": "a secret written literally in the file (warning)",
+    "R101": "unknown key",
+    "R102": "wrong type",
+    "R103": "missing required key",
+    "R104": "value not allowed (not one of the choices, or a bad name)",
+    "R105": "value out of range (too small, too large, too short, repeated)",
+    "R106": "value matches none of the allowed forms",
+    "R201": "key column not among the declared columns",
+    "R202": "two tables land in one target table",
+    "R203": "two columns land in one target column",
+    "R204": "key column excluded or masked so that keys collapse",
+    "R205": "identifier Snowflake cannot hold (empty, > 255 characters, NUL)",
+    "R206": "not a duration",
+    "R207": "source is not database.table",
+    "R208": "source_type is not a MySQL column type",
+    "R209": "the same source table listed twice",
+    "R210": "not exactly one target (snowflake or duckdb)",
+    "R211": "some columns declare source_type, others do not (warning)",
+    "R212": "mask: null means no mask (warning)",
+    "R213": "an excluded column with other settings (warning)",
+}
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     path: str  # the file, as given on the command line

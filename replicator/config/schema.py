@@ -95,7 +95,12 @@ def check_schema(document: LoadedDocument) -> None:
     """Add one diagnostic per schema violation to ``document`` (nothing when data is None)."""
     if document.data is None:
         return
-    for error in _validator().iter_errors(document.data):
+    errors = list(_validator().iter_errors(document.data))
+    # A value of the wrong type also fails its enum/pattern: report the type only.
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
+    for error in errors:
+        if error.validator in ("enum", "const", "pattern") and tuple(error.absolute_path) in mistyped:
+            continue
         _report(document, error)
 
 
@@ -231,7 +236,8 @@ def _report_alternatives(document: LoadedDocument, path: JsonPath, error: Any) -
                     _report(document, sub)
                 if len(document.diagnostics) > before:
                     return
-    shapes = "; ".join(branch.get("description", "") for branch in branches)
+    examples = error.schema.get("examples") if isinstance(error.schema, dict) else None
+    hint = ("write one of: " + ", ".join(_flow(e) for e in examples)) if examples else None
     document.add(document.position(path), "R106",
                  f"{render_path(path)}: {_show(instance)} matches none of the allowed forms",
-                 shapes or None)
+                 hint)
