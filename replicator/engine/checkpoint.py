@@ -1,0 +1,186 @@
+"""The per-pipeline checkpoint directory: where a run starts, snapshot progress, Spark's log.
+
+Layout of ``.replicator/<pipeline>/`` (created user-only, 0700: it names the source server
+and binlog positions):
+
+- ``start.json``  — the start position, resolved ONCE when the pipeline starts fresh (never
+  recomputed: "latest" computed twice loses the changes in between), the snapshot's progress,
+  and the *epoch* (see below);
+- ``snapshot/``   — the chunk plan of each table, kept so a resumed snapshot reuses the same
+  key ranges (re-planning while the table changes could shift them);
+- ``stream/``     — Spark's own streaming checkpoint (offsets/ and commits/ logs).
+
+Epochs: Spark numbers micro-batches from 0 in every new checkpoint, and the sink skips a batch
+id it has recorded. When a pipeline starts over (``--snapshot always``, or a checkpoint that was
+deleted while the target kept its state table) the new batches must not collide with the old
+ones, so sink batch ids are ``epoch * EPOCH_SPAN + spark_batch_id`` (snapshot chunks
+``-(epoch * EPOCH_SPAN) - 1 - chunk_index``). Epoch 0 is exactly the sink contract.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from replicator.errors import EngineError
+from replicator.model.changes import BinlogPosition
+
+EPOCH_SPAN = 1_000_000_000_000
+SnapshotStatus = Literal["pending", "done", "skipped"]
+
+
+def sink_batch_id(epoch: int, spark_batch_id: int) -> int:
+    return epoch * EPOCH_SPAN + spark_batch_id
+
+
+def snapshot_batch_id(epoch: int, chunk_index: int) -> int:
+    return -(epoch * EPOCH_SPAN) - 1 - chunk_index
+
+
+def epoch_of(batch_id: int) -> int:
+    """The epoch a recorded sink batch id belongs to."""
+    return (batch_id if batch_id >= 0 else -1 - batch_id) // EPOCH_SPAN
+
+
+@dataclass
+class StartState:
+    position: BinlogPosition
+    snapshot: SnapshotStatus
+    epoch: int = 0
+    # source table name -> number of chunks applied so far (chunks apply in order)
+    chunks_applied: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "position": self.position.to_offset(),
+            "snapshot": self.snapshot,
+            "epoch": self.epoch,
+            "chunks_applied": self.chunks_applied,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StartState:
+        return cls(
+            position=BinlogPosition.from_offset(data["position"]),
+            snapshot=data["snapshot"],
+            epoch=int(data.get("epoch", 0)),
+            chunks_applied={k: int(v) for k, v in data.get("chunks_applied", {}).items()},
+        )
+
+
+class CheckpointDir:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    @property
+    def start_file(self) -> Path:
+        return self.path / "start.json"
+
+    @property
+    def stream_dir(self) -> Path:
+        return self.path / "stream"
+
+    @property
+    def snapshot_dir(self) -> Path:
+        return self.path / "snapshot"
+
+    def create(self) -> None:
+        try:
+            self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(self.path, 0o700)
+        except OSError as exc:
+            raise EngineError(
+                f"cannot create the checkpoint directory {self.path}: {exc.strerror}",
+                hint="set engine.checkpoint in the pipeline YAML to a writable directory",
+            ) from exc
+
+    # -- start state -----------------------------------------------------------------------
+
+    def load_start(self) -> StartState | None:
+        try:
+            return StartState.from_json(json.loads(self.start_file.read_text()))
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError) as exc:
+            raise EngineError(
+                f"the checkpoint file {self.start_file} is damaged: {exc}",
+                hint="start over with `replicator run PIPELINE.yaml --snapshot always`",
+            ) from exc
+
+    def save_start(self, state: StartState) -> None:
+        """Atomically (write + rename): a crash never leaves half a file."""
+        self.create()
+        scratch = self.start_file.with_suffix(".tmp")
+        scratch.write_text(json.dumps(state.to_json(), indent=2) + "\n")
+        os.replace(scratch, self.start_file)
+
+    def reset_stream(self) -> None:
+        """Forget Spark's streaming progress (the pipeline starts over)."""
+        shutil.rmtree(self.stream_dir, ignore_errors=True)
+        shutil.rmtree(self.snapshot_dir, ignore_errors=True)
+
+    # -- snapshot chunk plans --------------------------------------------------------------
+
+    def _chunks_file(self, table: str) -> Path:
+        safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in table)
+        return self.snapshot_dir / f"{safe}.chunks.pickle"
+
+    def load_chunks(self, table: str) -> list[Any] | None:
+        try:
+            return list(pickle.loads(self._chunks_file(table).read_bytes()))
+        except FileNotFoundError:
+            return None
+
+    def save_chunks(self, table: str, chunks: list[Any]) -> None:
+        self.snapshot_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        target = self._chunks_file(table)
+        scratch = target.with_suffix(".tmp")
+        scratch.write_bytes(pickle.dumps(chunks))
+        os.replace(scratch, target)
+
+    # -- Spark's streaming log -------------------------------------------------------------
+
+    def batch_end_offset(self, spark_batch_id: int) -> dict[str, Any] | None:
+        """The end offset Spark logged for a micro-batch (written before the batch runs)."""
+        return _read_offset_log(self.stream_dir / "offsets" / str(spark_batch_id))
+
+    def committed(self) -> tuple[int, BinlogPosition] | None:
+        """(spark batch id, end position) of the newest micro-batch Spark committed."""
+        commits = _numbered(self.stream_dir / "commits")
+        for batch in reversed(commits):
+            offset = self.batch_end_offset(batch)
+            if offset is not None:
+                return batch, BinlogPosition.from_offset(offset)
+        return None
+
+    def resume_position(self) -> BinlogPosition | None:
+        """Where streaming continues: the newest committed offset, else the start position."""
+        committed = self.committed()
+        if committed is not None:
+            return committed[1]
+        start = self.load_start()
+        return start.position if start else None
+
+
+def _numbered(directory: Path) -> list[int]:
+    try:
+        return sorted(int(name) for name in os.listdir(directory) if name.isdigit())
+    except FileNotFoundError:
+        return []
+
+
+def _read_offset_log(path: Path) -> dict[str, Any] | None:
+    """Spark's offset log entry: ``v1``, the batch metadata, then one line per source."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    if len(lines) < 3 or lines[2].strip() in ("", "-"):
+        return None
+    return dict(json.loads(lines[2]))

@@ -1,0 +1,299 @@
+"""``replicator run``: catalog -> plan -> sink -> start position -> snapshot -> stream.
+
+The order matters and each step says why:
+
+1. read the live catalog and build the plan (the same ``Plan`` that ``replicator plan`` prints);
+2. open the sink and ``prepare()`` it (CREATE target and state tables, ALTER added columns);
+3. resolve the start position ONCE and persist it in the checkpoint directory
+   (``checkpoint.StartState``): with a snapshot, the binlog head is recorded *before* copying;
+4. copy the tables (``snapshot.run_snapshot``), resumable chunk by chunk;
+5. check the binlog we resume from still exists (``ensure_available``: purged -> a
+   ``BinlogGoneError`` naming ``--snapshot always``);
+6. stream: the binlog data source -> ``foreachBatch(BatchApplier)``. ``until_caught_up`` uses
+   Spark's availableNow trigger: it stops once the head seen at start is applied.
+
+SIGINT/SIGTERM ask the loop to stop; it waits for the batch in progress to finish, then stops
+the query. A second signal stops at once (the sink's transactions keep the target
+consistent either way, and the next run replays the unfinished batch, skipping what was
+applied).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from replicator.engine.checkpoint import CheckpointDir, StartState, epoch_of
+from replicator.engine.metrics import BatchReport
+from replicator.errors import EngineError, ReplicatorError
+from replicator.model.changes import BinlogPosition
+
+if TYPE_CHECKING:
+    from replicator.model.catalog import Catalog
+    from replicator.model.pipeline import Pipeline
+    from replicator.plan.model import Plan
+
+SnapshotMode = Literal["auto", "never", "always"]
+Notice = Callable[[str], None]
+
+
+@dataclass
+class RunOptions:
+    until_caught_up: bool = False
+    snapshot: SnapshotMode = "auto"
+    master: str | None = None  # None: the pipeline's engine.master
+    conf: Mapping[str, str] = field(default_factory=dict)
+    chunk_rows: int | None = None  # snapshot chunk size; None: the default
+    on_report: Callable[[BatchReport], None] | None = None
+    on_notice: Notice | None = None  # one-line progress messages
+    handle_signals: bool = True
+
+
+@dataclass
+class RunResult:
+    start: BinlogPosition | None = None  # where streaming started in this run
+    end: BinlogPosition | None = None  # the newest committed position when the run ended
+    snapshot_rows: int = 0
+    batches: int = 0  # stream batches applied (replays included)
+    changes: int = 0  # row changes read from the binlog
+    rows: int = 0  # rows sent to the sink
+    stopped: bool = False  # stopped by a signal before catching up
+
+
+def table_names(pipeline: Pipeline) -> list[tuple[str, str]]:
+    return [(table.source_database, table.source_table) for table in pipeline.tables]
+
+
+def load_plan(pipeline: Pipeline) -> tuple[Catalog, Plan]:
+    from replicator.plan import build_plan
+    from replicator.source.catalog import read_catalog
+
+    catalog = read_catalog(pipeline.source, table_names(pipeline))
+    missing = [t.source_name for t in pipeline.tables
+               if catalog.table(t.source_database, t.source_table) is None]
+    if missing:
+        raise EngineError(
+            f"source tables not found: {', '.join(missing)}",
+            hint="create them in MySQL, or remove them from the pipeline's tables "
+            "(and check the replicator user has SELECT on them)",
+        )
+    return catalog, build_plan(pipeline, catalog)
+
+
+class _StopFlag:
+    """Set by SIGINT/SIGTERM; a second signal interrupts at once."""
+
+    def __init__(self, notice: Notice) -> None:
+        self.event = threading.Event()
+        self._notice = notice
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if self.event.is_set():
+            raise KeyboardInterrupt
+        self.event.set()
+        self._notice(
+            f"received {signal.Signals(signum).name}: stopping after the current batch "
+            "(again to stop now)"
+        )
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+
+@contextlib.contextmanager
+def _signals(flag: _StopFlag, enabled: bool) -> Iterator[None]:
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, flag) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def resolve_start(
+    pipeline: Pipeline, plan: Plan, sink: Any, checkpoint: CheckpointDir, mode: SnapshotMode,
+    notice: Notice,
+) -> StartState:
+    """The start state, from the checkpoint or (starting fresh) resolved once and saved."""
+    from replicator.source.positions import current_position
+
+    state = checkpoint.load_start()
+    if state is not None and mode != "always":
+        return state
+    epoch = 0
+    if state is not None:
+        epoch = state.epoch + 1
+    else:
+        # A target that already holds batches of this pipeline, without our checkpoint:
+        # start a new epoch so the new batch ids cannot be mistaken for applied ones.
+        recorded = [sink.last_applied(table) for table in plan.tables]
+        epochs = [epoch_of(int(r["batch_id"])) for r in recorded if r]
+        if epochs:
+            epoch = max(epochs) + 1
+            notice(f"the target already has batches of pipeline {pipeline.name} but there is "
+                   f"no checkpoint in {checkpoint.path}: starting over as epoch {epoch}")
+    checkpoint.reset_stream()
+    start = pipeline.source.start
+    snapshot = mode == "always" or (mode == "auto" and start.kind == "initial")
+    if start.kind == "position" and not snapshot:
+        if start.file is None or start.pos is None:
+            raise EngineError("start: position needs file and pos",
+                              hint="source.mysql.start: {file: mysql-bin.000042, pos: 4}")
+        position = BinlogPosition(start.file, int(start.pos))
+    elif start.kind == "gtid" and not snapshot:
+        raise EngineError(
+            "starting from a GTID set is not supported yet",
+            hint="use start: {file: ..., pos: ...} (SHOW BINLOG EVENTS shows the position of a "
+            "GTID), or start: initial",
+        )
+    else:
+        # Recorded BEFORE any copy: the stream replays everything after it.
+        position = current_position(pipeline.source)
+    state = StartState(position=position, snapshot="pending" if snapshot else "skipped",
+                       epoch=epoch)
+    checkpoint.save_start(state)
+    notice(f"starting pipeline {pipeline.name} at {position}"
+           + (" after a snapshot" if snapshot else " (no snapshot)"))
+    return state
+
+
+def run_pipeline(pipeline: Pipeline, options: RunOptions, *, spark: Any = None) -> RunResult:
+    """Run one pipeline until caught up, stopped by a signal, or failed."""
+    from replicator.engine.session import register_sources, spark_session
+    from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
+    from replicator.engine.transform import BatchApplier
+    from replicator.sink import open_sink
+    from replicator.source.positions import ensure_available
+
+    notice = options.on_notice or (lambda message: None)
+    result = RunResult()
+    catalog, plan = load_plan(pipeline)
+    checkpoint = CheckpointDir(pipeline.checkpoint_dir)
+    checkpoint.create()
+    sink = open_sink(pipeline, plan)
+    applier: BatchApplier | None = None
+    flag = _StopFlag(notice)
+
+    def report(batch: BatchReport) -> None:
+        if batch.kind == "snapshot":
+            result.snapshot_rows += batch.rows
+        else:
+            result.batches += 1
+            result.changes += batch.changes
+            result.rows += batch.rows
+        if options.on_report:
+            options.on_report(batch)
+
+    try:
+        sink.prepare()
+        state = resolve_start(pipeline, plan, sink, checkpoint, options.snapshot, notice)
+        applier = BatchApplier(pipeline, plan, sink, checkpoint, epoch=state.epoch,
+                               open_sink=open_sink, on_report=report)
+        if spark is None:
+            spark = spark_session(options.master or pipeline.engine.master,
+                                  {**pipeline.engine.conf, **options.conf},
+                                  app_name=f"replicator-{pipeline.name}")
+        else:
+            register_sources(spark)
+        with _signals(flag, options.handle_signals):
+            if state.snapshot == "pending":
+                notice(f"snapshot of {len(plan.tables)} table(s) at {state.position}")
+                if not run_snapshot(spark, applier, catalog, checkpoint, state,
+                                    chunk_rows=options.chunk_rows or CHUNK_ROWS,
+                                    should_stop=flag.is_set):
+                    result.stopped = True
+                    return result
+            resume = checkpoint.resume_position() or state.position
+            ensure_available(pipeline.source, resume)
+            result.start = resume
+            _stream(spark, pipeline, applier, checkpoint, state, options, flag, result)
+        committed = checkpoint.committed()
+        result.end = committed[1] if committed else resume
+        return result
+    finally:
+        (applier.sink if applier is not None else sink).close()
+
+
+def _stream(
+    spark: Any, pipeline: Pipeline, applier: Any, checkpoint: CheckpointDir, state: StartState,
+    options: RunOptions, flag: _StopFlag, result: RunResult,
+) -> None:
+    from pyspark.errors import StreamingQueryException
+
+    from replicator.engine.datasource import SOURCE_FORMAT, reader_options
+
+    plan = applier.plan
+    reader = reader_options(
+        pipeline.source,
+        tables=[table.source_name for table in plan.tables],
+        keys={table.source_name: table.source_key for table in plan.tables},
+        server_id=pipeline.server_id,
+        start=state.position,
+        max_rows=pipeline.batching.max_rows,
+        decode_partitions=pipeline.engine.decode_partitions,
+    )
+    frame = spark.readStream.format(SOURCE_FORMAT).options(**reader).load()
+    writer = (
+        frame.writeStream.foreachBatch(applier)
+        .option("checkpointLocation", str(checkpoint.stream_dir.resolve()))
+        .queryName(f"replicator_{''.join(c if c.isalnum() else '_' for c in pipeline.name)}")
+    )
+    if options.until_caught_up:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{max(1, pipeline.batching.max_delay_ms)} milliseconds")
+    query = writer.start()
+    failure: BaseException | None = None
+    try:
+        while True:
+            if flag.is_set() and not applier.in_batch:
+                result.stopped = True
+                query.stop()
+                break
+            if query.awaitTermination(0.25):
+                break
+    except StreamingQueryException as exc:
+        failure = exc
+    except BaseException:
+        with contextlib.suppress(Exception):
+            query.stop()
+        raise
+    failure = failure or query.exception()
+    if failure is not None:
+        raise _unwrap(failure, applier) from None
+
+
+def _unwrap(failure: BaseException, applier: Any) -> ReplicatorError:
+    """The user-facing error behind a failed streaming query.
+
+    A ReplicatorError raised in foreachBatch (driver) is kept by the applier; one raised on an
+    executor or in the source's planner reaches us only as text inside Spark's error.
+    """
+    cause = getattr(applier, "failure", None)
+    if isinstance(cause, ReplicatorError):
+        return cause
+    import replicator.errors as errors
+
+    text = str(failure)
+    for match in _ERROR_LINE.finditer(text):
+        kind = getattr(errors, match.group("kind"), None)
+        if isinstance(kind, type) and issubclass(kind, ReplicatorError):
+            return kind(match.group("message").strip(),
+                        hint="the run resumes from the last applied batch once this is fixed")
+    first = text.strip().splitlines()[0][:500] if text.strip() else type(failure).__name__
+    return EngineError(
+        f"the streaming query failed: {first}",
+        hint="run again with --debug for the full Spark error; the run resumes from the last "
+        "applied batch",
+    )
+
+
+_ERROR_LINE = re.compile(r"(?:replicator\.errors\.)?(?P<kind>\w+Error): (?P<message>[^\n]+)")
