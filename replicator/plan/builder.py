@@ -1,0 +1,345 @@
+"""``build_plan(pipeline, catalog) -> Plan``: resolve names, keys, columns and types (pure).
+
+Every problem found is collected and reported together in one PlanError, each with the YAML
+setting that fixes it.
+"""
+
+from __future__ import annotations
+
+from replicator.errors import PlanError
+from replicator.model.catalog import Catalog, MySQLType, MySQLTypeError, SourceColumn, SourceTable
+from replicator.model.pipeline import (
+    METADATA_COLUMNS,
+    SOFT_DELETE_COLUMNS,
+    DuckDBTarget,
+    IdentifierCase,
+    Pipeline,
+    TablePipeline,
+    Tinyint1Policy,
+)
+from replicator.plan.identifiers import target_identifier
+from replicator.plan.model import INTERNAL_STAGE_COLUMNS, Plan, PlannedColumn, TablePlan
+from replicator.plan.types import (
+    BOOLEAN,
+    STRING,
+    TargetType,
+    integer,
+    map_mysql_type,
+    parse_target_type,
+)
+
+STAGING_PREFIX = "_REPLICATOR_STAGE_"
+
+# The warehouse type of each metadata column (names come from model.METADATA_COLUMNS).
+METADATA_TYPES: dict[str, TargetType] = {
+    "_OP": STRING,
+    "_TS_MS": integer(19, 64),
+    "_SYNCED_AT": TargetType("timestamp_tz", fsp=6),
+    "_BINLOG_FILE": STRING,
+    "_BINLOG_POS": integer(19, 64),
+    "_TRANSACTION_ID": STRING,
+    "_TRANSACTION_ORDER": integer(10, 64),
+    "_SOURCE_TABLE": STRING,
+    "_DELETED": BOOLEAN,
+    "_DELETED_AT": TargetType("timestamp_tz", fsp=6),
+}
+
+
+class _Problems:
+    """Collects every problem of a pipeline so the user sees them all at once."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str | None]] = []
+
+    def add(self, message: str, hint: str | None = None) -> None:
+        self.items.append((message, hint))
+
+    def raise_if_any(self) -> None:
+        if not self.items:
+            return
+        if len(self.items) == 1:
+            raise PlanError(*self.items[0])
+        lines = [f"{len(self.items)} problems:"]
+        for message, hint in self.items:
+            lines.append(f"  - {message}" + (f" (hint: {hint})" if hint else ""))
+        raise PlanError("\n".join(lines), hint="fix each problem above in the pipeline file")
+
+
+def build_plan(pipeline: Pipeline, catalog: Catalog) -> Plan:
+    problems = _Problems()
+    tables = []
+    for table in pipeline.tables:
+        source_table = catalog.table(table.source_database, table.source_table)
+        if source_table is None:
+            problems.add(
+                f"{table.source_name}: table not found in the MySQL schema",
+                hint="check the `source:` name of the table, and the replicator user's SELECT grant",
+            )
+            continue
+        planned = _plan_table(pipeline, table, source_table, catalog.live, problems)
+        if planned is not None:
+            tables.append(planned)
+    _check_target_collisions(tables, problems)
+    problems.raise_if_any()
+    return Plan(
+        pipeline_name=pipeline.name,
+        target_kind=pipeline.target.kind,
+        tables=tuple(tables),
+        live_catalog=catalog.live,
+    )
+
+
+def _namespace(pipeline: Pipeline) -> tuple[str, ...]:
+    warehouse = pipeline.target.warehouse
+    case = pipeline.target.identifier_case
+    if isinstance(warehouse, DuckDBTarget):
+        return (target_identifier(warehouse.schema, case),)
+    return (target_identifier(warehouse.database, case), target_identifier(warehouse.schema, case))
+
+
+def _plan_table(
+    pipeline: Pipeline,
+    table: TablePipeline,
+    source_table: SourceTable,
+    live: bool,
+    problems: _Problems,
+) -> TablePlan | None:
+    case = pipeline.target.identifier_case
+    name = table.source_name
+    before = len(problems.items)
+
+    for mapping in table.columns:
+        if source_table.column(mapping.source_column) is None:
+            problems.add(
+                f"{name}: column {mapping.source_column!r} is configured but not in the source",
+                hint=f"remove it from `columns:` or check its spelling; columns are: "
+                f"{', '.join(c.name for c in source_table.columns)}",
+            )
+
+    key, key_origin = _resolve_key(table, source_table, problems)
+    columns: list[PlannedColumn] = []
+    excluded: list[str] = []
+    for source_column in sorted(source_table.columns, key=lambda c: c.ordinal):
+        mapping = table.mapping_for(source_column.name)
+        if mapping is not None and mapping.exclude:
+            if source_column.name in key:
+                problems.add(
+                    f"{name}: key column {source_column.name!r} cannot be excluded",
+                    hint="remove `exclude: true` or declare another `key:`",
+                )
+            excluded.append(source_column.name)
+            continue
+        column = _plan_column(
+            table, source_column, key, live, case, pipeline.source.tinyint1, problems
+        )
+        if column is not None:
+            columns.append(column)
+
+    for metadata in table.metadata:
+        if metadata not in METADATA_COLUMNS:
+            problems.add(
+                f"{name}: unknown metadata {metadata!r}",
+                hint=f"use some of: {', '.join(METADATA_COLUMNS)}",
+            )
+            continue
+        for target_column in METADATA_COLUMNS[metadata]:
+            columns.append(
+                PlannedColumn(
+                    target_column=target_identifier(target_column, case),
+                    target_type=METADATA_TYPES[target_column],
+                    role="metadata",
+                    metadata=metadata,
+                    origin="replicator",
+                )
+            )
+    if table.deletes == "soft":
+        for target_column in SOFT_DELETE_COLUMNS:
+            columns.append(
+                PlannedColumn(
+                    target_column=target_identifier(target_column, case),
+                    target_type=METADATA_TYPES[target_column],
+                    role="soft_delete",
+                    origin="replicator",
+                )
+            )
+
+    _check_column_collisions(name, columns, problems)
+    if table.filter:
+        from replicator.plan.filters import FilterError, compile_filter
+
+        try:
+            compile_filter(table.filter, [c.name for c in source_table.columns])
+        except FilterError as exc:
+            problems.add(f"{name}: filter {table.filter!r}: {exc}", hint=exc.hint)
+
+    if len(problems.items) > before:
+        return None
+    target_table = target_identifier(table.target_table or source_table.table, case)
+    return TablePlan(
+        pipeline_name=pipeline.name,
+        source_database=source_table.database,
+        source_table=source_table.table,
+        target_namespace=_namespace(pipeline),
+        target_table=target_table,
+        columns=tuple(columns),
+        source_key=key,
+        key_origin=key_origin,
+        deletes=table.deletes,
+        staging_table=STAGING_PREFIX + target_table,
+        state_table=target_identifier(pipeline.target.state_table, case),
+        identifier_case=case,
+        filter=table.filter,
+        excluded=tuple(excluded),
+    )
+
+
+def _resolve_key(table: TablePipeline, source_table: SourceTable, problems: _Problems):
+    if table.key:
+        resolved = []
+        for name in table.key:
+            column = source_table.column(name)
+            if column is None:
+                problems.add(
+                    f"{table.source_name}: key column {name!r} is not in the source",
+                    hint="`key:` lists source column names",
+                )
+            else:
+                resolved.append(column.name)  # the catalog's spelling
+        return tuple(resolved), "declared"
+    if source_table.primary_key:
+        return tuple(source_table.primary_key), "primary key"
+    problems.add(
+        f"{table.source_name}: the table has no primary key, so rows cannot be matched",
+        hint="declare the columns that identify a row: key: [id]",
+    )
+    return (), "declared"
+
+
+def _plan_column(
+    table: TablePipeline,
+    source_column: SourceColumn,
+    key: tuple[str, ...],
+    live: bool,
+    case: IdentifierCase,
+    tinyint1: Tinyint1Policy,
+    problems: _Problems,
+) -> PlannedColumn | None:
+    mapping = table.mapping_for(source_column.name)
+    is_key = source_column.name in key
+    mask = mapping.mask if mapping else None
+    declared = bool(mapping and mapping.target_type)
+    try:
+        if mask is not None:
+            if is_key and mask in ("redact", "null"):
+                raise PlanError(
+                    f"key column {source_column.name!r} cannot be masked with {mask!r} "
+                    "(every row would get the same key)",
+                    hint="use mask: sha256 for a key column, or declare another `key:`",
+                )
+            target_type = STRING  # a hash, '***' or NULL
+        elif mapping and mapping.target_type:
+            target_type = parse_target_type(mapping.target_type)
+        else:
+            target_type = map_mysql_type(source_column.mysql_type, tinyint1=tinyint1)
+    except PlanError as exc:
+        problems.add(f"{table.source_name}.{source_column.name}: {exc.message}", exc.hint)
+        return None
+    target_name = (mapping.target_column if mapping else None) or source_column.name
+    declared_source_type = bool(mapping and mapping.source_type)
+    return PlannedColumn(
+        target_column=target_identifier(target_name, case),
+        target_type=target_type,
+        source_column=source_column.name,
+        mysql_type=source_column.mysql_type,
+        nullable=source_column.nullable or mask == "null",
+        is_key=is_key,
+        mask=mask,
+        declared_type=declared,
+        origin="live" if live and not declared_source_type else "yaml",
+    )
+
+
+def _check_column_collisions(name: str, columns: list[PlannedColumn], problems: _Problems):
+    seen: dict[str, str] = {}
+    reserved = {c.upper() for c in INTERNAL_STAGE_COLUMNS}
+    for column in columns:
+        folded = column.target_column.upper()  # both warehouses may match names case-blind
+        origin = column.source_column or column.target_column
+        if folded in reserved:
+            problems.add(
+                f"{name}: target column {column.target_column!r} is reserved by replicator",
+                hint=f"rename it: columns: {{{origin}: {{name: ...}}}}",
+            )
+        if folded in seen:
+            problems.add(
+                f"{name}: {origin!r} and {seen[folded]!r} both land in target column "
+                f"{column.target_column!r}",
+                hint=f"rename one of them: columns: {{{origin}: {{name: ...}}}}",
+            )
+        seen[folded] = origin
+
+
+def _check_target_collisions(tables: list[TablePlan], problems: _Problems) -> None:
+    seen: dict[tuple[str, ...], str] = {}
+    for table in tables:
+        folded = tuple(part.upper() for part in table.target_parts)
+        if folded in seen:
+            problems.add(
+                f"{table.source_name} and {seen[folded]} both land in target table "
+                f"{table.target_table!r}",
+                hint="give one of them another `target:` name",
+            )
+        seen[folded] = table.source_name
+
+
+def offline_catalog(pipeline: Pipeline) -> Catalog:
+    """The catalog ``plan --offline`` works from: the YAML's declared ``source_type`` only."""
+    problems = _Problems()
+    tables = []
+    for table in pipeline.tables:
+        columns = []
+        missing = []
+        for ordinal, mapping in enumerate(table.columns, start=1):
+            if mapping.source_type is None:
+                if not mapping.exclude:
+                    missing.append(mapping.source_column)
+                continue
+            try:
+                mysql_type = MySQLType.parse(mapping.source_type)
+            except MySQLTypeError as exc:
+                problems.add(
+                    f"{table.source_name}.{mapping.source_column}: {exc}",
+                    hint="write the type as MySQL's information_schema does: decimal(10,2)",
+                )
+                continue
+            key = table.key or ()
+            columns.append(
+                SourceColumn(
+                    name=mapping.source_column,
+                    mysql_type=mysql_type,
+                    nullable=mapping.source_column not in key,
+                    ordinal=ordinal,
+                )
+            )
+        if missing:
+            problems.add(
+                f"{table.source_name}: no source_type declared for "
+                f"{', '.join(repr(m) for m in missing)}",
+                hint="add `source_type:` (e.g. source_type: 'varchar(255)') to those columns, "
+                "or run without --offline to read them from MySQL",
+            )
+        if not columns and not missing:
+            problems.add(
+                f"{table.source_name}: no columns declared, --offline knows nothing about it",
+                hint="declare its columns with `source_type:`, or run without --offline",
+            )
+        tables.append(
+            SourceTable(
+                database=table.source_database,
+                table=table.source_table,
+                columns=tuple(columns),
+                primary_key=(),  # offline: only a declared `key:` is known
+            )
+        )
+    problems.raise_if_any()
+    return Catalog(tables=tuple(tables), live=False)

@@ -1,0 +1,117 @@
+"""One ``Dialect`` per warehouse: the differences between Snowflake and DuckDB, as data.
+
+Statement functions (``statements.py``) read these fields instead of branching on the dialect
+name. Differences measured on this machine (DuckDB 2.0, fakesnow 0.12.1, see DESIGN.md):
+DuckDB has no NUMBER / TIMESTAMP_NTZ names, its FLOAT is 4 bytes (DOUBLE is 8), JSON instead of
+VARIANT, one action per ALTER TABLE, unqualified column names in UPDATE SET, and TEMP tables
+live in their own catalog (no qualified TEMP names; fakesnow inherits the rule, so Snowflake
+staging tables are unqualified too and resolve in the session's current schema).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from replicator.errors import PlanError
+from replicator.plan.types import TargetType
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    # TargetType.kind -> type name template, formatted with the TargetType's fields.
+    type_names: Mapping[str, str]
+    # DuckDB integers are named by width; Snowflake's by digits (NUMBER(p,0)).
+    integer_names: Mapping[int, str] = field(default_factory=dict)
+    # How a staged JSON text becomes the target's JSON type, in the MERGE's source query.
+    json_from_text: str = "{}"
+    current_timestamp: str = "CURRENT_TIMESTAMP"
+    # ALTER TABLE t ADD COLUMN a ..., ADD COLUMN b ... in one statement?
+    multiple_alter_actions: bool = True
+    # MERGE ... UPDATE SET tgt.col = ... (Snowflake) or SET col = ... (DuckDB)?
+    qualified_update_set: bool = True
+    # Does CREATE TEMPORARY TABLE accept database.schema.name?
+    qualified_temp_names: bool = False
+    # Does the sink create the target schema itself? (Snowflake schemas are the admin's.)
+    create_schema: bool = False
+    # Bind parameter marker (the Snowflake connector is opened with paramstyle="qmark").
+    parameter: str = "?"
+
+    def type_name(self, target_type: TargetType) -> str:
+        if target_type.kind == "integer" and self.integer_names:
+            return self.integer_names[target_type.bits or 64]
+        template = self.type_names[target_type.kind]
+        if target_type.kind == "string" and target_type.length and "{length}" not in template:
+            template = self.type_names.get("string_length", template)
+        return template.format(
+            precision=target_type.precision,
+            scale=target_type.scale,
+            fsp=target_type.fsp if target_type.fsp is not None else 6,
+            length=target_type.length,
+        )
+
+    def staging_type_name(self, target_type: TargetType) -> str:
+        """Staging columns hold JSON as text: both drivers load Arrow strings, not JSON."""
+        if target_type.kind == "json":
+            return self.type_names["string"]
+        return self.type_name(target_type)
+
+
+SNOWFLAKE = Dialect(
+    name="snowflake",
+    type_names={
+        "integer": "NUMBER({precision},0)",
+        "decimal": "NUMBER({precision},{scale})",
+        "float": "FLOAT",  # Snowflake FLOAT is 8 bytes
+        "string": "VARCHAR",
+        "string_length": "VARCHAR({length})",
+        "time_text": "VARCHAR",
+        "boolean": "BOOLEAN",
+        "date": "DATE",
+        "timestamp": "TIMESTAMP_NTZ({fsp})",
+        "timestamp_tz": "TIMESTAMP_TZ({fsp})",
+        "binary": "BINARY",
+        "json": "VARIANT",
+    },
+    json_from_text="PARSE_JSON({})",
+    current_timestamp="CURRENT_TIMESTAMP()",
+    multiple_alter_actions=True,
+    qualified_update_set=True,
+    qualified_temp_names=False,
+    create_schema=False,
+)
+
+DUCKDB = Dialect(
+    name="duckdb",
+    type_names={
+        "decimal": "DECIMAL({precision},{scale})",
+        "float": "DOUBLE",  # DuckDB FLOAT is 4 bytes
+        "string": "VARCHAR",
+        "time_text": "VARCHAR",
+        "boolean": "BOOLEAN",
+        "date": "DATE",
+        "timestamp": "TIMESTAMP",  # microseconds
+        "timestamp_tz": "TIMESTAMPTZ",
+        "binary": "BLOB",
+        "json": "JSON",
+    },
+    integer_names={8: "TINYINT", 16: "SMALLINT", 32: "INTEGER", 64: "BIGINT"},
+    json_from_text="CAST({} AS JSON)",
+    current_timestamp="CURRENT_TIMESTAMP",
+    multiple_alter_actions=False,
+    qualified_update_set=False,
+    qualified_temp_names=False,
+    create_schema=True,
+)
+
+DIALECTS: Mapping[str, Dialect] = {"snowflake": SNOWFLAKE, "duckdb": DUCKDB}
+
+
+def get_dialect(name: str) -> Dialect:
+    try:
+        return DIALECTS[name.lower()]
+    except KeyError:
+        raise PlanError(
+            f"unknown dialect {name!r}", hint=f"use one of: {', '.join(DIALECTS)}"
+        ) from None

@@ -1,0 +1,119 @@
+"""The plan: frozen values saying exactly what lands where, per table.
+
+Built once by ``builder.build_plan`` (pure), printed by ``replicator plan``, executed by the
+sinks: nothing computes names or types twice. Target names here are already under the
+identifier policy (folded or preserved) but not quoted; ``identifiers.quote_identifier``
+quotes them when SQL is rendered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from replicator.model.catalog import MySQLType
+from replicator.model.pipeline import DeleteMode, IdentifierCase, MaskKind
+from replicator.plan.types import TargetType
+
+ColumnRole = Literal["data", "metadata", "soft_delete"]
+ColumnOrigin = Literal["live", "yaml", "replicator"]
+
+# Internal staging columns the MERGE needs (never in the target).
+STAGE_OP = "_REPLICATOR_OP"  # c / u / d / r of the change
+STAGE_SEQ = "_REPLICATOR_SEQ"  # order of the change inside the staged batch (last wins)
+STAGE_TS = "_REPLICATOR_TS"  # commit time of the change (soft delete's _DELETED_AT)
+INTERNAL_STAGE_COLUMNS = (STAGE_OP, STAGE_SEQ, STAGE_TS)
+
+
+@dataclass(frozen=True)
+class PlannedColumn:
+    target_column: str
+    target_type: TargetType
+    role: ColumnRole = "data"
+    source_column: str | None = None  # None for metadata / soft-delete columns
+    mysql_type: MySQLType | None = None
+    nullable: bool = True
+    is_key: bool = False
+    mask: MaskKind | None = None
+    declared_type: bool = False  # the YAML's `type:` won over the mapping
+    origin: ColumnOrigin = "live"  # where the column's MySQL type came from
+    metadata: str | None = None  # "op", "ts", ... for metadata columns
+
+    @property
+    def staged(self) -> bool:
+        """Computed by the MERGE itself (_SYNCED_AT, soft-delete flags) or staged as data."""
+        return self.role != "soft_delete" and self.metadata != "synced_at"
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    pipeline_name: str
+    source_database: str
+    source_table: str
+    target_namespace: tuple[str, ...]  # (database, schema) in Snowflake, (schema,) in DuckDB
+    target_table: str
+    columns: tuple[PlannedColumn, ...]  # target order: data, metadata, soft-delete columns
+    source_key: tuple[str, ...]
+    key_origin: Literal["declared", "primary key"]
+    deletes: DeleteMode
+    staging_table: str
+    state_table: str
+    identifier_case: IdentifierCase
+    filter: str | None = None
+    excluded: tuple[str, ...] = ()  # source columns left out on purpose
+
+    @property
+    def source_name(self) -> str:
+        return f"{self.source_database}.{self.source_table}"
+
+    @property
+    def target_parts(self) -> tuple[str, ...]:
+        return (*self.target_namespace, self.target_table)
+
+    @property
+    def state_parts(self) -> tuple[str, ...]:
+        return (*self.target_namespace, self.state_table)
+
+    @property
+    def data_columns(self) -> tuple[PlannedColumn, ...]:
+        return tuple(c for c in self.columns if c.role == "data")
+
+    @property
+    def key_columns(self) -> tuple[PlannedColumn, ...]:
+        by_source = {c.source_column: c for c in self.data_columns}
+        return tuple(by_source[name] for name in self.source_key)
+
+    @property
+    def target_key(self) -> tuple[str, ...]:
+        return tuple(c.target_column for c in self.key_columns)
+
+    @property
+    def staged_columns(self) -> tuple[PlannedColumn, ...]:
+        """Target columns that travel in the staging table (internal columns come after)."""
+        return tuple(c for c in self.columns if c.staged)
+
+    def column(self, target_column: str) -> PlannedColumn:
+        for column in self.columns:
+            if column.target_column == target_column:
+                return column
+        raise KeyError(target_column)
+
+
+@dataclass(frozen=True)
+class Plan:
+    pipeline_name: str
+    target_kind: str  # the pipeline's warehouse: "snowflake" | "duckdb"
+    tables: tuple[TablePlan, ...]
+    live_catalog: bool = True  # False: built from the YAML only (plan --offline)
+
+    def table(self, name: str) -> TablePlan:
+        """By source name (db.table), source table name or target table name."""
+        wanted = name.lower()
+        for table in self.tables:
+            if wanted in (
+                table.source_name.lower(),
+                table.source_table.lower(),
+                table.target_table.lower(),
+            ):
+                return table
+        raise KeyError(name)

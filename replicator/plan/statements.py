@@ -1,0 +1,214 @@
+"""One function per statement the sinks run, rendered for one dialect.
+
+Templates, with every identifier through ``identifiers.quote_identifier`` and every value a
+bind parameter (``dialect.parameter``): no value ever enters SQL text. The only literals are
+replicator's own constants ('d' for a delete, TRUE/FALSE for the soft-delete flag).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replicator.plan.dialects import Dialect
+from replicator.plan.identifiers import qualified_name, quote_identifier
+from replicator.plan.model import STAGE_OP, STAGE_SEQ, STAGE_TS, PlannedColumn, TablePlan
+from replicator.plan.types import TargetType, integer
+
+q = quote_identifier
+TARGET_ALIAS = "tgt"
+SOURCE_ALIAS = "src"
+
+# The state table: one row per applied batch; its key makes a replayed batch detectable.
+STATE_COLUMNS: tuple[tuple[str, TargetType, bool], ...] = (
+    ("PIPELINE", TargetType("string"), False),
+    ("TABLE", TargetType("string"), False),
+    ("BATCH_ID", integer(19, 64), False),
+    ("END_OFFSET", TargetType("string"), True),  # the batch's end offset as JSON text
+    ("APPLIED_AT", TargetType("timestamp_tz", fsp=6), False),
+)
+STATE_KEY = ("PIPELINE", "TABLE", "BATCH_ID")
+INTERNAL_STAGE_TYPES: tuple[tuple[str, TargetType], ...] = (
+    (STAGE_OP, TargetType("string")),
+    (STAGE_SEQ, integer(19, 64)),
+    (STAGE_TS, TargetType("timestamp_tz", fsp=6)),
+)
+
+
+def state_column(table: TablePlan, name: str) -> str:
+    """State table column names follow the identifier policy like every target name."""
+    return name if table.identifier_case == "upper" else name.lower()
+
+
+def _column_definition(name: str, type_sql: str, nullable: bool) -> str:
+    return f"{q(name)} {type_sql}" + ("" if nullable else " NOT NULL")
+
+
+def create_schema(table: TablePlan, dialect: Dialect) -> str | None:
+    if not dialect.create_schema:
+        return None
+    return f"CREATE SCHEMA IF NOT EXISTS {qualified_name(table.target_namespace)}"
+
+
+def create_target_table(table: TablePlan, dialect: Dialect) -> str:
+    lines = [
+        _column_definition(c.target_column, dialect.type_name(c.target_type), c.nullable)
+        for c in table.columns
+    ]
+    key = table.key_columns
+    # A primary key only where every key column is NOT NULL (it would reject NULL keys).
+    if key and all(not c.nullable for c in key):
+        lines.append(f"PRIMARY KEY ({', '.join(q(c.target_column) for c in key)})")
+    body = ",\n  ".join(lines)
+    return f"CREATE TABLE IF NOT EXISTS {qualified_name(table.target_parts)} (\n  {body}\n)"
+
+
+def create_state_table(table: TablePlan, dialect: Dialect) -> str:
+    lines = [
+        _column_definition(state_column(table, name), dialect.type_name(type_), nullable)
+        for name, type_, nullable in STATE_COLUMNS
+    ]
+    lines.append(f"PRIMARY KEY ({', '.join(q(state_column(table, n)) for n in STATE_KEY)})")
+    body = ",\n  ".join(lines)
+    return f"CREATE TABLE IF NOT EXISTS {qualified_name(table.state_parts)} (\n  {body}\n)"
+
+
+def staging_columns(table: TablePlan) -> list[tuple[str, TargetType]]:
+    """(name, type) of every staging column, in the order ``stage_changes`` produces them."""
+    return [(c.target_column, c.target_type) for c in table.staged_columns] + list(
+        INTERNAL_STAGE_TYPES
+    )
+
+
+def staging_name(table: TablePlan, dialect: Dialect) -> str:
+    if dialect.qualified_temp_names:
+        return qualified_name((*table.target_namespace, table.staging_table))
+    return q(table.staging_table)
+
+
+def create_staging_table(table: TablePlan, dialect: Dialect) -> str:
+    body = ",\n  ".join(
+        _column_definition(name, dialect.staging_type_name(type_), True)
+        for name, type_ in staging_columns(table)
+    )
+    return (
+        f"CREATE TEMPORARY TABLE IF NOT EXISTS {staging_name(table, dialect)} (\n  {body}\n)"
+    )
+
+
+def add_columns(table: TablePlan, columns: Sequence[PlannedColumn], dialect: Dialect) -> list[str]:
+    """ALTER TABLE for columns the target lacks (columns added to the source mid-stream).
+
+    New columns are always nullable: rows already in the target have no value for them.
+    """
+    actions = [
+        f"ADD COLUMN {q(c.target_column)} {dialect.type_name(c.target_type)}" for c in columns
+    ]
+    target = qualified_name(table.target_parts)
+    if not actions:
+        return []
+    if dialect.multiple_alter_actions:
+        return [f"ALTER TABLE {target} " + ", ".join(actions)]
+    return [f"ALTER TABLE {target} {action}" for action in actions]
+
+
+def _merge_source_expression(column: PlannedColumn, dialect: Dialect) -> str:
+    """How a target column's value is computed from the staging row."""
+    if column.metadata == "synced_at":
+        return f"{dialect.current_timestamp} AS {q(column.target_column)}"
+    if column.target_type.kind == "json":
+        return f"{dialect.json_from_text.format(q(column.target_column))} AS {q(column.target_column)}"
+    return q(column.target_column)
+
+
+def merge(table: TablePlan, dialect: Dialect) -> str:
+    """MERGE the staged changes into the target.
+
+    The source is the staging table deduplicated to the last change per key (Snowflake
+    rejects a MERGE where two source rows match one target row); deletes delete (or set
+    _DELETED), everything else upserts; a re-insert after a soft delete revives the row.
+    """
+    tgt, src = q(TARGET_ALIAS), q(SOURCE_ALIAS)
+    key = [q(c.target_column) for c in table.key_columns]
+    merged = [c for c in table.columns if c.role != "soft_delete"]
+    select = [_merge_source_expression(c, dialect) for c in merged]
+    select += [q(STAGE_OP), q(STAGE_TS)]
+    source = (
+        f"SELECT {', '.join(select)}\n"
+        f"  FROM {staging_name(table, dialect)}\n"
+        f"  QUALIFY ROW_NUMBER() OVER (PARTITION BY {', '.join(key)} "
+        f"ORDER BY {q(STAGE_SEQ)} DESC) = 1"
+    )
+    on = " AND ".join(
+        f"{tgt}.{q(c.target_column)} = {src}.{q(c.target_column)}"
+        if not c.nullable
+        else f"{tgt}.{q(c.target_column)} IS NOT DISTINCT FROM {src}.{q(c.target_column)}"
+        for c in table.key_columns
+    )
+
+    def set_list(pairs: list[tuple[str, str]]) -> str:
+        prefix = f"{tgt}." if dialect.qualified_update_set else ""
+        return ", ".join(f"{prefix}{q(name)} = {value}" for name, value in pairs)
+
+    is_delete = f"{src}.{q(STAGE_OP)} = 'd'"
+    non_key = [c for c in merged if not c.is_key]
+    upsert_pairs = [(c.target_column, f"{src}.{q(c.target_column)}") for c in non_key]
+    insert_columns = [c.target_column for c in merged]
+    insert_values = [f"{src}.{q(c.target_column)}" for c in merged]
+    if table.deletes == "soft":
+        deleted, deleted_at = (c.target_column for c in table.columns if c.role == "soft_delete")
+        metadata_pairs = [
+            (c.target_column, f"{src}.{q(c.target_column)}") for c in merged if c.role == "metadata"
+        ]
+        on_delete = "UPDATE SET " + set_list(
+            [(deleted, "TRUE"), (deleted_at, f"{src}.{q(STAGE_TS)}"), *metadata_pairs]
+        )
+        upsert_pairs += [(deleted, "FALSE"), (deleted_at, "NULL")]
+        insert_columns += [deleted, deleted_at]
+        insert_values += ["FALSE", "NULL"]
+    else:
+        on_delete = "DELETE"
+    when_matched = f"WHEN MATCHED AND {is_delete} THEN {on_delete}\n"
+    if upsert_pairs:
+        when_matched += f"WHEN MATCHED THEN UPDATE SET {set_list(upsert_pairs)}\n"
+    return (
+        f"MERGE INTO {qualified_name(table.target_parts)} AS {tgt}\n"
+        f"USING (\n  {source}\n) AS {src}\n"
+        f"ON {on}\n"
+        f"{when_matched}"
+        f"WHEN NOT MATCHED AND {src}.{q(STAGE_OP)} <> 'd' THEN INSERT "
+        f"({', '.join(q(c) for c in insert_columns)}) "
+        f"VALUES ({', '.join(insert_values)})"
+    )
+
+
+def clear_staging(table: TablePlan, dialect: Dialect) -> str:
+    return f"DELETE FROM {staging_name(table, dialect)}"
+
+
+def state_lookup(table: TablePlan, dialect: Dialect) -> str:
+    """Is this batch already applied? Parameters: pipeline, table, batch_id."""
+    p = dialect.parameter
+    where = " AND ".join(f"{q(state_column(table, n))} = {p}" for n in STATE_KEY)
+    return f"SELECT 1 FROM {qualified_name(table.state_parts)} WHERE {where}"
+
+
+def state_insert(table: TablePlan, dialect: Dialect) -> str:
+    """Record an applied batch. Parameters: pipeline, table, batch_id, end_offset (JSON)."""
+    p = dialect.parameter
+    names = ", ".join(q(state_column(table, name)) for name, _, _ in STATE_COLUMNS)
+    return (
+        f"INSERT INTO {qualified_name(table.state_parts)} ({names}) "
+        f"SELECT {p}, {p}, {p}, {p}, {dialect.current_timestamp}"
+    )
+
+
+def state_latest(table: TablePlan, dialect: Dialect) -> str:
+    """The newest state row of a table. Parameters: pipeline, table."""
+    p = dialect.parameter
+    c = lambda name: q(state_column(table, name))  # noqa: E731
+    return (
+        f"SELECT {c('BATCH_ID')}, {c('END_OFFSET')}, {c('APPLIED_AT')} "
+        f"FROM {qualified_name(table.state_parts)} "
+        f"WHERE {c('PIPELINE')} = {p} AND {c('TABLE')} = {p} "
+        f"ORDER BY {c('APPLIED_AT')} DESC, {c('BATCH_ID')} DESC LIMIT 1"
+    )

@@ -1,0 +1,63 @@
+"""Sinks: load a staged batch, MERGE it, record it, in one transaction (exactly once).
+
+``open_sink(pipeline, plan)`` picks the sink for the pipeline's target. Only
+``sink/duckdb.py`` imports duckdb and only ``sink/snowflake.py`` imports snowflake.connector;
+both run the statements ``plan.render`` produces, nothing else.
+
+Exactly once: ``apply`` first looks the (pipeline, table, batch_id) up in the state table and
+skips a batch already there; otherwise it stages, MERGEs and inserts the state row in one
+transaction, so a batch Spark replays after a crash is a no-op. Snapshot chunks use negative
+batch ids (-1 - chunk_index).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from replicator.errors import SinkError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from replicator.model.pipeline import Pipeline
+    from replicator.plan.model import Plan, TablePlan
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    skipped: bool  # the batch id was already in the state table: nothing was written
+    rows: int  # staged rows (changes after compaction)
+    seconds_stage: float
+    seconds_merge: float
+
+
+class Sink(Protocol):
+    def prepare(self) -> None:
+        """CREATE target and state tables if missing; ALTER TABLE for added columns."""
+
+    def apply(
+        self, table: TablePlan, batch_id: int, end_offset: dict[str, Any], staged: pa.Table
+    ) -> ApplyResult:
+        """Stage, MERGE and record the batch in ONE transaction; skip a batch already applied."""
+
+    def last_applied(self, table: TablePlan) -> dict[str, Any] | None:
+        """{"batch_id", "end_offset", "applied_at"} of the table's newest state row."""
+
+    def close(self) -> None: ...
+
+
+def open_sink(pipeline: Pipeline, plan: Plan) -> Sink:
+    kind = pipeline.target.kind
+    if kind == "duckdb":
+        from replicator.sink.duckdb import DuckDBSink
+
+        return DuckDBSink(pipeline, plan)
+    if kind == "snowflake":
+        from replicator.sink.snowflake import SnowflakeSink
+
+        return SnowflakeSink(pipeline, plan)
+    raise SinkError(f"unknown target kind {kind!r}", hint="target: snowflake or duckdb")
+
+
+__all__ = ["ApplyResult", "Sink", "open_sink"]

@@ -1,0 +1,123 @@
+"""ChangeEvents of one table -> the typed Arrow table both sinks load into staging.
+
+``stage_changes`` applies, in order: key-update split and compaction to the last change per
+key (``model.compaction``); the row filter (a c/u/r whose after-image fails it becomes a
+delete of its key, so a row that stops matching leaves the target); the column mapping
+(rename, exclude, mask, retype via ``sink.values``); metadata columns; and the internal
+columns the MERGE needs (op, sequence, commit time). The columns and Arrow types are exactly
+the staging table's (``plan.statements.staging_columns``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from replicator.model.changes import ChangeEvent
+from replicator.model.compaction import compact
+from replicator.plan.model import STAGE_OP, STAGE_SEQ, STAGE_TS, PlannedColumn, TablePlan
+from replicator.plan.statements import staging_columns
+from replicator.plan.types import TargetType
+from replicator.sink.values import value_converter
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+# Metadata target column (before identifier folding) -> its value for one change.
+METADATA_VALUES: dict[str, Callable[[ChangeEvent], Any]] = {
+    "_OP": lambda e: e.op,
+    "_TS_MS": lambda e: e.ts_ms,
+    "_BINLOG_FILE": lambda e: e.position.file,
+    "_BINLOG_POS": lambda e: e.position.pos,
+    "_TRANSACTION_ID": lambda e: e.transaction_id or e.gtid or str(e.position),
+    "_TRANSACTION_ORDER": lambda e: e.row_index,
+    "_SOURCE_TABLE": lambda e: e.table,
+}
+
+
+def arrow_type(target_type: TargetType, *, staging: bool = True) -> pa.DataType:
+    """The exact Arrow type of a staging column of this target type."""
+    import pyarrow as pa
+
+    kind = target_type.kind
+    if kind == "integer":
+        return {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[
+            target_type.bits or 64
+        ]
+    if kind == "decimal":
+        return pa.decimal128(target_type.precision or 38, target_type.scale or 0)
+    if kind == "float":
+        return pa.float64()
+    if kind == "boolean":
+        return pa.bool_()
+    if kind == "date":
+        return pa.date32()
+    if kind == "timestamp":
+        return pa.timestamp("us")
+    if kind == "timestamp_tz":
+        return pa.timestamp("us", tz="UTC")
+    if kind == "binary":
+        return pa.binary()
+    return pa.string()  # string, time_text, json (JSON text; parsed by the MERGE)
+
+
+def staging_schema(table: TablePlan) -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [pa.field(name, arrow_type(type_)) for name, type_ in staging_columns(table)]
+    )
+
+
+def _metadata_value(column: PlannedColumn) -> Callable[[ChangeEvent], Any]:
+    return METADATA_VALUES[column.target_column.upper()]
+
+
+@lru_cache(maxsize=64)
+def _row_filter(table: TablePlan) -> Callable[[dict[str, Any]], bool] | None:
+    if not table.filter:
+        return None
+    from replicator.plan.filters import compile_filter
+
+    names = [c.source_column for c in table.data_columns if c.source_column]
+    return compile_filter(table.filter, [*names, *table.excluded])
+
+
+def stage_changes(table: TablePlan, events: Sequence[ChangeEvent]) -> pa.Table:
+    import pyarrow as pa
+
+    changes = compact(events, table.source_key)
+    passes = _row_filter(table)
+    ops: list[str] = []
+    images: list[dict[str, Any]] = []
+    for event in changes:
+        op = event.op
+        image = event.before if op == "d" else event.after
+        assert image is not None  # compact() checked
+        if passes is not None and op != "d" and not passes(image):
+            op = "d"  # the row no longer matches: remove its key from the target
+        ops.append(op)
+        images.append(image)
+
+    columns: dict[str, list[Any]] = {}
+    for column in table.staged_columns:
+        if column.role == "data":
+            convert = value_converter(column)
+            source = column.source_column
+            columns[column.target_column] = [convert(image.get(source)) for image in images]
+        else:
+            value_of = _metadata_value(column)
+            if column.target_column.upper() == "_OP":
+                columns[column.target_column] = list(ops)
+            else:
+                columns[column.target_column] = [value_of(event) for event in changes]
+    columns[STAGE_OP] = ops
+    columns[STAGE_SEQ] = list(range(len(changes)))
+    columns[STAGE_TS] = [_EPOCH + dt.timedelta(milliseconds=event.ts_ms) for event in changes]
+    schema = staging_schema(table)
+    arrays = [pa.array(columns[field.name], type=field.type) for field in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)

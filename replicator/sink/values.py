@@ -1,0 +1,203 @@
+"""Python values from the source -> values of the target type (staging's side of the mapping).
+
+One converter per planned column, chosen once from its ``TargetType``; masks are applied
+before conversion. The results are what ``pyarrow.array(values, type=arrow_type(...))``
+accepts for the exact Arrow type of the staging column. Pure Python (no pyarrow here).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Callable
+from decimal import ROUND_HALF_EVEN, Context, Decimal, InvalidOperation
+from typing import Any
+
+from replicator.errors import SinkError
+from replicator.model.pipeline import MaskKind
+from replicator.plan.model import PlannedColumn
+from replicator.plan.types import TargetType
+
+Converter = Callable[[Any], Any]
+UTC = dt.UTC
+
+
+def mysql_time_text(value: dt.timedelta, fsp: int) -> str:
+    """A MySQL TIME value as MySQL prints it: '-838:59:59', '12:00:00.500000'."""
+    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+    sign = "-" if micros < 0 else ""
+    micros = abs(micros)
+    seconds, fraction = divmod(micros, 1_000_000)
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    text = f"{sign}{hours:02d}:{minutes:02d}:{seconds:02d}"
+    if fsp or fraction:
+        text += "." + f"{fraction:06d}"[: max(fsp, 1) if fsp else 6]
+    return text
+
+
+def _micros(value: dt.timedelta) -> int:
+    return (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+
+
+def _to_text(value: Any, fsp: int) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, dt.timedelta):
+        return mysql_time_text(value, fsp)
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return format(value, "f")  # every digit, never an exponent
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, dt.timedelta):
+        return _micros(value)
+    if isinstance(value, (bytes, bytearray)):
+        return int.from_bytes(value, "big")
+    if isinstance(value, str):
+        return int(Decimal(value))
+    return int(value)
+
+
+def _decimal_converter(target_type: TargetType) -> Converter:
+    quantum = Decimal(1).scaleb(-(target_type.scale or 0))
+    # quantize() fails when the result needs more digits than the context's precision:
+    # exactly "does not fit NUMBER(p,s)".
+    context = Context(prec=target_type.precision or 38)
+
+    def convert(value: Any) -> Decimal:
+        if isinstance(value, dt.timedelta):
+            value = _micros(value)
+        number = value if isinstance(value, Decimal) else Decimal(
+            repr(value) if isinstance(value, float) else str(int(value) if isinstance(value, bool) else value)
+        )
+        try:
+            return number.quantize(quantum, rounding=ROUND_HALF_EVEN, context=context)
+        except InvalidOperation:
+            raise SinkError(
+                f"value {number} does not fit {target_type.describe()}",
+                hint="declare a wider target type for the column (type: NUMBER(38,s) or VARCHAR)",
+            ) from None
+
+    return convert
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, (bytes, bytearray)):
+        return any(value)
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "0", "false", "f", "n", "no")
+    return bool(value)
+
+
+def _to_date(value: Any) -> dt.date:
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, str):
+        return dt.date.fromisoformat(value[:10])
+    return value
+
+
+def _to_naive(value: Any) -> dt.datetime:
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    elif not isinstance(value, dt.datetime):  # a date
+        value = dt.datetime(value.year, value.month, value.day)
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
+def _to_utc(value: Any) -> dt.datetime:
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    elif not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
+    # MySQL TIMESTAMPs arrive aware in UTC; a naive value is taken to be UTC already.
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _binary_converter(column: PlannedColumn) -> Converter:
+    width = max(1, ((column.mysql_type.length or 1) + 7) // 8) if column.mysql_type else 8
+
+    def convert(value: Any) -> bytes:
+        if isinstance(value, bool):
+            value = int(value)
+        if isinstance(value, int):  # BIT(n): big-endian, as MySQL stores it
+            return value.to_bytes(width, "big")
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        return bytes(value)
+
+    return convert
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value  # the JSON text as MySQL gave it
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8")
+    return json.dumps(value)
+
+
+def value_converter(column: PlannedColumn) -> Converter:
+    """The function turning one source value into this column's staged value (None-safe)."""
+    target_type = column.target_type
+    fsp = (column.mysql_type.fsp if column.mysql_type else None) or 0
+    kind = target_type.kind
+    if kind == "integer":
+        inner: Converter = _to_int
+    elif kind == "decimal":
+        inner = _decimal_converter(target_type)
+    elif kind == "float":
+        inner = float
+    elif kind in ("string", "time_text"):
+        inner = lambda v: _to_text(v, fsp)  # noqa: E731
+    elif kind == "boolean":
+        inner = _to_bool
+    elif kind == "date":
+        inner = _to_date
+    elif kind == "timestamp":
+        inner = _to_naive
+    elif kind == "timestamp_tz":
+        inner = _to_utc
+    elif kind == "binary":
+        inner = _binary_converter(column)
+    elif kind == "json":
+        inner = _json_text
+    else:  # pragma: no cover - TargetKind is closed
+        raise SinkError(f"no staging conversion for target type {kind}")
+    if column.mask:
+        masked = mask_function(column.mask, fsp)
+        return lambda v: None if v is None else masked(v)
+    return lambda v: None if v is None else inner(v)
+
+
+def mask_function(mask: MaskKind, fsp: int = 0) -> Converter:
+    """sha256/md5: hex digest of the UTF-8 text (raw bytes for binary values); redact: '***';
+    null: NULL. Non-text values are hashed over their text form as MySQL prints it."""
+    if mask == "null":
+        return lambda value: None
+    if mask == "redact":
+        return lambda value: "***"
+    algorithm = getattr(hashlib, mask)
+
+    def digest(value: Any) -> str:
+        data = bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else _to_text(
+            value, fsp
+        ).encode("utf-8")
+        return str(algorithm(data).hexdigest())
+
+    return digest
