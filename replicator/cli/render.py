@@ -101,3 +101,93 @@ def print_table(title: str | None, columns: list[str], rows: list[list[Any]]) ->
     for row in rows:
         table.add_row(*("" if v is None else str(v) for v in row))
     stdout().print(table)
+
+
+# -- replicator run: structured log lines and the live display ------------------------------
+
+
+def log_line(text: str) -> None:
+    """A structured log line (``key=value`` or JSON) on stderr, never styled."""
+    sys.stderr.write(text if text.endswith("\n") else text + "\n")
+    sys.stderr.flush()
+
+
+class _Nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def nothing() -> _Nothing:
+    return _Nothing()
+
+
+class RunDisplay:
+    """A live table of ``replicator run`` on a terminal: per table rows, rows/s, batches.
+
+    ``live`` is False off a terminal (or with -q): callers then log plain lines instead.
+    """
+
+    def __init__(self, pipeline: str) -> None:
+        self.pipeline = pipeline
+        self.live = is_terminal() and sys.stderr.isatty() and settings.verbosity >= 0
+        self._live: Any = None
+        self._tables: dict[str, dict[str, Any]] = {}
+        self._batches = 0
+        self._position = "-"
+        self._last_error = ""
+
+    def __enter__(self) -> RunDisplay:
+        if self.live:
+            from rich.live import Live
+
+            self._live = Live(self._render(), console=stderr(), refresh_per_second=4)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+            self._live = None
+
+    def error(self, message: str) -> None:
+        self._last_error = message
+        if self._live is not None:
+            self._live.update(self._render())
+
+    def update(self, report: Any) -> None:
+        """Fold in one ``engine.metrics.BatchReport``."""
+        self._batches += 1
+        if report.end_offset:
+            self._position = f"{report.end_offset['file']}:{report.end_offset['pos']}"
+        for table in report.tables:
+            entry = self._tables.setdefault(
+                table.table, {"changes": 0, "rows": 0, "batches": 0, "rate": 0.0}
+            )
+            entry["changes"] += table.changes
+            entry["rows"] += table.rows
+            entry["batches"] += 1
+            seconds = report.seconds or 1e-9
+            entry["rate"] = table.changes / seconds
+        if self._live is not None:
+            self._live.update(self._render())
+
+    def _render(self) -> Any:
+        from rich.table import Table
+
+        table = Table(
+            title=f"{self.pipeline}: {self._batches} batch(es), at {self._position}",
+            caption=f"last error: {self._last_error}" if self._last_error else None,
+        )
+        for column in ("table", "changes", "rows applied", "batches", "changes/s (last)"):
+            table.add_column(column)
+        for name, entry in sorted(self._tables.items()):
+            table.add_row(name, str(entry["changes"]), str(entry["rows"]),
+                          str(entry["batches"]), f"{entry['rate']:.0f}")
+        return table
+
+
+def run_display(pipeline: str) -> RunDisplay:
+    return RunDisplay(pipeline)

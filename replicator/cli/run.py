@@ -1,0 +1,107 @@
+"""``replicator run FILE``: snapshot if needed, then stream the binlog into the target.
+
+Runs forever by default (Ctrl-C / SIGTERM finish the current batch and stop); with
+``--until-caught-up`` it stops once the binlog head seen at start is applied (cron, CI,
+tests). Per-batch metrics go to stderr as structured lines (``--log-format text|json``).
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from replicator.cli import render
+from replicator.errors import UsageError
+
+COMMAND_SETTINGS = {"help": "Replicate: snapshot if needed, then stream the binlog."}
+
+
+class SnapshotOption(enum.StrEnum):
+    auto = "auto"
+    never = "never"
+    always = "always"
+
+
+class LogFormat(enum.StrEnum):
+    text = "text"
+    json = "json"
+
+
+def parse_conf(pairs: list[str]) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--conf {pair!r} is not KEY=VALUE",
+                             hint="for example --conf spark.driver.memory=4g")
+        conf[key.strip()] = value
+    return conf
+
+
+def command(
+    file: Annotated[Path, typer.Argument(help="The pipeline file.", show_default=False)],
+    until_caught_up: Annotated[
+        bool, typer.Option("--until-caught-up",
+                           help="Stop once the binlog head seen at start is applied.")
+    ] = False,
+    snapshot: Annotated[
+        SnapshotOption,
+        typer.Option("--snapshot", help="auto: copy the tables when starting fresh (start: "
+                     "initial); never: stream only; always: copy again now and start over."),
+    ] = SnapshotOption.auto,
+    master: Annotated[
+        str | None, typer.Option("--master", help="Spark master URL (default: engine.master, "
+                                 "local[*]).")
+    ] = None,
+    conf: Annotated[
+        list[str] | None, typer.Option("--conf", help="Spark setting KEY=VALUE (repeatable).")
+    ] = None,
+    log_format: Annotated[
+        LogFormat, typer.Option("--log-format", help="Per-batch log lines: text or json.")
+    ] = LogFormat.text,
+) -> None:
+    from replicator.config import load_pipeline
+    from replicator.engine.metrics import BatchReport, format_json, format_text
+    from replicator.engine.runner import RunOptions, run_pipeline
+
+    spark_conf = parse_conf(conf or [])
+    pipeline = load_pipeline(file)
+    formatter = format_json if log_format is LogFormat.json else format_text
+    display = render.run_display(pipeline.name) if log_format is LogFormat.text else None
+
+    def on_report(report: BatchReport) -> None:
+        if display is not None and display.live:
+            display.update(report)
+        else:
+            render.log_line(formatter(report))
+
+    def on_notice(message: str) -> None:
+        if log_format is LogFormat.json:
+            import json
+
+            render.log_line(json.dumps({"notice": message}))
+        else:
+            render.info(message)
+
+    options = RunOptions(
+        until_caught_up=until_caught_up,
+        snapshot=snapshot.value,  # type: ignore[arg-type]
+        master=master,
+        conf=spark_conf,
+        on_report=on_report,
+        on_notice=on_notice,
+    )
+    with display if display is not None else render.nothing():
+        result = run_pipeline(pipeline, options)
+    summary = (
+        f"{pipeline.name}: {result.batches} batch(es), {result.changes} change(s), "
+        f"{result.rows} row(s) applied, {result.snapshot_rows} snapshot row(s); "
+        f"at {result.end or '-'}"
+    )
+    on_notice(summary + (" (stopped)" if result.stopped else ""))
+    if result.stopped:
+        sys.exit(130)
