@@ -92,7 +92,8 @@ def _target(spec: dict[str, Any]) -> TargetConfig:
     warehouse: SnowflakeTarget | DuckDBTarget
     if "snowflake" in spec:
         # `${VAR:-}` that is unset gives "": the same as not giving the setting at all.
-        fields = {k: v for k, v in spec["snowflake"].items() if v != ""}
+        fields = {k: v for k, v in spec["snowflake"].items()
+                  if v != "" or k in ("database", "schema")}
         warehouse = SnowflakeTarget(**fields)
     else:
         warehouse = DuckDBTarget(**(spec.get("duckdb") or {}))

@@ -136,6 +136,11 @@ def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
     state_table = target.get("state_table", "_REPLICATOR_STATE")
     if isinstance(state_table, str):
         _check_identifier(document, ("target", "state_table"), state_table, "state table")
+    for kind, names in (("snowflake", ("database", "schema")), ("duckdb", ("schema",))):
+        for name in names:
+            value = _dict(target.get(kind)).get(name)
+            if isinstance(value, str):
+                _check_identifier(document, ("target", kind, name), value, f"{kind} {name}")
 
     for index, table in enumerate(_list(data.get("tables"))):
         if not isinstance(table, dict):

@@ -1,0 +1,48 @@
+"""``replicator validate`` must not load the heavy libraries, and must start fast.
+
+It runs in CI without Java or database drivers; ``cli/main.py`` imports every command
+module, so this also guards the other commands' module-level imports.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ["pyspark", "duckdb", "snowflake", "pymysqlreplication", "pymysql", "pyarrow", "pandas",
+         "fakesnow", "py4j"]
+SCRIPT = """
+import json, sys, time
+path, heavy_names = sys.argv[1], set(json.loads(sys.argv[2]))
+started = time.perf_counter()
+import replicator.cli.main as cli
+imported = time.perf_counter()
+sys.argv = ["replicator", "validate", path]
+try:
+    cli.main()
+except SystemExit as exc:
+    code = exc.code
+finished = time.perf_counter()
+heavy = sorted({name.split(".")[0] for name in sys.modules} & heavy_names)
+print(json.dumps({"code": code, "heavy": heavy, "import_s": imported - started,
+                  "total_s": finished - started}), file=sys.stderr)
+"""
+
+
+def test_validate_loads_no_heavy_library_and_is_fast() -> None:
+    path = ROOT / "pipelines" / "trips.yaml"
+    process = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(path), json.dumps(HEAVY)],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+    )
+    report = json.loads(process.stderr.strip().splitlines()[-1])
+    print(f"\nimport replicator.cli.main: {report['import_s']:.3f}s, "
+          f"validate one file in total: {report['total_s']:.3f}s")
+    assert report["code"] == 0, process.stdout
+    assert report["heavy"] == [], f"validate imported {report['heavy']}"
+    # Generous: the point is "no Spark/driver start-up", not a benchmark (~0.2 s measured).
+    assert report["total_s"] < 5
