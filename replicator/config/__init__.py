@@ -28,7 +28,7 @@ def check_document(
     document = load_document(path, environ=environ, content=content)
     check_schema(document)
     check_semantics(document)
-    unique = {}
+    unique: dict[Diagnostic, None] = {}
     for diagnostic in document.diagnostics:
         unique.setdefault(diagnostic, None)  # a problem reached by two routes is shown once
     document.diagnostics = sorted(unique, key=Diagnostic.sort_key)

@@ -36,7 +36,7 @@ _RANGE_VALIDATORS = frozenset({
 def pipeline_schema() -> dict[str, Any]:
     """The pipeline JSON Schema (draft-07), as shipped inside the package."""
     text = resources.files("replicator.config").joinpath("pipeline.schema.json").read_text("utf-8")
-    return json.loads(text)  # type: ignore[no-any-return]
+    return json.loads(text)
 
 
 def schema_text() -> str:
@@ -111,6 +111,7 @@ def _report(document: LoadedDocument, error: Any) -> None:
     instance = error.instance
     schema = error.schema if isinstance(error.schema, dict) else {}
     kind = error.validator
+    hint: str | None
 
     if kind == "additionalProperties":
         allowed = sorted(schema.get("properties", {}))
@@ -170,9 +171,10 @@ def _report_type(document: LoadedDocument, path: JsonPath, instance: Any,
     where = render_path(path)
     expected = schema.get("type")
     types = expected if isinstance(expected, list) else [expected]
-    wanted = " or ".join(_JSON_TYPES.get(t, str(t)) for t in types)
+    wanted = " or ".join(_JSON_TYPES.get(str(t), str(t)) for t in types)
     position = document.position(path)
     key = path[-1] if path and isinstance(path[-1], str) else None
+    hint: str | None = None
     if "string" in types and path in document.yaml11_booleans:
         written = document.yaml11_booleans[path]
         document.add(position, "R006",
@@ -180,7 +182,6 @@ def _report_type(document: LoadedDocument, path: JsonPath, instance: Any,
                      f"{str(bool(instance)).lower()}, not the text {written!r}",
                      f"quote it: {key or where}: '{written}'")
         return
-    hint = None
     if isinstance(instance, str) and "integer" in types and instance.strip().lstrip("-").isdigit():
         hint = f"remove the quotes: {key or where}: {instance.strip()}"
     elif isinstance(instance, str) and "number" in types:

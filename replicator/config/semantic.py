@@ -117,7 +117,7 @@ def _check_durations(document: LoadedDocument, data: dict[str, Any]) -> None:
     for path in _duration_paths(data):
         value: Any = data
         for part in path:
-            value = value.get(part) if isinstance(value, dict) else None  # type: ignore[call-overload]
+            value = value.get(part) if isinstance(value, dict) else None
         if value is None or not isinstance(value, str):
             continue  # absent, or a type error the schema reported
         if parse_duration(value) is None:
@@ -268,7 +268,7 @@ def _check_target_columns(document: LoadedDocument, base: JsonPath, table: dict[
         spec = _dict(spec)
         if spec.get("exclude") is True:
             continue
-        target_name = spec.get("name") if isinstance(spec.get("name"), str) else name
+        target_name: str = spec["name"] if isinstance(spec.get("name"), str) else name
         folded = fold_identifier(target_name, identifier_case)
         path = (*base, "columns", name, "name") if "name" in spec else (*base, "columns", name)
         where = document.position(path) if "name" in spec else document.key_position(path)
