@@ -35,6 +35,8 @@ class Dialect:
     qualified_temp_names: bool = False
     # Does the sink create the target schema itself? (Snowflake schemas are the admin's.)
     create_schema: bool = False
+    # How many parts qualify a table name before its own: database.schema (2) or schema (1).
+    namespace_depth: int = 2
     # Bind parameter marker (the Snowflake connector is opened with paramstyle="qmark").
     parameter: str = "?"
 
@@ -103,6 +105,7 @@ DUCKDB = Dialect(
     qualified_update_set=False,
     qualified_temp_names=False,
     create_schema=True,
+    namespace_depth=1,
 )
 
 DIALECTS: Mapping[str, Dialect] = {"snowflake": SNOWFLAKE, "duckdb": DUCKDB}

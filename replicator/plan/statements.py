@@ -15,6 +15,7 @@ from replicator.plan.model import STAGE_OP, STAGE_SEQ, STAGE_TS, PlannedColumn, 
 from replicator.plan.types import TargetType, integer
 
 q = quote_identifier
+_LIST = ",\n    "  # one item per line: golden-file diffs show exactly what changed
 TARGET_ALIAS = "tgt"
 SOURCE_ALIAS = "src"
 
@@ -39,6 +40,20 @@ def state_column(table: TablePlan, name: str) -> str:
     return name if table.identifier_case == "upper" else name.lower()
 
 
+def _namespace(table: TablePlan, dialect: Dialect) -> tuple[str, ...]:
+    """The target's (database, schema) trimmed to what the dialect qualifies names with:
+    a DuckDB file is one database, so DuckDB names carry only the schema."""
+    return table.target_namespace[-dialect.namespace_depth :]
+
+
+def _target_name(table: TablePlan, dialect: Dialect) -> str:
+    return qualified_name((*_namespace(table, dialect), table.target_table))
+
+
+def _state_name(table: TablePlan, dialect: Dialect) -> str:
+    return qualified_name((*_namespace(table, dialect), table.state_table))
+
+
 def _column_definition(name: str, type_sql: str, nullable: bool) -> str:
     return f"{q(name)} {type_sql}" + ("" if nullable else " NOT NULL")
 
@@ -46,7 +61,7 @@ def _column_definition(name: str, type_sql: str, nullable: bool) -> str:
 def create_schema(table: TablePlan, dialect: Dialect) -> str | None:
     if not dialect.create_schema:
         return None
-    return f"CREATE SCHEMA IF NOT EXISTS {qualified_name(table.target_namespace)}"
+    return f"CREATE SCHEMA IF NOT EXISTS {qualified_name(_namespace(table, dialect))}"
 
 
 def create_target_table(table: TablePlan, dialect: Dialect) -> str:
@@ -59,7 +74,7 @@ def create_target_table(table: TablePlan, dialect: Dialect) -> str:
     if key and all(not c.nullable for c in key):
         lines.append(f"PRIMARY KEY ({', '.join(q(c.target_column) for c in key)})")
     body = ",\n  ".join(lines)
-    return f"CREATE TABLE IF NOT EXISTS {qualified_name(table.target_parts)} (\n  {body}\n)"
+    return f"CREATE TABLE IF NOT EXISTS {_target_name(table, dialect)} (\n  {body}\n)"
 
 
 def create_state_table(table: TablePlan, dialect: Dialect) -> str:
@@ -69,7 +84,7 @@ def create_state_table(table: TablePlan, dialect: Dialect) -> str:
     ]
     lines.append(f"PRIMARY KEY ({', '.join(q(state_column(table, n)) for n in STATE_KEY)})")
     body = ",\n  ".join(lines)
-    return f"CREATE TABLE IF NOT EXISTS {qualified_name(table.state_parts)} (\n  {body}\n)"
+    return f"CREATE TABLE IF NOT EXISTS {_state_name(table, dialect)} (\n  {body}\n)"
 
 
 def staging_columns(table: TablePlan) -> list[tuple[str, TargetType]]:
@@ -81,7 +96,7 @@ def staging_columns(table: TablePlan) -> list[tuple[str, TargetType]]:
 
 def staging_name(table: TablePlan, dialect: Dialect) -> str:
     if dialect.qualified_temp_names:
-        return qualified_name((*table.target_namespace, table.staging_table))
+        return qualified_name((*_namespace(table, dialect), table.staging_table))
     return q(table.staging_table)
 
 
@@ -103,7 +118,7 @@ def add_columns(table: TablePlan, columns: Sequence[PlannedColumn], dialect: Dia
     actions = [
         f"ADD COLUMN {q(c.target_column)} {dialect.type_name(c.target_type)}" for c in columns
     ]
-    target = qualified_name(table.target_parts)
+    target = _target_name(table, dialect)
     if not actions:
         return []
     if dialect.multiple_alter_actions:
@@ -133,7 +148,7 @@ def merge(table: TablePlan, dialect: Dialect) -> str:
     select = [_merge_source_expression(c, dialect) for c in merged]
     select += [q(STAGE_OP), q(STAGE_TS)]
     source = (
-        f"SELECT {', '.join(select)}\n"
+        f"SELECT\n    {_LIST.join(select)}\n"
         f"  FROM {staging_name(table, dialect)}\n"
         f"  QUALIFY ROW_NUMBER() OVER (PARTITION BY {', '.join(key)} "
         f"ORDER BY {q(STAGE_SEQ)} DESC) = 1"
@@ -147,7 +162,7 @@ def merge(table: TablePlan, dialect: Dialect) -> str:
 
     def set_list(pairs: list[tuple[str, str]]) -> str:
         prefix = f"{tgt}." if dialect.qualified_update_set else ""
-        return ", ".join(f"{prefix}{q(name)} = {value}" for name, value in pairs)
+        return _LIST.join(f"{prefix}{q(name)} = {value}" for name, value in pairs)
 
     is_delete = f"{src}.{q(STAGE_OP)} = 'd'"
     non_key = [c for c in merged if not c.is_key]
@@ -159,7 +174,7 @@ def merge(table: TablePlan, dialect: Dialect) -> str:
         metadata_pairs = [
             (c.target_column, f"{src}.{q(c.target_column)}") for c in merged if c.role == "metadata"
         ]
-        on_delete = "UPDATE SET " + set_list(
+        on_delete = "UPDATE SET\n    " + set_list(
             [(deleted, "TRUE"), (deleted_at, f"{src}.{q(STAGE_TS)}"), *metadata_pairs]
         )
         upsert_pairs += [(deleted, "FALSE"), (deleted_at, "NULL")]
@@ -169,15 +184,15 @@ def merge(table: TablePlan, dialect: Dialect) -> str:
         on_delete = "DELETE"
     when_matched = f"WHEN MATCHED AND {is_delete} THEN {on_delete}\n"
     if upsert_pairs:
-        when_matched += f"WHEN MATCHED THEN UPDATE SET {set_list(upsert_pairs)}\n"
+        when_matched += f"WHEN MATCHED THEN UPDATE SET\n    {set_list(upsert_pairs)}\n"
     return (
-        f"MERGE INTO {qualified_name(table.target_parts)} AS {tgt}\n"
+        f"MERGE INTO {_target_name(table, dialect)} AS {tgt}\n"
         f"USING (\n  {source}\n) AS {src}\n"
         f"ON {on}\n"
         f"{when_matched}"
-        f"WHEN NOT MATCHED AND {src}.{q(STAGE_OP)} <> 'd' THEN INSERT "
-        f"({', '.join(q(c) for c in insert_columns)}) "
-        f"VALUES ({', '.join(insert_values)})"
+        f"WHEN NOT MATCHED AND {src}.{q(STAGE_OP)} <> 'd' THEN INSERT (\n"
+        f"    {_LIST.join(q(c) for c in insert_columns)}\n"
+        f") VALUES (\n    {_LIST.join(insert_values)}\n)"
     )
 
 
@@ -189,7 +204,7 @@ def state_lookup(table: TablePlan, dialect: Dialect) -> str:
     """Is this batch already applied? Parameters: pipeline, table, batch_id."""
     p = dialect.parameter
     where = " AND ".join(f"{q(state_column(table, n))} = {p}" for n in STATE_KEY)
-    return f"SELECT 1 FROM {qualified_name(table.state_parts)} WHERE {where}"
+    return f"SELECT 1 FROM {_state_name(table, dialect)} WHERE {where}"
 
 
 def state_insert(table: TablePlan, dialect: Dialect) -> str:
@@ -197,7 +212,7 @@ def state_insert(table: TablePlan, dialect: Dialect) -> str:
     p = dialect.parameter
     names = ", ".join(q(state_column(table, name)) for name, _, _ in STATE_COLUMNS)
     return (
-        f"INSERT INTO {qualified_name(table.state_parts)} ({names}) "
+        f"INSERT INTO {_state_name(table, dialect)} ({names}) "
         f"SELECT {p}, {p}, {p}, {p}, {dialect.current_timestamp}"
     )
 
@@ -208,7 +223,7 @@ def state_latest(table: TablePlan, dialect: Dialect) -> str:
     c = lambda name: q(state_column(table, name))  # noqa: E731
     return (
         f"SELECT {c('BATCH_ID')}, {c('END_OFFSET')}, {c('APPLIED_AT')} "
-        f"FROM {qualified_name(table.state_parts)} "
+        f"FROM {_state_name(table, dialect)} "
         f"WHERE {c('PIPELINE')} = {p} AND {c('TABLE')} = {p} "
         f"ORDER BY {c('APPLIED_AT')} DESC, {c('BATCH_ID')} DESC LIMIT 1"
     )

@@ -1,0 +1,143 @@
+"""``replicator plan FILE``: the exact DDL and MERGE the pipeline will run, per table.
+
+Without ``--offline`` the MySQL schema (information_schema) fills in the columns and types the
+YAML does not declare, and the output says which came from where; with ``--offline`` only the
+YAML's ``source_type`` declarations are used (no server, no Java: it runs in CI). Imports
+nothing heavy at module level; the MySQL driver is imported only in live mode.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from replicator.cli import render
+from replicator.errors import UsageError
+
+if TYPE_CHECKING:
+    from replicator.model.catalog import Catalog
+    from replicator.model.pipeline import Pipeline
+    from replicator.plan import Dialect, Plan, TablePlan
+
+COMMAND_SETTINGS = {"help": "Print the DDL and MERGE SQL the pipeline will run, per table."}
+
+
+class DialectName(enum.StrEnum):
+    snowflake = "snowflake"
+    duckdb = "duckdb"
+
+
+class OutputFormat(enum.StrEnum):
+    sql = "sql"
+    json = "json"
+
+
+def command(
+    file: Annotated[Path, typer.Argument(help="The pipeline file.", show_default=False)],
+    table: Annotated[
+        str | None, typer.Option("--table", "-t", help="Only this table (source or target name).")
+    ] = None,
+    dialect: Annotated[
+        DialectName | None,
+        typer.Option("--dialect", help="SQL dialect (default: the pipeline's target)."),
+    ] = None,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Use only the YAML (source_type); no MySQL.")
+    ] = False,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="sql or json.")
+    ] = OutputFormat.sql,
+) -> None:
+    from replicator.config import load_pipeline
+    from replicator.plan import build_plan, get_dialect, offline_catalog
+
+    pipeline = load_pipeline(file)
+    catalog = offline_catalog(pipeline) if offline else _live_catalog(pipeline)
+    plan = build_plan(pipeline, catalog)
+    sql_dialect = get_dialect(dialect.value if dialect else plan.target_kind)
+    tables = _select_tables(plan, table)
+    if offline:
+        render.info("offline: columns and types come from the YAML's source_type only")
+    if output_format is OutputFormat.json:
+        document = {
+            "pipeline": plan.pipeline_name,
+            "dialect": sql_dialect.name,
+            "offline": offline,
+            "tables": [_table_json(t, sql_dialect) for t in tables],
+        }
+        render.print_text(json.dumps(document, indent=2, ensure_ascii=False))
+        return
+    from replicator.plan import render_sql
+
+    for table_plan in tables:
+        if not offline:
+            _say_where_columns_came_from(table_plan)
+        render.print_sql(render_sql(table_plan, sql_dialect))
+
+
+def _live_catalog(pipeline: Pipeline) -> Catalog:
+    from replicator.source.catalog import read_catalog
+
+    pairs = [(t.source_database, t.source_table) for t in pipeline.tables]
+    render.detail("reading the MySQL schema of %d table(s)", len(pairs))
+    return read_catalog(pipeline.source, pairs)
+
+
+def _select_tables(plan: Plan, name: str | None) -> list[TablePlan]:
+    if name is None:
+        return list(plan.tables)
+    try:
+        return [plan.table(name)]
+    except KeyError:
+        known = ", ".join(t.source_name for t in plan.tables)
+        raise UsageError(
+            f"no table {name!r} in pipeline {plan.pipeline_name}",
+            hint=f"use a source or target name: {known}",
+        ) from None
+
+
+def _say_where_columns_came_from(table_plan: TablePlan) -> None:
+    data = table_plan.data_columns
+    live = [c.source_column for c in data if c.origin == "live"]
+    declared = [c.source_column for c in data if c.origin == "yaml"]
+    parts = []
+    if live:
+        parts.append(f"from the live MySQL schema: {', '.join(map(str, live))}")
+    if declared:
+        parts.append(f"declared in the YAML (checked live): {', '.join(map(str, declared))}")
+    render.info("%s columns %s", table_plan.source_name, "; ".join(parts) or "(none)")
+
+
+def _table_json(table_plan: TablePlan, dialect: Dialect) -> dict[str, Any]:
+    from replicator.plan import table_statements
+
+    return {
+        "source": table_plan.source_name,
+        "target": ".".join(table_plan.target_parts),
+        "key": list(table_plan.source_key),
+        "key_origin": table_plan.key_origin,
+        "deletes": table_plan.deletes,
+        "filter": table_plan.filter,
+        "excluded": list(table_plan.excluded),
+        "columns": [
+            {
+                "source_column": c.source_column,
+                "target_column": c.target_column,
+                "mysql_type": str(c.mysql_type) if c.mysql_type else None,
+                "target_type": dialect.type_name(c.target_type),
+                "role": c.role,
+                "mask": c.mask,
+                "origin": c.origin,
+                "declared_type": c.declared_type,
+                "nullable": c.nullable,
+            }
+            for c in table_plan.columns
+        ],
+        "statements": [
+            {"purpose": s.purpose, "sql": s.sql} for s in table_statements(table_plan, dialect)
+        ],
+    }
