@@ -6,6 +6,10 @@ setting that fixes it.
 
 from __future__ import annotations
 
+import dataclasses
+import re
+import zlib
+
 from replicator.errors import PlanError
 from replicator.model.catalog import Catalog, MySQLType, MySQLTypeError, SourceColumn, SourceTable
 from replicator.model.pipeline import (
@@ -18,7 +22,7 @@ from replicator.model.pipeline import (
     Tinyint1Policy,
 )
 from replicator.plan.identifiers import target_identifier
-from replicator.plan.model import INTERNAL_STAGE_COLUMNS, Plan, PlannedColumn, TablePlan
+from replicator.plan.model import RESERVED_PREFIX, Plan, PlannedColumn, TablePlan
 from replicator.plan.types import (
     BOOLEAN,
     STRING,
@@ -164,6 +168,7 @@ def _plan_table(
             )
 
     _check_column_collisions(name, columns, problems)
+    columns = _with_staging_names(columns)
     if table.filter:
         from replicator.plan.filters import FilterError, compile_filter
 
@@ -185,7 +190,7 @@ def _plan_table(
         source_key=key,
         key_origin=key_origin,
         deletes=table.deletes,
-        staging_table=STAGING_PREFIX + target_table,
+        staging_table=_staging_table_name(target_table),
         state_table=target_identifier(pipeline.target.state_table, case),
         identifier_case=case,
         filter=table.filter,
@@ -259,15 +264,35 @@ def _plan_column(
     )
 
 
+_PLAIN_IDENTIFIER = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+
+
+def _with_staging_names(columns: list[PlannedColumn]) -> list[PlannedColumn]:
+    return [
+        c
+        if _PLAIN_IDENTIFIER.match(c.target_column)
+        else dataclasses.replace(c, staging_column=f"{RESERVED_PREFIX}COL_{position}")
+        for position, c in enumerate(columns, start=1)
+    ]
+
+
+def _staging_table_name(target_table: str) -> str:
+    """A plain identifier (see PlannedColumn.staging_column), unique per target table."""
+    plain = re.sub(r"[^A-Za-z0-9_]", "_", target_table).upper()
+    if plain == target_table.upper() and _PLAIN_IDENTIFIER.match(plain):
+        return STAGING_PREFIX + plain
+    return f"{STAGING_PREFIX}{plain}_{zlib.crc32(target_table.encode()):08X}"
+
+
 def _check_column_collisions(name: str, columns: list[PlannedColumn], problems: _Problems):
     seen: dict[str, str] = {}
-    reserved = {c.upper() for c in INTERNAL_STAGE_COLUMNS}
     for column in columns:
         folded = column.target_column.upper()  # both warehouses may match names case-blind
         origin = column.source_column or column.target_column
-        if folded in reserved:
+        if folded.startswith(RESERVED_PREFIX):
             problems.add(
-                f"{name}: target column {column.target_column!r} is reserved by replicator",
+                f"{name}: target column {column.target_column!r} starts with "
+                f"{RESERVED_PREFIX}, which replicator reserves",
                 hint=f"rename it: columns: {{{origin}: {{name: ...}}}}",
             )
         if folded in seen:

@@ -78,7 +78,9 @@ SNOWFLAKE = Dialect(
     },
     json_from_text="PARSE_JSON({})",
     current_timestamp="CURRENT_TIMESTAMP()",
-    multiple_alter_actions=True,
+    # Snowflake takes `ADD COLUMN a T1, b T2`, fakesnow (DuckDB underneath) does not: one
+    # column per statement runs on both, and added columns are rare.
+    multiple_alter_actions=False,
     qualified_update_set=True,
     qualified_temp_names=False,
     create_schema=False,

@@ -23,6 +23,7 @@ STAGE_OP = "_REPLICATOR_OP"  # c / u / d / r of the change
 STAGE_SEQ = "_REPLICATOR_SEQ"  # order of the change inside the staged batch (last wins)
 STAGE_TS = "_REPLICATOR_TS"  # commit time of the change (soft delete's _DELETED_AT)
 INTERNAL_STAGE_COLUMNS = (STAGE_OP, STAGE_SEQ, STAGE_TS)
+RESERVED_PREFIX = "_REPLICATOR_"  # target columns may not start with it
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,15 @@ class PlannedColumn:
     declared_type: bool = False  # the YAML's `type:` won over the mapping
     origin: ColumnOrigin = "live"  # where the column's MySQL type came from
     metadata: str | None = None  # "op", "ts", ... for metadata columns
+    # Its name in the staging table: the target name when that is a plain upper-case
+    # identifier, else _REPLICATOR_COL_<n>. Bulk loaders (write_pandas, COPY column lists)
+    # handle plain names only: fakesnow's breaks on a '"' in a column name, and the
+    # connector's rejects unquoted names that are not valid identifiers.
+    staging_column: str | None = None
+
+    @property
+    def staging_name(self) -> str:
+        return self.staging_column or self.target_column
 
     @property
     def staged(self) -> bool:

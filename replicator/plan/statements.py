@@ -46,7 +46,7 @@ def _namespace(table: TablePlan, dialect: Dialect) -> tuple[str, ...]:
     return table.target_namespace[-dialect.namespace_depth :]
 
 
-def _target_name(table: TablePlan, dialect: Dialect) -> str:
+def target_name(table: TablePlan, dialect: Dialect) -> str:
     return qualified_name((*_namespace(table, dialect), table.target_table))
 
 
@@ -74,7 +74,7 @@ def create_target_table(table: TablePlan, dialect: Dialect) -> str:
     if key and all(not c.nullable for c in key):
         lines.append(f"PRIMARY KEY ({', '.join(q(c.target_column) for c in key)})")
     body = ",\n  ".join(lines)
-    return f"CREATE TABLE IF NOT EXISTS {_target_name(table, dialect)} (\n  {body}\n)"
+    return f"CREATE TABLE IF NOT EXISTS {target_name(table, dialect)} (\n  {body}\n)"
 
 
 def create_state_table(table: TablePlan, dialect: Dialect) -> str:
@@ -89,7 +89,7 @@ def create_state_table(table: TablePlan, dialect: Dialect) -> str:
 
 def staging_columns(table: TablePlan) -> list[tuple[str, TargetType]]:
     """(name, type) of every staging column, in the order ``stage_changes`` produces them."""
-    return [(c.target_column, c.target_type) for c in table.staged_columns] + list(
+    return [(c.staging_name, c.target_type) for c in table.staged_columns] + list(
         INTERNAL_STAGE_TYPES
     )
 
@@ -100,14 +100,14 @@ def staging_name(table: TablePlan, dialect: Dialect) -> str:
     return q(table.staging_table)
 
 
-def create_staging_table(table: TablePlan, dialect: Dialect) -> str:
+def create_staging_table(table: TablePlan, dialect: Dialect, *, replace: bool = False) -> str:
+    """``replace``: the session's staging table may have an older layout (columns added)."""
     body = ",\n  ".join(
         _column_definition(name, dialect.staging_type_name(type_), True)
         for name, type_ in staging_columns(table)
     )
-    return (
-        f"CREATE TEMPORARY TABLE IF NOT EXISTS {staging_name(table, dialect)} (\n  {body}\n)"
-    )
+    create = "CREATE OR REPLACE TEMPORARY TABLE" if replace else "CREATE TEMPORARY TABLE IF NOT EXISTS"
+    return f"{create} {staging_name(table, dialect)} (\n  {body}\n)"
 
 
 def add_columns(table: TablePlan, columns: Sequence[PlannedColumn], dialect: Dialect) -> list[str]:
@@ -115,24 +115,24 @@ def add_columns(table: TablePlan, columns: Sequence[PlannedColumn], dialect: Dia
 
     New columns are always nullable: rows already in the target have no value for them.
     """
-    actions = [
-        f"ADD COLUMN {q(c.target_column)} {dialect.type_name(c.target_type)}" for c in columns
-    ]
-    target = _target_name(table, dialect)
-    if not actions:
+    definitions = [f"{q(c.target_column)} {dialect.type_name(c.target_type)}" for c in columns]
+    target = target_name(table, dialect)
+    if not definitions:
         return []
-    if dialect.multiple_alter_actions:
-        return [f"ALTER TABLE {target} " + ", ".join(actions)]
-    return [f"ALTER TABLE {target} {action}" for action in actions]
+    if dialect.multiple_alter_actions:  # Snowflake's form: ADD COLUMN a T1, b T2
+        return [f"ALTER TABLE {target} ADD COLUMN " + ", ".join(definitions)]
+    return [f"ALTER TABLE {target} ADD COLUMN {definition}" for definition in definitions]
 
 
 def _merge_source_expression(column: PlannedColumn, dialect: Dialect) -> str:
     """How a target column's value is computed from the staging row."""
+    target = q(column.target_column)
     if column.metadata == "synced_at":
-        return f"{dialect.current_timestamp} AS {q(column.target_column)}"
+        return f"{dialect.current_timestamp} AS {target}"
+    staged = q(column.staging_name)
     if column.target_type.kind == "json":
-        return f"{dialect.json_from_text.format(q(column.target_column))} AS {q(column.target_column)}"
-    return q(column.target_column)
+        return f"{dialect.json_from_text.format(staged)} AS {target}"
+    return staged if staged == target else f"{staged} AS {target}"
 
 
 def merge(table: TablePlan, dialect: Dialect) -> str:
@@ -143,7 +143,7 @@ def merge(table: TablePlan, dialect: Dialect) -> str:
     _DELETED), everything else upserts; a re-insert after a soft delete revives the row.
     """
     tgt, src = q(TARGET_ALIAS), q(SOURCE_ALIAS)
-    key = [q(c.target_column) for c in table.key_columns]
+    key = [q(c.staging_name) for c in table.key_columns]
     merged = [c for c in table.columns if c.role != "soft_delete"]
     select = [_merge_source_expression(c, dialect) for c in merged]
     select += [q(STAGE_OP), q(STAGE_TS)]
@@ -186,7 +186,7 @@ def merge(table: TablePlan, dialect: Dialect) -> str:
     if upsert_pairs:
         when_matched += f"WHEN MATCHED THEN UPDATE SET\n    {set_list(upsert_pairs)}\n"
     return (
-        f"MERGE INTO {_target_name(table, dialect)} AS {tgt}\n"
+        f"MERGE INTO {target_name(table, dialect)} AS {tgt}\n"
         f"USING (\n  {source}\n) AS {src}\n"
         f"ON {on}\n"
         f"{when_matched}"

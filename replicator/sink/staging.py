@@ -108,13 +108,13 @@ def stage_changes(table: TablePlan, events: Sequence[ChangeEvent]) -> pa.Table:
         if column.role == "data":
             convert = value_converter(column)
             source = column.source_column
-            columns[column.target_column] = [convert(image.get(source)) for image in images]
+            columns[column.staging_name] = [convert(image.get(source)) for image in images]
         else:
             value_of = _metadata_value(column)
             if column.target_column.upper() == "_OP":
-                columns[column.target_column] = list(ops)
+                columns[column.staging_name] = list(ops)
             else:
-                columns[column.target_column] = [value_of(event) for event in changes]
+                columns[column.staging_name] = [value_of(event) for event in changes]
     columns[STAGE_OP] = ops
     columns[STAGE_SEQ] = list(range(len(changes)))
     columns[STAGE_TS] = [_EPOCH + dt.timedelta(milliseconds=event.ts_ms) for event in changes]

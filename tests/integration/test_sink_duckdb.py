@@ -15,6 +15,7 @@ from tests.fixtures.sink_sample import (
     CATALOG,
     normalize,
     parse_json_columns,
+    run_scenario,
     sample_pipeline,
     scenario,
 )
@@ -30,17 +31,6 @@ def read_target(connection, plan, target_table):
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, map(normalize, row), strict=True)) for row in cursor.fetchall()]
     return parse_json_columns(table, rows)
-
-
-def run_scenario(sink, plan):
-    batches, expected = scenario()
-    results = []
-    for batch_id, by_table in batches:
-        for source_name, events in by_table.items():
-            table = plan.table(source_name)
-            staged = stage_changes(table, events)
-            results.append(sink.apply(table, batch_id, {"file": "f", "pos": batch_id}, staged))
-    return results, expected
 
 
 @pytest.fixture()

@@ -41,26 +41,26 @@ CREATE TABLE IF NOT EXISTS "main"."_REPLICATOR_STATE" (
 );
 
 -- create staging table
-CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_awkward" (
-  "id" DECIMAL(20,0),
-  "amount" DECIMAL(38,10),
-  "happened_at" TIMESTAMP,
-  "recorded_at" TIMESTAMPTZ,
-  "duration" VARCHAR,
-  "big_counter" DECIMAL(20,0),
-  "payload" VARCHAR,
-  "raw_bytes" BLOB,
-  "mood" VARCHAR,
-  "tags" VARCHAR,
-  "flag" BOOLEAN,
-  "flags8" BLOB,
-  "model_year" SMALLINT,
-  "is_active" BOOLEAN,
-  "ratio_f" DOUBLE,
-  "ratio_d" DOUBLE,
-  "title" VARCHAR,
-  "first name" VARCHAR,
-  "order" INTEGER,
+CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_AWKWARD" (
+  "_REPLICATOR_COL_1" DECIMAL(20,0),
+  "_REPLICATOR_COL_2" DECIMAL(38,10),
+  "_REPLICATOR_COL_3" TIMESTAMP,
+  "_REPLICATOR_COL_4" TIMESTAMPTZ,
+  "_REPLICATOR_COL_5" VARCHAR,
+  "_REPLICATOR_COL_6" DECIMAL(20,0),
+  "_REPLICATOR_COL_7" VARCHAR,
+  "_REPLICATOR_COL_8" BLOB,
+  "_REPLICATOR_COL_9" VARCHAR,
+  "_REPLICATOR_COL_10" VARCHAR,
+  "_REPLICATOR_COL_11" BOOLEAN,
+  "_REPLICATOR_COL_12" BLOB,
+  "_REPLICATOR_COL_13" SMALLINT,
+  "_REPLICATOR_COL_14" BOOLEAN,
+  "_REPLICATOR_COL_15" DOUBLE,
+  "_REPLICATOR_COL_16" DOUBLE,
+  "_REPLICATOR_COL_17" VARCHAR,
+  "_REPLICATOR_COL_18" VARCHAR,
+  "_REPLICATOR_COL_19" INTEGER,
   "_OP" VARCHAR,
   "_TS_MS" BIGINT,
   "_REPLICATOR_OP" VARCHAR,
@@ -72,38 +72,38 @@ CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_awkward" (
 SELECT 1 FROM "main"."_REPLICATOR_STATE" WHERE "pipeline" = ? AND "table" = ? AND "batch_id" = ?;
 
 -- clear staging
-DELETE FROM "_REPLICATOR_STAGE_awkward";
+DELETE FROM "_REPLICATOR_STAGE_AWKWARD";
 
 -- merge staged changes
 MERGE INTO "main"."awkward" AS "tgt"
 USING (
   SELECT
-    "id",
-    "amount",
-    "happened_at",
-    "recorded_at",
-    "duration",
-    "big_counter",
-    CAST("payload" AS JSON) AS "payload",
-    "raw_bytes",
-    "mood",
-    "tags",
-    "flag",
-    "flags8",
-    "model_year",
-    "is_active",
-    "ratio_f",
-    "ratio_d",
-    "title",
-    "first name",
-    "order",
+    "_REPLICATOR_COL_1" AS "id",
+    "_REPLICATOR_COL_2" AS "amount",
+    "_REPLICATOR_COL_3" AS "happened_at",
+    "_REPLICATOR_COL_4" AS "recorded_at",
+    "_REPLICATOR_COL_5" AS "duration",
+    "_REPLICATOR_COL_6" AS "big_counter",
+    CAST("_REPLICATOR_COL_7" AS JSON) AS "payload",
+    "_REPLICATOR_COL_8" AS "raw_bytes",
+    "_REPLICATOR_COL_9" AS "mood",
+    "_REPLICATOR_COL_10" AS "tags",
+    "_REPLICATOR_COL_11" AS "flag",
+    "_REPLICATOR_COL_12" AS "flags8",
+    "_REPLICATOR_COL_13" AS "model_year",
+    "_REPLICATOR_COL_14" AS "is_active",
+    "_REPLICATOR_COL_15" AS "ratio_f",
+    "_REPLICATOR_COL_16" AS "ratio_d",
+    "_REPLICATOR_COL_17" AS "title",
+    "_REPLICATOR_COL_18" AS "first name",
+    "_REPLICATOR_COL_19" AS "order",
     "_OP",
     "_TS_MS",
     CURRENT_TIMESTAMP AS "_SYNCED_AT",
     "_REPLICATOR_OP",
     "_REPLICATOR_TS"
-  FROM "_REPLICATOR_STAGE_awkward"
-  QUALIFY ROW_NUMBER() OVER (PARTITION BY "id" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+  FROM "_REPLICATOR_STAGE_AWKWARD"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "_REPLICATOR_COL_1" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
 ) AS "src"
 ON "tgt"."id" = "src"."id"
 WHEN MATCHED AND "src"."_REPLICATOR_OP" = 'd' THEN DELETE

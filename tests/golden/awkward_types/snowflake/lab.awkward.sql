@@ -38,26 +38,26 @@ CREATE TABLE IF NOT EXISTS "main"."_REPLICATOR_STATE" (
 );
 
 -- create staging table
-CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_awkward" (
-  "id" NUMBER(20,0),
-  "amount" NUMBER(38,10),
-  "happened_at" TIMESTAMP_NTZ(6),
-  "recorded_at" TIMESTAMP_TZ(6),
-  "duration" VARCHAR,
-  "big_counter" NUMBER(20,0),
-  "payload" VARCHAR,
-  "raw_bytes" BINARY,
-  "mood" VARCHAR,
-  "tags" VARCHAR,
-  "flag" BOOLEAN,
-  "flags8" BINARY,
-  "model_year" NUMBER(4,0),
-  "is_active" BOOLEAN,
-  "ratio_f" FLOAT,
-  "ratio_d" FLOAT,
-  "title" VARCHAR,
-  "first name" VARCHAR,
-  "order" NUMBER(10,0),
+CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_AWKWARD" (
+  "_REPLICATOR_COL_1" NUMBER(20,0),
+  "_REPLICATOR_COL_2" NUMBER(38,10),
+  "_REPLICATOR_COL_3" TIMESTAMP_NTZ(6),
+  "_REPLICATOR_COL_4" TIMESTAMP_TZ(6),
+  "_REPLICATOR_COL_5" VARCHAR,
+  "_REPLICATOR_COL_6" NUMBER(20,0),
+  "_REPLICATOR_COL_7" VARCHAR,
+  "_REPLICATOR_COL_8" BINARY,
+  "_REPLICATOR_COL_9" VARCHAR,
+  "_REPLICATOR_COL_10" VARCHAR,
+  "_REPLICATOR_COL_11" BOOLEAN,
+  "_REPLICATOR_COL_12" BINARY,
+  "_REPLICATOR_COL_13" NUMBER(4,0),
+  "_REPLICATOR_COL_14" BOOLEAN,
+  "_REPLICATOR_COL_15" FLOAT,
+  "_REPLICATOR_COL_16" FLOAT,
+  "_REPLICATOR_COL_17" VARCHAR,
+  "_REPLICATOR_COL_18" VARCHAR,
+  "_REPLICATOR_COL_19" NUMBER(10,0),
   "_OP" VARCHAR,
   "_TS_MS" NUMBER(19,0),
   "_REPLICATOR_OP" VARCHAR,
@@ -69,38 +69,38 @@ CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_awkward" (
 SELECT 1 FROM "main"."_REPLICATOR_STATE" WHERE "pipeline" = ? AND "table" = ? AND "batch_id" = ?;
 
 -- clear staging
-DELETE FROM "_REPLICATOR_STAGE_awkward";
+DELETE FROM "_REPLICATOR_STAGE_AWKWARD";
 
 -- merge staged changes
 MERGE INTO "main"."awkward" AS "tgt"
 USING (
   SELECT
-    "id",
-    "amount",
-    "happened_at",
-    "recorded_at",
-    "duration",
-    "big_counter",
-    PARSE_JSON("payload") AS "payload",
-    "raw_bytes",
-    "mood",
-    "tags",
-    "flag",
-    "flags8",
-    "model_year",
-    "is_active",
-    "ratio_f",
-    "ratio_d",
-    "title",
-    "first name",
-    "order",
+    "_REPLICATOR_COL_1" AS "id",
+    "_REPLICATOR_COL_2" AS "amount",
+    "_REPLICATOR_COL_3" AS "happened_at",
+    "_REPLICATOR_COL_4" AS "recorded_at",
+    "_REPLICATOR_COL_5" AS "duration",
+    "_REPLICATOR_COL_6" AS "big_counter",
+    PARSE_JSON("_REPLICATOR_COL_7") AS "payload",
+    "_REPLICATOR_COL_8" AS "raw_bytes",
+    "_REPLICATOR_COL_9" AS "mood",
+    "_REPLICATOR_COL_10" AS "tags",
+    "_REPLICATOR_COL_11" AS "flag",
+    "_REPLICATOR_COL_12" AS "flags8",
+    "_REPLICATOR_COL_13" AS "model_year",
+    "_REPLICATOR_COL_14" AS "is_active",
+    "_REPLICATOR_COL_15" AS "ratio_f",
+    "_REPLICATOR_COL_16" AS "ratio_d",
+    "_REPLICATOR_COL_17" AS "title",
+    "_REPLICATOR_COL_18" AS "first name",
+    "_REPLICATOR_COL_19" AS "order",
     "_OP",
     "_TS_MS",
     CURRENT_TIMESTAMP() AS "_SYNCED_AT",
     "_REPLICATOR_OP",
     "_REPLICATOR_TS"
-  FROM "_REPLICATOR_STAGE_awkward"
-  QUALIFY ROW_NUMBER() OVER (PARTITION BY "id" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+  FROM "_REPLICATOR_STAGE_AWKWARD"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "_REPLICATOR_COL_1" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
 ) AS "src"
 ON "tgt"."id" = "src"."id"
 WHEN MATCHED AND "src"."_REPLICATOR_OP" = 'd' THEN DELETE
