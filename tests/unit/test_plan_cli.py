@@ -1,0 +1,64 @@
+"""`replicator plan --offline`: no server, no heavy imports, fast; output per format."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PIPELINES = sorted((ROOT / "pipelines").glob("*.yaml"))
+HEAVY = ("pyspark", "duckdb", "snowflake", "pymysql", "pymysqlreplication", "pyarrow", "pandas")
+
+PROBE = """
+import sys
+sys.argv = ["replicator", "plan", {path!r}, "--offline"] + {extra!r}
+from replicator.cli.main import main
+try:
+    main()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+heavy = sorted(m for m in {heavy!r} if m in sys.modules)
+sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
+"""
+
+
+def run_plan(path: Path, *extra: str) -> subprocess.CompletedProcess:
+    code = PROBE.format(path=str(path), extra=list(extra), heavy=HEAVY)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+
+
+@pytest.mark.parametrize("pipeline_file", PIPELINES, ids=lambda p: p.stem)
+def test_offline_plan_imports_nothing_heavy_and_is_fast(pipeline_file):
+    started = time.perf_counter()
+    done = run_plan(pipeline_file)
+    seconds = time.perf_counter() - started
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY=\n" in done.stderr, done.stderr
+    assert "MERGE INTO" in done.stdout and "offline" in done.stderr
+    print(f"{pipeline_file.name}: plan --offline in {seconds:.2f} s")
+    assert seconds < 4  # the goal is well under 2 s; generous for a loaded CI box
+
+
+def test_json_format_and_dialect_override():
+    done = run_plan(PIPELINES[0], "--format", "json", "--dialect", "snowflake")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["dialect"] == "snowflake" and document["offline"] is True
+    table = document["tables"][0]
+    assert {s["purpose"] for s in table["statements"]} >= {"merge staged changes"}
+    assert all(c["target_type"] for c in table["columns"])
+
+
+def test_unknown_table_is_a_usage_error():
+    done = subprocess.run(
+        [sys.executable, "-m", "replicator", "plan", str(PIPELINES[0]), "--offline",
+         "--table", "no.such"],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )
+    assert done.returncode == 2 and "hint:" in done.stderr

@@ -1,0 +1,98 @@
+"""The MySQL -> Snowflake / DuckDB type mapping (the table in docs/type-mapping.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from replicator.errors import PlanError
+from replicator.model.catalog import MySQLType
+from replicator.plan import DUCKDB, SNOWFLAKE
+from replicator.plan.types import map_mysql_type, parse_target_type
+
+# MySQL column type -> (Snowflake type, DuckDB type)
+MAPPING = [
+    ("tinyint", "NUMBER(3,0)", "TINYINT"),
+    ("tinyint unsigned", "NUMBER(3,0)", "SMALLINT"),
+    ("smallint", "NUMBER(5,0)", "SMALLINT"),
+    ("smallint unsigned", "NUMBER(5,0)", "INTEGER"),
+    ("mediumint", "NUMBER(7,0)", "INTEGER"),
+    ("mediumint unsigned", "NUMBER(8,0)", "INTEGER"),
+    ("int(11)", "NUMBER(10,0)", "INTEGER"),
+    ("int unsigned", "NUMBER(10,0)", "BIGINT"),
+    ("bigint(20)", "NUMBER(19,0)", "BIGINT"),
+    ("bigint(20) unsigned", "NUMBER(20,0)", "DECIMAL(20,0)"),
+    ("decimal(38,10)", "NUMBER(38,10)", "DECIMAL(38,10)"),
+    ("decimal(10,2) unsigned", "NUMBER(10,2)", "DECIMAL(10,2)"),
+    ("decimal(65,30)", "VARCHAR", "VARCHAR"),
+    ("float", "FLOAT", "DOUBLE"),
+    ("double", "FLOAT", "DOUBLE"),
+    ("char(3)", "VARCHAR", "VARCHAR"),
+    ("varchar(255)", "VARCHAR", "VARCHAR"),
+    ("longtext", "VARCHAR", "VARCHAR"),
+    ("enum('a','b')", "VARCHAR", "VARCHAR"),
+    ("set('a','b')", "VARCHAR", "VARCHAR"),
+    ("date", "DATE", "DATE"),
+    ("datetime", "TIMESTAMP_NTZ(0)", "TIMESTAMP"),
+    ("datetime(6)", "TIMESTAMP_NTZ(6)", "TIMESTAMP"),
+    ("timestamp(3)", "TIMESTAMP_TZ(3)", "TIMESTAMPTZ"),
+    ("time(6)", "VARCHAR", "VARCHAR"),
+    ("year", "NUMBER(4,0)", "SMALLINT"),
+    ("bit(1)", "BOOLEAN", "BOOLEAN"),
+    ("bit(10)", "BINARY", "BLOB"),
+    ("json", "VARIANT", "JSON"),
+    ("binary(16)", "BINARY", "BLOB"),
+    ("longblob", "BINARY", "BLOB"),
+    ("tinyint(1)", "BOOLEAN", "BOOLEAN"),
+]
+
+
+@pytest.mark.parametrize(("mysql", "snowflake", "duckdb"), MAPPING)
+def test_mapping(mysql, snowflake, duckdb):
+    target = map_mysql_type(MySQLType.parse(mysql))
+    assert SNOWFLAKE.type_name(target) == snowflake
+    assert DUCKDB.type_name(target) == duckdb
+
+
+def test_tinyint1_integer_policy():
+    target = map_mysql_type(MySQLType.parse("tinyint(1)"), tinyint1="integer")
+    assert (SNOWFLAKE.type_name(target), DUCKDB.type_name(target)) == ("NUMBER(3,0)", "TINYINT")
+
+
+def test_json_is_staged_as_text():
+    target = map_mysql_type(MySQLType.parse("json"))
+    assert SNOWFLAKE.staging_type_name(target) == DUCKDB.staging_type_name(target) == "VARCHAR"
+
+
+@pytest.mark.parametrize(
+    ("declared", "snowflake", "duckdb"),
+    [
+        ("VARCHAR", "VARCHAR", "VARCHAR"),
+        ("varchar(20)", "VARCHAR(20)", "VARCHAR"),
+        ("NUMBER(10,2)", "NUMBER(10,2)", "DECIMAL(10,2)"),
+        ("NUMBER(20,0)", "NUMBER(20,0)", "DECIMAL(20,0)"),
+        ("NUMBER(9,0)", "NUMBER(9,0)", "BIGINT"),
+        ("INTEGER", "NUMBER(38,0)", "BIGINT"),
+        ("double precision", "FLOAT", "DOUBLE"),
+        ("TIMESTAMP_TZ(3)", "TIMESTAMP_TZ(3)", "TIMESTAMPTZ"),
+        ("timestamp_ntz", "TIMESTAMP_NTZ(6)", "TIMESTAMP"),
+        ("VARIANT", "VARIANT", "JSON"),
+        ("BINARY", "BINARY", "BLOB"),
+        ("boolean", "BOOLEAN", "BOOLEAN"),
+    ],
+)
+def test_declared_target_types(declared, snowflake, duckdb):
+    target = parse_target_type(declared)
+    assert (SNOWFLAKE.type_name(target), DUCKDB.type_name(target)) == (snowflake, duckdb)
+
+
+@pytest.mark.parametrize("declared", ["GEOGRAPHY", "NUMBER(39,0)", "NUMBER(5,6)", "VARCHAR(x)"])
+def test_unknown_declared_types_are_plan_errors_with_a_hint(declared):
+    with pytest.raises(PlanError) as caught:
+        parse_target_type(declared)
+    assert caught.value.hint
+
+
+def test_unmappable_mysql_type_says_what_to_do():
+    with pytest.raises(PlanError, match="vector") as caught:
+        map_mysql_type(MySQLType.parse("vector"))
+    assert "exclude" in caught.value.hint

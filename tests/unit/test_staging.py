@@ -1,0 +1,146 @@
+"""stage_changes: exact Arrow types, masks, filter-to-delete, metadata, key-update split."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from replicator.model.changes import BinlogPosition, ChangeEvent
+from replicator.plan import build_plan
+from replicator.plan.filters import compile_filter
+from replicator.sink.staging import stage_changes
+from replicator.sink.values import mask_function, mysql_time_text
+from tests.fixtures.sink_sample import AWKWARD, CATALOG, NULLS, sample_pipeline
+
+PLAN = build_plan(sample_pipeline("snowflake"), CATALOG)
+ITEMS = PLAN.table("shop.Order Items")
+REGIONS = PLAN.table("shop.regions")
+
+
+def event(op, before=None, after=None, pos=4, row_index=0, table="shop.Order Items"):
+    return ChangeEvent(table, op, BinlogPosition("mysql-bin.000002", pos), row_index,
+                       1_700_000_000_500, before=before, after=after, transaction_id="0-1-9")
+
+
+def test_arrow_types_match_the_target_types_exactly():
+    staged = stage_changes(ITEMS, [event("c", after=AWKWARD)])
+    types = {f.name: f.type for f in staged.schema}
+    by_target = {c.target_column: c.staging_name for c in ITEMS.staged_columns}
+    assert types[by_target["ID"]] == pa.decimal128(20, 0)
+    assert types[by_target["AMOUNT"]] == pa.decimal128(38, 10)
+    assert types[by_target["CREATED"]] == pa.timestamp("us")
+    assert types[by_target["UPDATED_AT"]] == pa.timestamp("us", tz="UTC")
+    assert types[by_target["PAYLOAD"]] == pa.binary()
+    assert types[by_target["FLAG"]] == pa.bool_()
+    assert types[by_target["BIG_NEG"]] == pa.int64()
+    assert types[by_target["SMALL"]] == pa.int16()
+    assert types[by_target["RATIO PCT"]] == pa.float64()
+    assert types[by_target["DOC"]] == pa.string()
+    assert staged.column_names[-3:] == ["_REPLICATOR_OP", "_REPLICATOR_SEQ", "_REPLICATOR_TS"]
+    row = staged.to_pylist()[0]
+    assert row[by_target["ID"]] == Decimal(1)
+    assert row[by_target["AMOUNT"]] == AWKWARD["amount"]
+    assert row[by_target["DUR"]] == "-01:00:00.000500"
+    assert row[by_target["BITS"]] == b"\x02\x01"
+    assert row[by_target["SECRET"]] == hashlib.sha256(b"hunter2").hexdigest()
+    assert row[by_target["MIXED CASE"]] == "None"
+    assert row["_TRANSACTION_ID"] == "0-1-9" and row["_BINLOG_POS"] == 4
+    assert row["_REPLICATOR_TS"] == dt.datetime(2023, 11, 14, 22, 13, 20, 500000, tzinfo=dt.UTC)
+
+
+def test_nulls_stay_null():
+    staged = stage_changes(ITEMS, [event("c", after=NULLS)])
+    row = staged.to_pylist()[0]
+    data = [c.staging_name for c in ITEMS.data_columns if c.target_column != "ID"]
+    assert all(row[name] is None for name in data)
+
+
+def test_key_update_is_staged_as_delete_plus_insert():
+    old, new = {**NULLS, "id": 5}, {**NULLS, "id": 6}
+    staged = stage_changes(ITEMS, [event("u", before=old, after=new)])
+    rows = staged.to_pylist()
+    assert [(r["_REPLICATOR_OP"], r["ID"]) for r in rows] == [("d", 5), ("c", 6)]
+
+
+def test_a_row_failing_the_filter_becomes_a_delete_of_its_key():
+    row = {"region": "EU", "id": 1, "name": "x", "qty": -3}
+    staged = stage_changes(REGIONS, [event("u", before={**row, "qty": 1}, after=row,
+                                           table="shop.regions")])
+    assert staged.column("_REPLICATOR_OP").to_pylist() == ["d"]
+    assert staged.column("_OP").to_pylist() == ["d"]
+
+
+def test_excluded_columns_never_reach_staging():
+    staged = stage_changes(ITEMS, [event("c", after=AWKWARD)])
+    assert "never replicated" not in str(staged.to_pylist())
+
+
+@pytest.mark.parametrize(
+    ("mask", "value", "expected"),
+    [
+        ("sha256", "é", hashlib.sha256("é".encode()).hexdigest()),
+        ("md5", b"\x00\xff", hashlib.md5(b"\x00\xff").hexdigest()),
+        ("sha256", 42, hashlib.sha256(b"42").hexdigest()),
+        ("redact", "secret", "***"),
+        ("null", "secret", None),
+    ],
+)
+def test_masks(mask, value, expected):
+    assert mask_function(mask)(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "fsp", "text"),
+    [
+        (dt.timedelta(hours=-838, minutes=-59, seconds=-59), 0, "-838:59:59"),
+        (dt.timedelta(hours=838, minutes=59, seconds=59), 0, "838:59:59"),
+        (dt.timedelta(hours=25, microseconds=1), 6, "25:00:00.000001"),
+        (dt.timedelta(seconds=1.5), 1, "00:00:01.5"),
+        (-dt.timedelta(microseconds=1), 6, "-00:00:00.000001"),
+    ],
+)
+def test_mysql_time_text(value, fsp, text):
+    assert mysql_time_text(value, fsp) == text
+
+
+def test_decimal_that_does_not_fit_is_a_sink_error_with_a_hint():
+    from replicator.errors import SinkError
+
+    narrow = dataclasses.replace(
+        ITEMS,
+        columns=tuple(
+            dataclasses.replace(c, target_type=dataclasses.replace(c.target_type, precision=5))
+            if c.target_column == "AMOUNT" else c
+            for c in ITEMS.columns
+        ),
+    )
+    with pytest.raises(SinkError) as caught:
+        stage_changes(narrow, [event("c", after=AWKWARD)])
+    assert "NUMBER" in caught.value.hint
+
+
+@pytest.mark.parametrize(
+    ("predicate", "row", "passes"),
+    [
+        ("qty >= 0", {"qty": None}, False),  # NULL is not TRUE
+        ("qty IS NULL OR qty >= 0", {"qty": None}, True),
+        ("name = 'ABC'", {"name": "abc"}, True),  # MySQL's _ci collations
+        ("name LIKE 'a\\_%'", {"name": "a_b"}, True),
+        ("name LIKE 'a\\_%'", {"name": "ab"}, False),
+        ("qty BETWEEN 1 AND 3", {"qty": 3}, True),
+        ("qty NOT IN (1, 2)", {"qty": 3}, True),
+        ("qty NOT IN (1, NULL)", {"qty": 3}, False),  # unknown
+        ("created >= '2024-01-01'", {"created": dt.datetime(2024, 1, 1, 0, 0, 1)}, True),
+        ("price * 2 > 10.5", {"price": Decimal("5.26")}, True),
+        ("NOT (qty > 1) AND name <> 'x'", {"qty": 0, "name": "y"}, True),
+        ("COALESCE(qty, 0) = 0", {"qty": None}, True),
+    ],
+)
+def test_filter_semantics(predicate, row, passes):
+    check = compile_filter(predicate, ["qty", "name", "created", "price"])
+    assert check(row) is passes
