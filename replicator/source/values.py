@@ -57,7 +57,7 @@ class ZeroDates:
         if self.policy == "error":
             raise SourceError(
                 f"{table}.{column} holds a zero date ({raw!r}), which no warehouse can store",
-                hint="set source.mysql.zero_dates: null to load zero dates as NULL, or fix the "
+                hint="set source.mysql.zero_dates: as_null to load zero dates as NULL, or fix the "
                 f"rows: UPDATE {table} SET {column} = NULL WHERE {column} = '0000-00-00'",
             )
         self.stats.zero_dates += 1

@@ -128,7 +128,7 @@ def test_zero_dates_counted_or_refused(mariadb, mysql_source, fresh_database):
     with pytest.raises(SourceError) as error:
         list(read_changes(strict, start=start, end=None, tables=[f"{fresh_database}.awkward"],
                           server_id=next(_server_ids)))
-    assert "zero_dates: null" in error.value.hint
+    assert "zero_dates: as_null" in error.value.hint
     table = read_catalog(strict, [(fresh_database, "awkward")]).tables[0]
     chunk = plan_chunks(strict, table, chunk_rows=10)[0]
     with pytest.raises(SourceError):
