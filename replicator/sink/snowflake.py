@@ -202,10 +202,10 @@ class SnowflakeSink:
                 cursor.close()
 
     def _missing_columns(self, cursor: Any, table: TablePlan):
-        cursor.execute(f"DESCRIBE TABLE {statements.target_name(table, self.dialect)}")
+        cursor.execute(f"SELECT * FROM {statements.target_name(table, self.dialect)} LIMIT 0")
         # build_plan rejects names that differ only by case, so a case-blind match is safe
         # (and fakesnow's identifiers are case-insensitive).
-        existing = {str(row[0]).lower() for row in cursor.fetchall()}
+        existing = {str(d[0]).lower() for d in cursor.description}
         return [c for c in table.columns if c.target_column.lower() not in existing]
 
     def _ensure_staging(self, cursor: Any, table: TablePlan) -> None:

@@ -100,3 +100,41 @@ def test_prepare_adds_columns_added_to_the_source():
         names = [d[0] for d in cursor.description]
         sink.close()
     assert [n.upper() for n in names[-2:]] == ["NEW COL", "N2"]
+
+
+def test_connection_parameters_precedence_and_auth():
+    from replicator.model.pipeline import SnowflakeTarget
+    from replicator.sink.snowflake import connection_parameters, redacted
+
+    environ = {"SNOWFLAKE_ACCOUNT": "env-acct", "SNOWFLAKE_USER": "env-user",
+               "SNOWFLAKE_WAREHOUSE": "ENV_WH", "SNOWFLAKE_PASSWORD": "env-secret"}
+    named = {"account": "named-acct", "user": "named-user", "role": "NAMED_ROLE",
+             "session_parameters": {"TIMEZONE": "UTC"}}
+    target = SnowflakeTarget(database="DB", schema="S", user="yaml-user",
+                             private_key_file="/keys/rsa.p8", private_key_file_pwd="pp")
+    params = connection_parameters(target, "orders", named=named, environ=environ)
+    assert params["account"] == "named-acct"  # named connection beats the environment
+    assert params["user"] == "yaml-user"  # the YAML beats both
+    assert params["warehouse"] == "ENV_WH" and params["role"] == "NAMED_ROLE"
+    assert params["authenticator"] == "SNOWFLAKE_JWT"
+    assert params["private_key_file"] == "/keys/rsa.p8" and params["private_key_file_pwd"] == "pp"
+    assert (params["database"], params["schema"]) == ("DB", "S")
+    assert params["application"] == "replicator" and params["paramstyle"] == "qmark"
+    assert params["autocommit"] is False
+    assert params["session_parameters"] == {"TIMEZONE": "UTC", "QUERY_TAG": "replicator:orders"}
+    shown = str(redacted(params))
+    assert "env-secret" not in shown and "'pp'" not in shown
+
+
+def test_token_auth_defaults_to_oauth_and_account_is_required():
+    from replicator.errors import SinkError
+    from replicator.model.pipeline import SnowflakeTarget
+    from replicator.sink.snowflake import connection_parameters
+
+    params = connection_parameters(
+        SnowflakeTarget(database="DB", schema="S", account="a", token="t0k"), "p", environ={}
+    )
+    assert (params["authenticator"], params["token"]) == ("oauth", "t0k")
+    with pytest.raises(SinkError) as caught:
+        connection_parameters(SnowflakeTarget(database="DB", schema="S"), "p", environ={})
+    assert "connections.toml" in caught.value.hint and "SNOWFLAKE_ACCOUNT" in caught.value.hint
