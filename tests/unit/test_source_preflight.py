@@ -1,0 +1,43 @@
+"""Preflight rules over server variables and SHOW GRANTS text (no server)."""
+
+from __future__ import annotations
+
+from replicator.source.preflight import binlog_checks, grants_check, retention_check
+
+
+def statuses(results):
+    return {r.check: r.status for r in results}
+
+
+def test_mysql8_settings_partial_json_and_compression_fail():
+    variables = {"log_bin": "ON", "binlog_format": "ROW", "binlog_row_image": "FULL",
+                 "binlog_row_metadata": "FULL", "binlog_row_value_options": "PARTIAL_JSON",
+                 "binlog_transaction_compression": "ON", "binlog_expire_logs_seconds": "2592000"}
+    results = statuses(binlog_checks(variables, mariadb=False))
+    assert results["binlog_row_value_options"] == "fail"
+    assert results["binlog_transaction_compression"] == "fail"
+    assert results["binlog retention"] == "pass"
+    assert results["binlog_format"] == "pass"
+
+
+def test_retention_warns_below_three_days_and_reads_days():
+    assert retention_check({"binlog_expire_logs_seconds": "86400"}, mariadb=False).status == "warn"
+    assert retention_check({"expire_logs_days": "2"}, mariadb=True).status == "warn"
+    assert retention_check({"expire_logs_days": "7"}, mariadb=True).status == "pass"
+    assert retention_check({}, mariadb=True).status == "pass"  # never expires
+
+
+def test_grants():
+    ok = ["GRANT SELECT, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `replicator`@`%`"]
+    assert grants_check(ok, user="replicator", databases={"shop"}, mariadb=False).status == "pass"
+    narrowed = ["GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `r`@`%`",
+                "GRANT SELECT ON `shop`.* TO `r`@`%`"]
+    assert grants_check(narrowed, user="r", databases={"shop"}, mariadb=True).status == "pass"
+    missing = grants_check(narrowed, user="r", databases={"shop", "hr"}, mariadb=True)
+    assert missing.status == "fail" and "SELECT" in missing.detail
+    everything = ["GRANT ALL PRIVILEGES ON *.* TO `root`@`localhost` WITH GRANT OPTION"]
+    assert grants_check(everything, user="root", databases={"x"}, mariadb=True).status == "pass"
+    nothing = grants_check(["GRANT USAGE ON *.* TO `r`@`%`"], user="r", databases=set(),
+                           mariadb=False)
+    assert nothing.fix == "GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO 'r'@'%';"
+    assert "REPLICATION CLIENT" in nothing.detail
