@@ -124,8 +124,8 @@ def _plan_table(
     columns: list[PlannedColumn] = []
     excluded: list[str] = []
     for source_column in sorted(source_table.columns, key=lambda c: c.ordinal):
-        mapping = table.mapping_for(source_column.name)
-        if mapping is not None and mapping.exclude:
+        declared = table.mapping_for(source_column.name)
+        if declared is not None and declared.exclude:
             if source_column.name in key:
                 problems.add(
                     f"{name}: key column {source_column.name!r} cannot be excluded",

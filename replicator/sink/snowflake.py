@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from replicator import __version__
 from replicator.errors import SinkError, TransientSinkError
+from replicator.model.pipeline import SnowflakeTarget
 from replicator.plan import statements
 from replicator.plan.dialects import SNOWFLAKE
 from replicator.plan.identifiers import quote_identifier
@@ -36,7 +37,7 @@ from replicator.sink import ApplyResult
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from replicator.model.pipeline import Pipeline, SnowflakeTarget
+    from replicator.model.pipeline import Pipeline
 
 # connect() parameter -> the environment variable that fills it when nothing else does.
 ENVIRONMENT = {
@@ -121,6 +122,7 @@ def _named_connection(name: str | None) -> dict[str, Any] | None:
         return None
     from snowflake.connector.config_manager import CONFIG_MANAGER
 
+    connections: Any
     try:
         connections = CONFIG_MANAGER["connections"]
     except Exception:  # no or unreadable connections.toml: the connector's own error types
@@ -171,8 +173,10 @@ class SnowflakeSink:
         import snowflake.connector
 
         target = pipeline.target.warehouse
+        if not isinstance(target, SnowflakeTarget):
+            raise SinkError(f"pipeline {pipeline.name} does not target Snowflake")
         parameters = connection_parameters(
-            target, pipeline.name, named=_named_connection(getattr(target, "connection", None))
+            target, pipeline.name, named=_named_connection(target.connection)
         )
         try:
             self._connection = snowflake.connector.connect(**parameters)

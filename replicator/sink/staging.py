@@ -107,7 +107,7 @@ def stage_changes(table: TablePlan, events: Sequence[ChangeEvent]) -> pa.Table:
     for column in table.staged_columns:
         if column.role == "data":
             convert = value_converter(column)
-            source = column.source_column
+            source = column.source_column or ""
             columns[column.staging_name] = [convert(image.get(source)) for image in images]
         else:
             value_of = _metadata_value(column)
