@@ -1,0 +1,30 @@
+"""The fast binlog decoding path (issue 11): the same ``ChangeEvent``s as
+``source.binlog.read_changes``, decoded ~10x faster.
+
+- ``reader.read_changes_fast`` — same signature as ``read_changes``; our own event loop over
+  the raw replication packets (``stream``), Table_maps cached by their bytes (``tablemap``),
+  row decoders generated per table map (``codec``, ``cells``), the library for whatever the
+  fast path does not decode (``library``), counted (``counters``);
+- ``measure`` — the rows/s of the library, ``read_changes`` and this path on one workload.
+
+Like ``source.binlog``, this package imports pymysqlreplication and pymysql (lazily).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["FastDecodeCounters", "read_changes_fast"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: importing the package must not import the reader's dependencies.
+    if name == "read_changes_fast":
+        from replicator.source.fast.reader import read_changes_fast
+
+        return read_changes_fast
+    if name == "FastDecodeCounters":
+        from replicator.source.fast.counters import FastDecodeCounters
+
+        return FastDecodeCounters
+    raise AttributeError(name)
