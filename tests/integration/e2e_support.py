@@ -40,7 +40,8 @@ def run(pipeline: Pipeline, spark: Any, **options: Any) -> RunResult:
     return run_pipeline(pipeline, RunOptions(**options), spark=spark)
 
 
-def assert_target_equals_source(pipeline: Pipeline, source_connection: Any, target_connection: Any) -> None:
+def differences(pipeline: Pipeline, source_connection: Any, target_connection: Any) -> list[str]:
+    """One description per table whose target differs from its source."""
     _, plan = load_plan(pipeline)  # the live schema: includes columns added mid-stream
     problems = []
     for table in plan.tables:
@@ -48,4 +49,9 @@ def assert_target_equals_source(pipeline: Pipeline, source_connection: Any, targ
         assert comparison.source_rows > 0, f"{table.source_name}: no rows to compare"
         if not comparison.equal:
             problems.append(comparison.describe())
+    return problems
+
+
+def assert_target_equals_source(pipeline: Pipeline, source_connection: Any, target_connection: Any) -> None:
+    problems = differences(pipeline, source_connection, target_connection)
     assert not problems, "\n".join(problems)
