@@ -1,0 +1,187 @@
+-- demo.awkward -> MAIN.AWKWARD (duckdb)
+
+-- create schema
+CREATE SCHEMA IF NOT EXISTS "MAIN";
+
+-- create target table
+CREATE TABLE IF NOT EXISTS "MAIN"."AWKWARD" (
+  "ID" DECIMAL(20,0) NOT NULL,
+  "TITLE" VARCHAR,
+  "NOTE" VARCHAR,
+  "AMOUNT" DECIMAL(38,10),
+  "HAPPENED_AT" TIMESTAMP,
+  "RECORDED_AT" TIMESTAMPTZ,
+  "DURATION" VARCHAR,
+  "BIG" DECIMAL(20,0),
+  "PAYLOAD" JSON,
+  "RAW" BLOB,
+  "MOOD" VARCHAR,
+  "TAGS" VARCHAR,
+  "FLAG" BOOLEAN,
+  "FLAGS8" BLOB,
+  "IS_ACTIVE" BOOLEAN,
+  "BORN" DATE,
+  "MODEL_YEAR" SMALLINT,
+  "RATIO" DOUBLE,
+  "_OP" VARCHAR,
+  "_TS_MS" BIGINT,
+  "_SYNCED_AT" TIMESTAMPTZ,
+  "_BINLOG_FILE" VARCHAR,
+  "_BINLOG_POS" BIGINT,
+  PRIMARY KEY ("ID")
+);
+
+-- create state table
+CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
+  "PIPELINE" VARCHAR NOT NULL,
+  "TABLE" VARCHAR NOT NULL,
+  "BATCH_ID" BIGINT NOT NULL,
+  "END_OFFSET" VARCHAR,
+  "APPLIED_AT" TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY ("PIPELINE", "TABLE", "BATCH_ID")
+);
+
+-- create staging table
+CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_AWKWARD" (
+  "ID" DECIMAL(20,0),
+  "TITLE" VARCHAR,
+  "NOTE" VARCHAR,
+  "AMOUNT" DECIMAL(38,10),
+  "HAPPENED_AT" TIMESTAMP,
+  "RECORDED_AT" TIMESTAMPTZ,
+  "DURATION" VARCHAR,
+  "BIG" DECIMAL(20,0),
+  "PAYLOAD" VARCHAR,
+  "RAW" BLOB,
+  "MOOD" VARCHAR,
+  "TAGS" VARCHAR,
+  "FLAG" BOOLEAN,
+  "FLAGS8" BLOB,
+  "IS_ACTIVE" BOOLEAN,
+  "BORN" DATE,
+  "MODEL_YEAR" SMALLINT,
+  "RATIO" DOUBLE,
+  "_OP" VARCHAR,
+  "_TS_MS" BIGINT,
+  "_BINLOG_FILE" VARCHAR,
+  "_BINLOG_POS" BIGINT,
+  "_REPLICATOR_OP" VARCHAR,
+  "_REPLICATOR_SEQ" BIGINT,
+  "_REPLICATOR_TS" TIMESTAMPTZ
+);
+
+-- skip a batch already applied
+SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
+
+-- clear staging
+DELETE FROM "_REPLICATOR_STAGE_AWKWARD";
+
+-- merge staged changes
+MERGE INTO "MAIN"."AWKWARD" AS "tgt"
+USING (
+  SELECT
+    "ID",
+    "TITLE",
+    "NOTE",
+    "AMOUNT",
+    "HAPPENED_AT",
+    "RECORDED_AT",
+    "DURATION",
+    "BIG",
+    CAST("PAYLOAD" AS JSON) AS "PAYLOAD",
+    "RAW",
+    "MOOD",
+    "TAGS",
+    "FLAG",
+    "FLAGS8",
+    "IS_ACTIVE",
+    "BORN",
+    "MODEL_YEAR",
+    "RATIO",
+    "_OP",
+    "_TS_MS",
+    CURRENT_TIMESTAMP AS "_SYNCED_AT",
+    "_BINLOG_FILE",
+    "_BINLOG_POS",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "_REPLICATOR_STAGE_AWKWARD"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+ON "tgt"."ID" = "src"."ID"
+WHEN MATCHED AND "src"."_REPLICATOR_OP" = 'd' THEN DELETE
+WHEN MATCHED THEN UPDATE SET
+    "TITLE" = "src"."TITLE",
+    "NOTE" = "src"."NOTE",
+    "AMOUNT" = "src"."AMOUNT",
+    "HAPPENED_AT" = "src"."HAPPENED_AT",
+    "RECORDED_AT" = "src"."RECORDED_AT",
+    "DURATION" = "src"."DURATION",
+    "BIG" = "src"."BIG",
+    "PAYLOAD" = "src"."PAYLOAD",
+    "RAW" = "src"."RAW",
+    "MOOD" = "src"."MOOD",
+    "TAGS" = "src"."TAGS",
+    "FLAG" = "src"."FLAG",
+    "FLAGS8" = "src"."FLAGS8",
+    "IS_ACTIVE" = "src"."IS_ACTIVE",
+    "BORN" = "src"."BORN",
+    "MODEL_YEAR" = "src"."MODEL_YEAR",
+    "RATIO" = "src"."RATIO",
+    "_OP" = "src"."_OP",
+    "_TS_MS" = "src"."_TS_MS",
+    "_SYNCED_AT" = "src"."_SYNCED_AT",
+    "_BINLOG_FILE" = "src"."_BINLOG_FILE",
+    "_BINLOG_POS" = "src"."_BINLOG_POS"
+WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
+    "ID",
+    "TITLE",
+    "NOTE",
+    "AMOUNT",
+    "HAPPENED_AT",
+    "RECORDED_AT",
+    "DURATION",
+    "BIG",
+    "PAYLOAD",
+    "RAW",
+    "MOOD",
+    "TAGS",
+    "FLAG",
+    "FLAGS8",
+    "IS_ACTIVE",
+    "BORN",
+    "MODEL_YEAR",
+    "RATIO",
+    "_OP",
+    "_TS_MS",
+    "_SYNCED_AT",
+    "_BINLOG_FILE",
+    "_BINLOG_POS"
+) VALUES (
+    "src"."ID",
+    "src"."TITLE",
+    "src"."NOTE",
+    "src"."AMOUNT",
+    "src"."HAPPENED_AT",
+    "src"."RECORDED_AT",
+    "src"."DURATION",
+    "src"."BIG",
+    "src"."PAYLOAD",
+    "src"."RAW",
+    "src"."MOOD",
+    "src"."TAGS",
+    "src"."FLAG",
+    "src"."FLAGS8",
+    "src"."IS_ACTIVE",
+    "src"."BORN",
+    "src"."MODEL_YEAR",
+    "src"."RATIO",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_SYNCED_AT",
+    "src"."_BINLOG_FILE",
+    "src"."_BINLOG_POS"
+);
+
+-- record the batch
+INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP;

@@ -1,0 +1,91 @@
+-- demo.customers -> MAIN.CUSTOMERS (duckdb)
+
+-- create schema
+CREATE SCHEMA IF NOT EXISTS "MAIN";
+
+-- create target table
+CREATE TABLE IF NOT EXISTS "MAIN"."CUSTOMERS" (
+  "ID" INTEGER NOT NULL,
+  "NAME" VARCHAR,
+  "EMAIL" VARCHAR,
+  "TIER" VARCHAR,
+  "_OP" VARCHAR,
+  "_TS_MS" BIGINT,
+  "_SYNCED_AT" TIMESTAMPTZ,
+  PRIMARY KEY ("ID")
+);
+
+-- create state table
+CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
+  "PIPELINE" VARCHAR NOT NULL,
+  "TABLE" VARCHAR NOT NULL,
+  "BATCH_ID" BIGINT NOT NULL,
+  "END_OFFSET" VARCHAR,
+  "APPLIED_AT" TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY ("PIPELINE", "TABLE", "BATCH_ID")
+);
+
+-- create staging table
+CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_CUSTOMERS" (
+  "ID" INTEGER,
+  "NAME" VARCHAR,
+  "EMAIL" VARCHAR,
+  "TIER" VARCHAR,
+  "_OP" VARCHAR,
+  "_TS_MS" BIGINT,
+  "_REPLICATOR_OP" VARCHAR,
+  "_REPLICATOR_SEQ" BIGINT,
+  "_REPLICATOR_TS" TIMESTAMPTZ
+);
+
+-- skip a batch already applied
+SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
+
+-- clear staging
+DELETE FROM "_REPLICATOR_STAGE_CUSTOMERS";
+
+-- merge staged changes
+MERGE INTO "MAIN"."CUSTOMERS" AS "tgt"
+USING (
+  SELECT
+    "ID",
+    "NAME",
+    "EMAIL",
+    "TIER",
+    "_OP",
+    "_TS_MS",
+    CURRENT_TIMESTAMP AS "_SYNCED_AT",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "_REPLICATOR_STAGE_CUSTOMERS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+ON "tgt"."ID" = "src"."ID"
+WHEN MATCHED AND "src"."_REPLICATOR_OP" = 'd' THEN DELETE
+WHEN MATCHED THEN UPDATE SET
+    "NAME" = "src"."NAME",
+    "EMAIL" = "src"."EMAIL",
+    "TIER" = "src"."TIER",
+    "_OP" = "src"."_OP",
+    "_TS_MS" = "src"."_TS_MS",
+    "_SYNCED_AT" = "src"."_SYNCED_AT"
+WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
+    "ID",
+    "NAME",
+    "EMAIL",
+    "TIER",
+    "_OP",
+    "_TS_MS",
+    "_SYNCED_AT"
+) VALUES (
+    "src"."ID",
+    "src"."NAME",
+    "src"."EMAIL",
+    "src"."TIER",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_SYNCED_AT"
+);
+
+-- record the batch
+INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP;

@@ -1,0 +1,184 @@
+-- demo.awkward -> MAIN.AWKWARD (snowflake)
+
+-- create target table
+CREATE TABLE IF NOT EXISTS "MAIN"."AWKWARD" (
+  "ID" NUMBER(20,0) NOT NULL,
+  "TITLE" VARCHAR,
+  "NOTE" VARCHAR,
+  "AMOUNT" NUMBER(38,10),
+  "HAPPENED_AT" TIMESTAMP_NTZ(6),
+  "RECORDED_AT" TIMESTAMP_TZ(6),
+  "DURATION" VARCHAR,
+  "BIG" NUMBER(20,0),
+  "PAYLOAD" VARIANT,
+  "RAW" BINARY,
+  "MOOD" VARCHAR,
+  "TAGS" VARCHAR,
+  "FLAG" BOOLEAN,
+  "FLAGS8" BINARY,
+  "IS_ACTIVE" BOOLEAN,
+  "BORN" DATE,
+  "MODEL_YEAR" NUMBER(4,0),
+  "RATIO" FLOAT,
+  "_OP" VARCHAR,
+  "_TS_MS" NUMBER(19,0),
+  "_SYNCED_AT" TIMESTAMP_TZ(6),
+  "_BINLOG_FILE" VARCHAR,
+  "_BINLOG_POS" NUMBER(19,0),
+  PRIMARY KEY ("ID")
+);
+
+-- create state table
+CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
+  "PIPELINE" VARCHAR NOT NULL,
+  "TABLE" VARCHAR NOT NULL,
+  "BATCH_ID" NUMBER(19,0) NOT NULL,
+  "END_OFFSET" VARCHAR,
+  "APPLIED_AT" TIMESTAMP_TZ(6) NOT NULL,
+  PRIMARY KEY ("PIPELINE", "TABLE", "BATCH_ID")
+);
+
+-- create staging table
+CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_AWKWARD" (
+  "ID" NUMBER(20,0),
+  "TITLE" VARCHAR,
+  "NOTE" VARCHAR,
+  "AMOUNT" NUMBER(38,10),
+  "HAPPENED_AT" TIMESTAMP_NTZ(6),
+  "RECORDED_AT" TIMESTAMP_TZ(6),
+  "DURATION" VARCHAR,
+  "BIG" NUMBER(20,0),
+  "PAYLOAD" VARCHAR,
+  "RAW" BINARY,
+  "MOOD" VARCHAR,
+  "TAGS" VARCHAR,
+  "FLAG" BOOLEAN,
+  "FLAGS8" BINARY,
+  "IS_ACTIVE" BOOLEAN,
+  "BORN" DATE,
+  "MODEL_YEAR" NUMBER(4,0),
+  "RATIO" FLOAT,
+  "_OP" VARCHAR,
+  "_TS_MS" NUMBER(19,0),
+  "_BINLOG_FILE" VARCHAR,
+  "_BINLOG_POS" NUMBER(19,0),
+  "_REPLICATOR_OP" VARCHAR,
+  "_REPLICATOR_SEQ" NUMBER(19,0),
+  "_REPLICATOR_TS" TIMESTAMP_TZ(6)
+);
+
+-- skip a batch already applied
+SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
+
+-- clear staging
+DELETE FROM "_REPLICATOR_STAGE_AWKWARD";
+
+-- merge staged changes
+MERGE INTO "MAIN"."AWKWARD" AS "tgt"
+USING (
+  SELECT
+    "ID",
+    "TITLE",
+    "NOTE",
+    "AMOUNT",
+    "HAPPENED_AT",
+    "RECORDED_AT",
+    "DURATION",
+    "BIG",
+    PARSE_JSON("PAYLOAD") AS "PAYLOAD",
+    "RAW",
+    "MOOD",
+    "TAGS",
+    "FLAG",
+    "FLAGS8",
+    "IS_ACTIVE",
+    "BORN",
+    "MODEL_YEAR",
+    "RATIO",
+    "_OP",
+    "_TS_MS",
+    CURRENT_TIMESTAMP() AS "_SYNCED_AT",
+    "_BINLOG_FILE",
+    "_BINLOG_POS",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "_REPLICATOR_STAGE_AWKWARD"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+ON "tgt"."ID" = "src"."ID"
+WHEN MATCHED AND "src"."_REPLICATOR_OP" = 'd' THEN DELETE
+WHEN MATCHED THEN UPDATE SET
+    "tgt"."TITLE" = "src"."TITLE",
+    "tgt"."NOTE" = "src"."NOTE",
+    "tgt"."AMOUNT" = "src"."AMOUNT",
+    "tgt"."HAPPENED_AT" = "src"."HAPPENED_AT",
+    "tgt"."RECORDED_AT" = "src"."RECORDED_AT",
+    "tgt"."DURATION" = "src"."DURATION",
+    "tgt"."BIG" = "src"."BIG",
+    "tgt"."PAYLOAD" = "src"."PAYLOAD",
+    "tgt"."RAW" = "src"."RAW",
+    "tgt"."MOOD" = "src"."MOOD",
+    "tgt"."TAGS" = "src"."TAGS",
+    "tgt"."FLAG" = "src"."FLAG",
+    "tgt"."FLAGS8" = "src"."FLAGS8",
+    "tgt"."IS_ACTIVE" = "src"."IS_ACTIVE",
+    "tgt"."BORN" = "src"."BORN",
+    "tgt"."MODEL_YEAR" = "src"."MODEL_YEAR",
+    "tgt"."RATIO" = "src"."RATIO",
+    "tgt"."_OP" = "src"."_OP",
+    "tgt"."_TS_MS" = "src"."_TS_MS",
+    "tgt"."_SYNCED_AT" = "src"."_SYNCED_AT",
+    "tgt"."_BINLOG_FILE" = "src"."_BINLOG_FILE",
+    "tgt"."_BINLOG_POS" = "src"."_BINLOG_POS"
+WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
+    "ID",
+    "TITLE",
+    "NOTE",
+    "AMOUNT",
+    "HAPPENED_AT",
+    "RECORDED_AT",
+    "DURATION",
+    "BIG",
+    "PAYLOAD",
+    "RAW",
+    "MOOD",
+    "TAGS",
+    "FLAG",
+    "FLAGS8",
+    "IS_ACTIVE",
+    "BORN",
+    "MODEL_YEAR",
+    "RATIO",
+    "_OP",
+    "_TS_MS",
+    "_SYNCED_AT",
+    "_BINLOG_FILE",
+    "_BINLOG_POS"
+) VALUES (
+    "src"."ID",
+    "src"."TITLE",
+    "src"."NOTE",
+    "src"."AMOUNT",
+    "src"."HAPPENED_AT",
+    "src"."RECORDED_AT",
+    "src"."DURATION",
+    "src"."BIG",
+    "src"."PAYLOAD",
+    "src"."RAW",
+    "src"."MOOD",
+    "src"."TAGS",
+    "src"."FLAG",
+    "src"."FLAGS8",
+    "src"."IS_ACTIVE",
+    "src"."BORN",
+    "src"."MODEL_YEAR",
+    "src"."RATIO",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_SYNCED_AT",
+    "src"."_BINLOG_FILE",
+    "src"."_BINLOG_POS"
+);
+
+-- record the batch
+INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP();

@@ -1,0 +1,94 @@
+-- demo.orders -> MAIN.ORDERS (snowflake)
+
+-- create target table
+CREATE TABLE IF NOT EXISTS "MAIN"."ORDERS" (
+  "ID" NUMBER(10,0) NOT NULL,
+  "CUSTOMER_ID" NUMBER(10,0),
+  "STATUS" VARCHAR,
+  "TOTAL" NUMBER(12,2),
+  "UPDATED_AT" TIMESTAMP_NTZ(6),
+  "_OP" VARCHAR,
+  "_TS_MS" NUMBER(19,0),
+  "_SYNCED_AT" TIMESTAMP_TZ(6),
+  PRIMARY KEY ("ID")
+);
+
+-- create state table
+CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
+  "PIPELINE" VARCHAR NOT NULL,
+  "TABLE" VARCHAR NOT NULL,
+  "BATCH_ID" NUMBER(19,0) NOT NULL,
+  "END_OFFSET" VARCHAR,
+  "APPLIED_AT" TIMESTAMP_TZ(6) NOT NULL,
+  PRIMARY KEY ("PIPELINE", "TABLE", "BATCH_ID")
+);
+
+-- create staging table
+CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_ORDERS" (
+  "ID" NUMBER(10,0),
+  "CUSTOMER_ID" NUMBER(10,0),
+  "STATUS" VARCHAR,
+  "TOTAL" NUMBER(12,2),
+  "UPDATED_AT" TIMESTAMP_NTZ(6),
+  "_OP" VARCHAR,
+  "_TS_MS" NUMBER(19,0),
+  "_REPLICATOR_OP" VARCHAR,
+  "_REPLICATOR_SEQ" NUMBER(19,0),
+  "_REPLICATOR_TS" TIMESTAMP_TZ(6)
+);
+
+-- skip a batch already applied
+SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
+
+-- clear staging
+DELETE FROM "_REPLICATOR_STAGE_ORDERS";
+
+-- merge staged changes
+MERGE INTO "MAIN"."ORDERS" AS "tgt"
+USING (
+  SELECT
+    "ID",
+    "CUSTOMER_ID",
+    "STATUS",
+    "TOTAL",
+    "UPDATED_AT",
+    "_OP",
+    "_TS_MS",
+    CURRENT_TIMESTAMP() AS "_SYNCED_AT",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "_REPLICATOR_STAGE_ORDERS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+ON "tgt"."ID" = "src"."ID"
+WHEN MATCHED AND "src"."_REPLICATOR_OP" = 'd' THEN DELETE
+WHEN MATCHED THEN UPDATE SET
+    "tgt"."CUSTOMER_ID" = "src"."CUSTOMER_ID",
+    "tgt"."STATUS" = "src"."STATUS",
+    "tgt"."TOTAL" = "src"."TOTAL",
+    "tgt"."UPDATED_AT" = "src"."UPDATED_AT",
+    "tgt"."_OP" = "src"."_OP",
+    "tgt"."_TS_MS" = "src"."_TS_MS",
+    "tgt"."_SYNCED_AT" = "src"."_SYNCED_AT"
+WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
+    "ID",
+    "CUSTOMER_ID",
+    "STATUS",
+    "TOTAL",
+    "UPDATED_AT",
+    "_OP",
+    "_TS_MS",
+    "_SYNCED_AT"
+) VALUES (
+    "src"."ID",
+    "src"."CUSTOMER_ID",
+    "src"."STATUS",
+    "src"."TOTAL",
+    "src"."UPDATED_AT",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_SYNCED_AT"
+);
+
+-- record the batch
+INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP();
