@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -57,6 +58,8 @@ def command(
 
     pipeline = load_pipeline(file)
     catalog = offline_catalog(pipeline) if offline else _live_catalog(pipeline)
+    if not offline:
+        _warn_declared_types_that_differ(pipeline, catalog)
     plan = build_plan(pipeline, catalog)
     sql_dialect = get_dialect(dialect.value if dialect else plan.target_kind)
     tables = _select_tables(plan, table)
@@ -85,6 +88,33 @@ def _live_catalog(pipeline: Pipeline) -> Catalog:
     pairs = [(t.source_database, t.source_table) for t in pipeline.tables]
     render.detail("reading the MySQL schema of %d table(s)", len(pairs))
     return read_catalog(pipeline.source, pairs)
+
+
+def _warn_declared_types_that_differ(pipeline: Pipeline, catalog: Catalog) -> None:
+    """A declared source_type that disagrees with MySQL: the live type wins, say so."""
+    from replicator.model.catalog import INTEGER_TYPES, MySQLType, MySQLTypeError
+
+    def comparable(mysql_type: MySQLType) -> MySQLType:
+        if mysql_type.name in INTEGER_TYPES and mysql_type.length != 1:
+            return replace(mysql_type, length=None)  # int(11) is int: display width only
+        return mysql_type
+
+    for table in pipeline.tables:
+        source_table = catalog.table(table.source_database, table.source_table)
+        for mapping in table.columns:
+            live = source_table.column(mapping.source_column) if source_table else None
+            if live is None or not mapping.source_type:
+                continue
+            try:
+                declared = MySQLType.parse(mapping.source_type)
+            except MySQLTypeError:
+                continue  # validate reports it
+            if comparable(declared) != comparable(live.mysql_type):
+                render.warning(
+                    f"{table.source_name}.{live.name}: declared source_type "
+                    f"{mapping.source_type!r} but MySQL says {live.mysql_type}; using MySQL's",
+                    hint=f"update source_type to {str(live.mysql_type)!r} so --offline plans match",
+                )
 
 
 def _select_tables(plan: Plan, name: str | None) -> list[TablePlan]:

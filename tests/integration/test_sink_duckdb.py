@@ -109,3 +109,19 @@ def test_prepare_adds_columns_added_to_the_source(tmp_path):
     ]
     sink.close()
     assert names[-1] == "NEW col"
+
+
+def test_tables_of_one_batch_apply_concurrently(duckdb_sink):
+    from concurrent.futures import ThreadPoolExecutor
+
+    sink, plan = duckdb_sink
+    batches, _ = scenario()
+    staged = {
+        name: stage_changes(plan.table(name), events) for name, events in batches[0][1].items()
+    }
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(
+            lambda name: sink.apply(plan.table(name), 1, {"pos": 1}, staged[name]), staged
+        ))
+    assert [r.skipped for r in results] == [False, False]
+    assert all(sink.last_applied(plan.table(name))["batch_id"] == 1 for name in staged)

@@ -36,6 +36,7 @@ tables:
   - source: {fresh_database}.Order_Items
     columns:
       dur: {{source_type: time(3)}}
+      happened: {{source_type: datetime(3)}}
 """,
         encoding="utf-8",
     )
@@ -45,9 +46,10 @@ tables:
         env={**os.environ, "LIVE_PASSWORD": mysql_source.password or ""},
     )
     assert done.returncode == 0, done.stderr
-    assert "from the live MySQL schema: id, select, Mixed Case, happened" in done.stderr
-    assert "declared in the YAML (checked live): dur" in done.stderr
+    assert "from the live MySQL schema: id, select, Mixed Case" in done.stderr
+    assert "declared in the YAML (checked live): happened, dur" in done.stderr
+    assert "declared source_type 'datetime(3)' but MySQL says datetime(6)" in done.stderr
     assert '"ID" NUMBER(20,0) NOT NULL' in done.stdout
     assert '"MIXED CASE" NUMBER(38,10)' in done.stdout
     assert '"HAPPENED" TIMESTAMP_NTZ(6)' in done.stdout
-    assert "offline" not in done.stderr
+    assert "offline: columns and types come from the YAML" not in done.stderr
