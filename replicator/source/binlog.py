@@ -70,7 +70,7 @@ def _patch_library() -> None:
         fsp = column.fsp or 0
         return decode_time2(self.packet.read(TIME2_BYTES[fsp]), fsp)
 
-    RowsEvent._RowsEvent__read_time2 = read_time2  # type: ignore[attr-defined]
+    RowsEvent._RowsEvent__read_time2 = read_time2
     _patched = True
 
 
@@ -208,7 +208,8 @@ def read_changes(
             RotateEvent, GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent,
             WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent,
         ],
-        only_schemas=None if wanted_schemas is None else sorted(wanted_schemas),
+        # No only_schemas/only_tables: the library compares them case-sensitively; the
+        # filter below is case-insensitive (and rows are decoded lazily, only when wanted).
         pymysql_wrapper=open_connection,
         enable_logging=False,
     )
