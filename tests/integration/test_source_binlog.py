@@ -214,3 +214,26 @@ def test_not_a_boundary_is_refused(mariadb, mysql_source, fresh_database):
     middle = type(start)(event.position.file, event.end_position.pos - 31)  # the Xid event
     with pytest.raises(SourceError):
         changes(mysql_source, middle, event.end_position)
+
+
+def test_non_transactional_engine_and_savepoints(mariadb, mysql_source, fresh_database):
+    db = fresh_database
+    run(mariadb, db, "CREATE TABLE m (id INT PRIMARY KEY) ENGINE=MyISAM",
+        "CREATE TABLE i (id INT PRIMARY KEY)")
+    start = current_position(mysql_source)
+    run(mariadb, db, "INSERT INTO m VALUES (1)", "INSERT INTO m VALUES (2)")
+    with mariadb.root_connection(db) as connection, connection.cursor() as cursor:
+        connection.begin()
+        cursor.execute("INSERT INTO i VALUES (1)")
+        cursor.execute("SAVEPOINT s1")
+        cursor.execute("INSERT INTO i VALUES (2)")
+        cursor.execute("ROLLBACK TO SAVEPOINT s1")
+        cursor.execute("INSERT INTO i VALUES (3)")
+        connection.commit()
+    events = rows(changes(mysql_source, start, tables=[f"{db}.m", f"{db}.i"]))
+    assert [(e.table.split(".")[1], e.after["id"]) for e in events] == [
+        ("m", 1), ("m", 2), ("i", 1), ("i", 3)]
+    # MyISAM statements end with a Query COMMIT: each is its own boundary.
+    assert events[0].end_position == events[1].position or events[0].end_position < events[1].position
+    resumed = rows(changes(mysql_source, events[0].end_position, tables=[f"{db}.m", f"{db}.i"]))
+    assert [e.after["id"] for e in resumed] == [2, 1, 3]
