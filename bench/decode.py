@@ -1,0 +1,176 @@
+"""Single-stream decode rates over one binlog range, all readers in the same run.
+
+- ``library``: unmodified python-mysql-replication 1.0.17 reading the range and touching every
+  value of every row image: the baseline every other number is a ratio of;
+- ``read_changes``: the product's source reader (``replicator.source.binlog.read_changes``),
+  which adds transaction buffering, typed value conversion and ``ChangeEvent``s;
+- ``fast``: the fast decoder of ``replicator/source/fast/`` (issue 11) when it exists.
+
+Each reader runs in this process, one after the other, with its own server_id. The rate is
+row changes per wall second; CPU is this process's CPU (the server's share is reported by the
+caller from /proc).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from replicator.model.changes import BinlogPosition
+from replicator.model.pipeline import MySQLSource
+
+
+@dataclass
+class DecodeResult:
+    reader: str
+    rows: int  # row changes decoded (an update counts once)
+    values: int  # values touched
+    seconds: float
+    cpu_seconds: float
+    note: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.rows / self.seconds if self.seconds else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reader": self.reader, "rows": self.rows, "values": self.values,
+            "seconds": round(self.seconds, 3), "cpu_seconds": round(self.cpu_seconds, 3),
+            "rows_per_s": round(self.rate, 1),
+            "cpu_s_per_1k": round(1000 * self.cpu_seconds / self.rows, 4) if self.rows else None,
+            "note": self.note,
+        }
+
+
+def _timed(reader: str, run: Callable[[], tuple[int, int]], note: str = "") -> DecodeResult:
+    wall, cpu = time.perf_counter(), time.process_time()
+    rows, values = run()
+    return DecodeResult(reader, rows, values, time.perf_counter() - wall,
+                        time.process_time() - cpu, note)
+
+
+def _touch(image: dict[str, Any] | None) -> int:
+    if not image:
+        return 0
+    # The library decodes a whole event's rows when ``rows`` is first read; iterating the
+    # values here is what a consumer does next (and keeps lazy decoders honest).
+    touched = 0
+    for _value in image.values():
+        touched += 1
+    return touched
+
+
+def decode_library(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,
+                   *, server_id: int) -> DecodeResult:
+    """Unmodified python-mysql-replication over (start, end], every value touched."""
+
+    def run() -> tuple[int, int]:
+        from pymysqlreplication import BinLogStreamReader
+        from pymysqlreplication.event import RotateEvent, XidEvent
+        from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+        stream = BinLogStreamReader(
+            connection_settings={"host": source.host, "port": source.port,
+                                 "user": source.user, "passwd": source.password or ""},
+            server_id=server_id,
+            log_file=start.file,
+            log_pos=start.pos,
+            resume_stream=True,
+            blocking=False,
+            only_events=[RotateEvent, XidEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+        )
+        rows = values = 0
+        file = start.file
+        try:
+            for event in stream:
+                if isinstance(event, RotateEvent):
+                    file = event.next_binlog
+                    continue
+                if isinstance(event, XidEvent):
+                    # the library's own end_log_pos ignores the file: compare positions here
+                    if BinlogPosition(file, event.packet.log_pos) >= end:
+                        break
+                    continue
+                if isinstance(event, UpdateRowsEvent):
+                    for row in event.rows:
+                        rows += 1
+                        values += _touch(row["before_values"]) + _touch(row["after_values"])
+                else:
+                    for row in event.rows:
+                        rows += 1
+                        values += _touch(row["values"])
+        finally:
+            stream.close()
+        return rows, values
+
+    return _timed("library", run, "python-mysql-replication 1.0.17, unmodified")
+
+
+def decode_read_changes(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,
+                        *, tables: Iterable[str], server_id: int) -> DecodeResult:
+    """``replicator.source.binlog.read_changes`` over (start, end], every value touched."""
+
+    def run() -> tuple[int, int]:
+        from replicator.model.changes import ChangeEvent
+        from replicator.source.binlog import read_changes
+
+        rows = values = 0
+        for change in read_changes(source, start=start, end=end, tables=list(tables),
+                                   server_id=server_id):
+            if isinstance(change, ChangeEvent):
+                rows += 1
+                values += _touch(change.before) + _touch(change.after)
+        return rows, values
+
+    return _timed("read_changes", run, "replicator.source.binlog.read_changes")
+
+
+FAST_PACKAGE = "replicator.source.fast"
+# Entry points the fast decoder may expose, tried in order: a read_changes twin yielding
+# ChangeEvents, or a columnar reader yielding Arrow record batches.
+_FAST_ENTRY_POINTS = ("read_changes", "read_batches", "read_record_batches", "read_arrow")
+
+
+def fast_decoder_available() -> str | None:
+    """Why the fast decoder cannot be measured (None: it can)."""
+    try:
+        if importlib.util.find_spec(FAST_PACKAGE) is None:
+            return f"{FAST_PACKAGE} does not exist yet (issue 11)"
+        module = importlib.import_module(FAST_PACKAGE)
+    except Exception as exc:  # a half-landed package must not break the other sections
+        return f"{FAST_PACKAGE} does not import: {type(exc).__name__}: {exc}"
+    if not any(hasattr(module, name) for name in _FAST_ENTRY_POINTS):
+        return f"{FAST_PACKAGE} has none of {', '.join(_FAST_ENTRY_POINTS)}"
+    return None
+
+
+def decode_fast(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,
+                *, tables: Iterable[str], server_id: int) -> DecodeResult:
+    """The fast decoder over (start, end]: ChangeEvents touched, or Arrow batches counted."""
+    module = importlib.import_module(FAST_PACKAGE)
+    name = next(n for n in _FAST_ENTRY_POINTS if hasattr(module, n))
+    reader = getattr(module, name)
+    kwargs: dict[str, Any] = {"start": start, "end": end, "tables": list(tables),
+                              "server_id": server_id}
+    accepted = inspect.signature(reader).parameters
+    kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+
+    def run() -> tuple[int, int]:
+        rows = values = 0
+        for item in reader(source, **kwargs):
+            num_rows = getattr(item, "num_rows", None)
+            if num_rows is not None:  # an Arrow RecordBatch/Table: columnar, no per-value objects
+                rows += int(num_rows)
+                values += int(num_rows) * int(getattr(item, "num_columns", 0))
+            elif hasattr(item, "op") and hasattr(item, "after"):
+                rows += 1
+                values += _touch(item.before) + _touch(item.after)
+        return rows, values
+
+    return _timed("fast", run, f"{FAST_PACKAGE}.{name}")

@@ -1,0 +1,173 @@
+"""``replicator run --until-caught-up`` over the workload's range, as a user runs it.
+
+The run is a subprocess with ``--log-format json``: every applied batch writes one JSON line
+(``replicator/engine/metrics.py``: changes, rows, seconds, and per table seconds_decode /
+seconds_transform / seconds_stage / seconds_merge). Lines are timestamped as they arrive, so
+the wall time splits into:
+
+- ``startup``: launch -> the first batch starts (interpreter, catalog, plan, sink prepare,
+  JVM and Spark session, the streaming query's first plan);
+- ``spark_read``: inside a batch but outside the measured phases: Spark running the data
+  source's ``read`` on the Python workers (the binlog decode of the range) and shipping the
+  rows to the driver as Arrow (``frame.toArrow()``), plus sorting them;
+- ``decode``: the driver turning the JSON row images back into typed values;
+- ``transform``: compaction to the last change per key; ``stage``: Arrow staging and load;
+  ``merge``: the MERGE + state row transaction;
+- ``between_batches``: planning the next micro-batch (``latestOffset``: paging the binlog for
+  a boundary after max_rows changes) and Spark's own bookkeeping;
+- ``shutdown``: last batch -> process exit.
+
+The fakesnow run is the same command inside ``bench.fakesnow_run`` (fakesnow patches the
+Snowflake connector in the driver process, where the sink runs).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.context import BenchContext, replicator_command
+from bench.pipelines import write_pipeline
+from bench.procmon import RunOutcome, cpu_seconds, run_monitored
+from bench.workload import TABLES, WorkloadResult
+
+PHASES = ("decode", "transform", "stage", "merge")
+RUN_TIMEOUT_S = 3600.0
+
+
+def batch_reports(outcome: RunOutcome, kind: str | None = None) -> list[tuple[float, dict[str, Any]]]:
+    """(arrival time, report) of the run's batch report lines, optionally of one kind."""
+    return [
+        (line.at, line.data)
+        for line in outcome.json_lines()
+        if line.data is not None and "batch_id" in line.data
+        and (kind is None or line.data.get("kind") == kind)
+    ]
+
+
+def notices(outcome: RunOutcome) -> list[tuple[float, str]]:
+    return [(line.at, str(line.data["notice"])) for line in outcome.json_lines()
+            if line.data is not None and "notice" in line.data]
+
+
+def phase_split(outcome: RunOutcome, kind: str = "stream") -> dict[str, Any]:
+    """Changes, rows and the wall time split into phases (see the module docstring)."""
+    reports = batch_reports(outcome, kind)
+    summary: dict[str, Any] = {
+        "batches": len(reports),
+        "changes": sum(int(r["changes"]) for _, r in reports),
+        "rows": sum(int(r["rows"]) for _, r in reports),
+        "skipped_tables": sum(1 for _, r in reports for t in r["tables"] if t.get("skipped")),
+    }
+    phases = {name: 0.0 for name in PHASES}
+    in_batches = 0.0
+    for _, report in reports:
+        in_batches += float(report["seconds"])
+        for table in report["tables"]:
+            for name in PHASES:
+                phases[name] += float(table.get(f"seconds_{name}", 0.0))
+    if reports:
+        first_at, first = reports[0]
+        last_at = reports[-1][0]
+        first_started = first_at - float(first["seconds"])
+        streaming = last_at - first_started
+        split = {
+            "startup": first_started - outcome.started_at,
+            "spark_read": in_batches - sum(phases.values()),
+            **phases,
+            "between_batches": streaming - in_batches,
+            "shutdown": outcome.started_at + outcome.wall_seconds - last_at,
+        }
+        summary["streaming_seconds"] = round(streaming, 3)
+    else:
+        split = {"startup": outcome.wall_seconds}
+        summary["streaming_seconds"] = 0.0
+    summary["phases_seconds"] = {k: round(max(0.0, v), 3) for k, v in split.items()}
+    return summary
+
+
+def source_counts(ctx: BenchContext, database: str, tables: list[str]) -> dict[str, int]:
+    with ctx.server.root_connection(database) as connection, connection.cursor() as cursor:
+        counts = {}
+        for table in tables:
+            cursor.execute(f"SELECT COUNT(*) FROM `{table}`")
+            counts[table] = int(cursor.fetchone()[0])
+        return counts
+
+
+def duckdb_counts(path: Path, tables: list[str]) -> dict[str, int]:
+    """Rows per target table, read-only (the writer has exited)."""
+    import duckdb
+
+    connection = duckdb.connect(str(path), read_only=True)
+    try:
+        found = connection.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables"
+        ).fetchall()
+        counts = {}
+        for table in tables:
+            match = next(((s, n) for s, n in found if n.lower() == table.lower()), None)
+            if match is not None:
+                schema, name = match
+                quoted = '"' + schema.replace('"', '""') + '"."' + name.replace('"', '""') + '"'
+                counts[table] = int(connection.execute(f"SELECT COUNT(*) FROM {quoted}").fetchone()[0])
+        return counts
+    finally:
+        connection.close()
+
+
+def fakesnow_command() -> list[str]:
+    return [sys.executable, "-m", "bench.fakesnow_run"]
+
+
+def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
+            library_rate: float | None) -> dict[str, Any]:
+    """One ``replicator run --until-caught-up`` of the workload range into ``target``."""
+    name = f"bench-e2e-{target}"
+    pipeline = write_pipeline(
+        ctx.workdir / f"{name}.yaml", name=name, database=workload.database, target=target,
+        start=workload.start, server_id=ctx.next_server_id(),
+    )
+    env = ctx.environment()
+    if target == "duckdb":
+        command = replicator_command()
+    else:
+        command = fakesnow_command()
+        fake_warehouse = ctx.workdir / f"{name}.fakesnow"
+        fake_warehouse.mkdir(exist_ok=True)
+        env["BENCH_FAKESNOW_DB"] = str(fake_warehouse)
+    server_cpu = cpu_seconds(ctx.server.pid or 0)
+    outcome = run_monitored(
+        [*command, "run", str(pipeline), "--until-caught-up", "--log-format", "json"],
+        env=env, cwd=str(ctx.workdir), timeout=RUN_TIMEOUT_S,
+    )
+    server_cpu = cpu_seconds(ctx.server.pid or 0) - server_cpu
+    result: dict[str, Any] = {"target": target, "returncode": outcome.returncode,
+                              "wall_seconds": round(outcome.wall_seconds, 3)}
+    if outcome.returncode != 0:
+        result["error"] = outcome.tail()
+        return result
+    split = phase_split(outcome)
+    result.update(split)
+    changes = split["changes"]
+    result["expected_changes"] = workload.changes
+    result["changes_per_s"] = round(changes / outcome.wall_seconds, 1) if changes else 0.0
+    streaming = split["streaming_seconds"]
+    result["changes_per_s_streaming"] = round(changes / streaming, 1) if streaming else 0.0
+    if library_rate:
+        result["ratio_to_library_decode"] = round(result["changes_per_s"] / library_rate, 3)
+        result["ratio_to_library_decode_streaming"] = round(
+            result["changes_per_s_streaming"] / library_rate, 3)
+    result["usage"] = outcome.usage.to_json()
+    result["cpu_s_per_1k_changes"] = (
+        round(1000 * outcome.usage.cpu_seconds / changes, 3) if changes else None)
+    result["server_cpu_seconds"] = round(server_cpu, 2)
+    table_names = [spec.name for spec in TABLES]
+    source = source_counts(ctx, workload.database, table_names)
+    result["source_rows"] = source
+    if target == "duckdb":
+        target_rows = duckdb_counts(ctx.workdir / f"{name}.duckdb", table_names)
+        result["target_rows"] = target_rows
+        result["target_matches_source"] = target_rows == source
+    return result

@@ -1,0 +1,86 @@
+"""Pipeline YAML files for the benchmark's runs, written like a user would write them.
+
+Every column declares its ``source_type`` so the same file also serves ``plan --offline``.
+Connection settings come from the environment (``${MYSQL_PORT}`` ...), the way the example
+pipelines do it, so no password is written into a file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.workload import TABLES, TableSpec
+from replicator.model.changes import BinlogPosition
+
+SNOWFLAKE_DATABASE = "BENCH"
+SNOWFLAKE_SCHEMA = "RAW"
+
+
+def _quote(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid YAML scalar
+
+
+def pipeline_yaml(
+    *,
+    name: str,
+    database: str,
+    tables: Sequence[TableSpec] = TABLES,
+    target: str,  # duckdb | snowflake
+    workdir: Path,
+    start: BinlogPosition | str,  # a position, or "initial" / "latest"
+    server_id: int,
+    max_rows: int = 50_000,
+    max_delay: str = "10s",
+    engine_conf: Mapping[str, str] | None = None,
+) -> str:
+    if isinstance(start, BinlogPosition):
+        start_text = f"{{file: {start.file}, pos: {start.pos}}}"
+    else:
+        start_text = start
+    if target == "duckdb":
+        target_text = f"  duckdb: {{path: {_quote(str(workdir / f'{name}.duckdb'))}}}"
+    elif target == "snowflake":
+        # fakesnow accepts any account and credentials; the sink requires an account.
+        target_text = (
+            f"  snowflake: {{account: bench, user: bench, password: \"${{SNOWFLAKE_PASSWORD:-x}}\", "
+            f"database: {SNOWFLAKE_DATABASE}, schema: {SNOWFLAKE_SCHEMA}}}"
+        )
+    else:
+        raise ValueError(f"unknown target {target!r}")
+    lines = [
+        "# Written by bench/run: one benchmark run (see bench/README.md).",
+        "version: 1",
+        f"name: {name}",
+        "source:",
+        "  mysql:",
+        "    host: ${MYSQL_HOST:-127.0.0.1}",
+        "    port: ${MYSQL_PORT}",
+        "    user: ${MYSQL_USER:-replicator}",
+        "    password: ${MYSQL_PASSWORD}",
+        f"    server_id: {server_id}",
+        f"    start: {start_text}",
+        "target:",
+        target_text,
+        f"batching: {{max_rows: {max_rows}, max_delay: {max_delay}}}",
+        "engine:",
+        f"  checkpoint: {_quote(str(workdir / f'{name}.checkpoint'))}",
+    ]
+    if engine_conf:
+        lines.append("  conf:")
+        lines.extend(f"    {_quote(k)}: {_quote(v)}" for k, v in engine_conf.items())
+    lines.append("tables:")
+    for spec in tables:
+        lines.append(f"  - source: {database}.{spec.name}")
+        lines.append(f"    key: [{spec.key}]")
+        lines.append("    columns:")
+        for column, mysql_type in spec.columns:
+            lines.append(f"      {column}: {{source_type: {_quote(mysql_type)}}}")
+    return "\n".join(lines) + "\n"
+
+
+def write_pipeline(path: Path, **settings: Any) -> Path:
+    path.write_text(pipeline_yaml(workdir=path.parent, **settings))
+    return path

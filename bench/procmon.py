@@ -1,0 +1,250 @@
+"""Memory and CPU of a process tree, read from /proc (Linux), plus a line-timestamping runner.
+
+``replicator run`` is a tree: the Python driver, the JVM it starts (Spark), the JVM's Python
+planner process for the data source and its Python workers (executors' ``read``). Peak memory
+is the largest *sum* of resident set sizes seen in one sample across the whole tree, and the
+per-role peaks say who holds it. CPU seconds are counted two ways and the larger is kept:
+``getrusage(RUSAGE_CHILDREN)`` around the run (exact for every descendant that was reaped by
+its parent) and the last /proc sample of each process (catches orphans reaped by init; may
+miss the last sampling interval of a short-lived process).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> tuple[int, float, int] | None:
+    """(ppid, cpu seconds of the process itself, rss bytes) from /proc/<pid>/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    # the command name may contain spaces and parentheses: split after the last ')'
+    fields = data[data.rindex(b")") + 2 :].split()
+    ppid = int(fields[1])
+    cpu = (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
+    rss = int(fields[21]) * _PAGE
+    return ppid, cpu, rss
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far; 0 if it is gone."""
+    stat = _stat(pid)
+    return stat[1] if stat else 0.0
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def role_of(cmdline: str, is_root: bool) -> str:
+    """driver | jvm | python_workers | other, from a process's command line."""
+    if is_root:
+        return "driver"
+    program = cmdline.split(" ", 1)[0]
+    if program.endswith("java"):
+        return "jvm"
+    if "python" in os.path.basename(program):
+        return "python_workers"  # pyspark.daemon, its forked workers, the data source planner
+    return "other"
+
+
+@dataclass
+class TreeUsage:
+    peak_rss_bytes: int = 0  # the largest sum over the tree in one sample
+    peak_rss_by_role: dict[str, int] = field(default_factory=dict)  # role -> largest sum
+    cpu_seconds: float = 0.0
+    cpu_seconds_by_role: dict[str, float] = field(default_factory=dict)
+    processes: int = 0  # distinct processes seen
+    samples: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        mib = 1024 * 1024
+        return {
+            "peak_rss_mib": round(self.peak_rss_bytes / mib, 1),
+            "peak_rss_mib_by_role": {k: round(v / mib, 1) for k, v in self.peak_rss_by_role.items()},
+            "cpu_seconds": round(self.cpu_seconds, 2),
+            "cpu_seconds_by_role": {k: round(v, 2) for k, v in self.cpu_seconds_by_role.items()},
+            "processes": self.processes,
+            "samples": self.samples,
+        }
+
+
+class TreeSampler(threading.Thread):
+    """Samples the RSS and CPU of ``root_pid`` and all its descendants every ``interval`` s."""
+
+    def __init__(self, root_pid: int, interval: float = 0.2) -> None:
+        super().__init__(daemon=True)
+        self.root_pid = root_pid
+        self.interval = interval
+        self.usage = TreeUsage()
+        self._cpu: dict[int, tuple[str, float]] = {}  # pid -> (role, last cpu seconds)
+        self._halt = threading.Event()
+
+    def _sample(self) -> None:
+        parents: dict[int, int] = {}
+        stats: dict[int, tuple[int, float, int]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            stat = _stat(int(entry))
+            if stat is not None:
+                stats[int(entry)] = stat
+                parents[int(entry)] = stat[0]
+        tree = {self.root_pid} if self.root_pid in stats else set()
+        grew = True
+        while grew:  # transitive closure of "parent is in the tree"
+            grew = False
+            for pid, ppid in parents.items():
+                if ppid in tree and pid not in tree:
+                    tree.add(pid)
+                    grew = True
+        total = 0
+        by_role: dict[str, int] = {}
+        for pid in tree:
+            # read every time: Spark's launcher scripts exec() java in the same process
+            role = role_of(_cmdline(pid), pid == self.root_pid)
+            _, cpu, rss = stats[pid]
+            total += rss
+            by_role[role] = by_role.get(role, 0) + rss
+            self._cpu[pid] = (role, cpu)
+        usage = self.usage
+        usage.samples += 1
+        usage.peak_rss_bytes = max(usage.peak_rss_bytes, total)
+        for role, rss in by_role.items():
+            usage.peak_rss_by_role[role] = max(usage.peak_rss_by_role.get(role, 0), rss)
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            self._sample()
+            self._halt.wait(self.interval)
+
+    def finish(self) -> TreeUsage:
+        self._halt.set()
+        self.join(timeout=5)
+        by_role: dict[str, float] = {}
+        for role, cpu in self._cpu.values():
+            by_role[role] = by_role.get(role, 0.0) + cpu
+        self.usage.cpu_seconds_by_role = by_role
+        self.usage.cpu_seconds = sum(by_role.values())
+        self.usage.processes = len(self._cpu)
+        return self.usage
+
+
+@dataclass
+class LoggedLine:
+    at: float  # time.time() when the line was read (the pipe adds well under a millisecond)
+    text: str
+    data: dict[str, Any] | None  # the JSON object, for JSON lines
+
+
+@dataclass
+class RunOutcome:
+    returncode: int
+    wall_seconds: float
+    started_at: float  # time.time() at launch
+    lines: list[LoggedLine]
+    stdout: str
+    usage: TreeUsage
+
+    def json_lines(self) -> list[LoggedLine]:
+        return [line for line in self.lines if line.data is not None]
+
+    def tail(self, count: int = 15) -> str:
+        return "\n".join(line.text for line in self.lines[-count:])
+
+
+class MonitoredProcess:
+    """A subprocess whose stderr lines are timestamped as they arrive and whose tree is sampled.
+
+    ``on_line`` is called from the reader thread for every stderr line.
+    """
+
+    def __init__(self, command: Sequence[str], *, env: dict[str, str] | None = None,
+                 cwd: str | None = None, on_line: Callable[[LoggedLine], None] | None = None,
+                 interval: float = 0.2) -> None:
+        self.command = list(command)
+        self.lines: list[LoggedLine] = []
+        self._on_line = on_line
+        self._children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.started_at = time.time()
+        self._started = time.perf_counter()
+        self.process = subprocess.Popen(
+            self.command, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, bufsize=1,
+        )
+        self.sampler = TreeSampler(self.process.pid, interval)
+        self.sampler.start()
+        self._stdout: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read_stderr, daemon=True),
+            threading.Thread(target=self._read_stdout, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for text in self.process.stderr:
+            at = time.time()
+            text = text.rstrip("\n")
+            data = None
+            if text.startswith("{"):
+                try:
+                    data = json.loads(text)
+                except ValueError:
+                    data = None
+            line = LoggedLine(at, text, data)
+            self.lines.append(line)
+            if self._on_line is not None:
+                self._on_line(line)
+
+    def _read_stdout(self) -> None:
+        assert self.process.stdout is not None
+        for text in self.process.stdout:
+            self._stdout.append(text)
+
+    def terminate(self) -> None:
+        """SIGTERM: replicator finishes the batch in progress and stops."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+
+    def wait(self, timeout: float | None = None) -> RunOutcome:
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        wall = time.perf_counter() - self._started
+        for reader in self._readers:
+            reader.join(timeout=5)
+        usage = self.sampler.finish()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        reaped = (after.ru_utime - self._children_before.ru_utime
+                  + after.ru_stime - self._children_before.ru_stime)
+        usage.cpu_seconds = max(usage.cpu_seconds, reaped)
+        return RunOutcome(self.process.returncode, wall, self.started_at, self.lines,
+                          "".join(self._stdout), usage)
+
+
+def run_monitored(command: Sequence[str], *, env: dict[str, str] | None = None,
+                  cwd: str | None = None, timeout: float | None = None) -> RunOutcome:
+    return MonitoredProcess(command, env=env, cwd=cwd).wait(timeout)
