@@ -125,3 +125,28 @@ def test_tables_of_one_batch_apply_concurrently(duckdb_sink):
         ))
     assert [r.skipped for r in results] == [False, False]
     assert all(sink.last_applied(plan.table(name))["batch_id"] == 1 for name in staged)
+
+
+def test_a_second_writer_process_gets_a_terminal_error_with_a_hint(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "locked.duckdb"
+    holder = duckdb.connect(str(path))
+    code = (
+        "from tests.fixtures.sink_sample import CATALOG, sample_pipeline\n"
+        "from replicator.plan import build_plan\n"
+        "from replicator.sink import open_sink\n"
+        "from replicator.errors import SinkError\n"
+        f"p = sample_pipeline('duckdb', {str(path)!r})\n"
+        "try:\n"
+        "    open_sink(p, build_plan(p, CATALOG))\n"
+        "except SinkError as e:\n"
+        "    print('TRANSIENT' if e.transient else 'TERMINAL', e.hint)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]),
+                          timeout=60)
+    holder.close()
+    assert done.stdout.startswith("TERMINAL"), done.stdout + done.stderr
+    assert "one writer process" in done.stdout

@@ -138,3 +138,19 @@ def test_token_auth_defaults_to_oauth_and_account_is_required():
     with pytest.raises(SinkError) as caught:
         connection_parameters(SnowflakeTarget(database="DB", schema="S"), "p", environ={})
     assert "connections.toml" in caught.value.hint and "SNOWFLAKE_ACCOUNT" in caught.value.hint
+
+
+def test_errors_are_sorted_into_transient_and_terminal():
+    from snowflake.connector import errors
+
+    from replicator.errors import TransientSinkError
+    from replicator.sink.snowflake import _sink_error
+
+    assert isinstance(_sink_error(errors.OperationalError(msg="connection reset"), "x"),
+                      TransientSinkError)
+    denied = _sink_error(errors.ProgrammingError(msg="does not exist or not authorized",
+                                                 errno=2003), "x")
+    assert not denied.transient and "GRANT" in denied.hint.upper()
+    login = _sink_error(errors.DatabaseError(msg="Incorrect username or password", errno=390100),
+                        "x")
+    assert not login.transient and "credentials" in login.hint
