@@ -496,7 +496,7 @@ class SteadyWriter:
               should_stop: Callable[[], bool] = lambda: False) -> SteadyResult:
         """``rate`` changes/s for ``seconds``, as transactions of ``transaction_rows`` rows."""
         interval = transaction_rows / rate
-        count = max(1, int(round(seconds * rate / transaction_rows)))
+        count = max(1, round(seconds * rate / transaction_rows))
         literal = self.connection.literal
         committed: list[CommittedTransaction] = []
         started = time.perf_counter()

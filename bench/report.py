@@ -1,0 +1,125 @@
+"""The results: one JSON file per day in ``bench/results/`` and a plain-text table.
+
+The table puts each figure next to the issue-8 target it answers (ratios within one run).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def write_json(results: dict[str, Any], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n")
+    return path
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        text = f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
+    elif isinstance(value, int):
+        text = f"{value:,}"
+    else:
+        text = str(value)
+    return f"{text} {unit}".strip()
+
+
+def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
+    """(section, figure, value, target or note)."""
+    workload = results.get("workload")
+    if workload:
+        yield ("workload", "row changes (statements)",
+               f"{workload['changes']:,} ({workload['statements']:,})",
+               f"{workload['transactions']} transactions, {workload['binlog_bytes'] / 2**20:.0f} MiB binlog")
+        yield ("workload", "generation rate", _fmt(workload["changes_per_s"], "changes/s"),
+               "multi-statement transactions, one round trip each")
+    decode = results.get("decode") or {}
+    library = (decode.get("library") or {}).get("rows_per_s")
+    for reader in ("library", "read_changes", "fast"):
+        entry = decode.get(reader)
+        if not entry:
+            continue
+        if "skipped" in entry:
+            yield ("decode", reader, "skipped", entry["skipped"])
+            continue
+        if "error" in entry:
+            yield ("decode", reader, "error", entry["error"].splitlines()[0][:80])
+            continue
+        ratio = f"{entry['rows_per_s'] / library:.2f}x library" if library else ""
+        target = {"fast": " (target >= 10x, stretch 15x)"}.get(reader, "")
+        yield ("decode", reader, _fmt(entry["rows_per_s"], "rows/s"),
+               f"{ratio}{target}; {entry['cpu_s_per_1k']} cpu s/1k")
+    for target_name, entry in (results.get("e2e") or {}).items():
+        section = f"e2e {target_name}"
+        if "error" in entry:
+            yield (section, "run", "error", entry["error"].splitlines()[-1][:80])
+            continue
+        goal = " (target >= 1.0x, stretch 1.5x)" if target_name == "duckdb" else ""
+        yield (section, "changes/s (wall, incl. start-up)", _fmt(entry["changes_per_s"]),
+               f"{entry.get('ratio_to_library_decode', '-')}x library{goal}")
+        yield (section, "changes/s (streaming)", _fmt(entry["changes_per_s_streaming"]),
+               f"{entry.get('ratio_to_library_decode_streaming', '-')}x library")
+        phases = entry.get("phases_seconds", {})
+        yield (section, "phases (s)", " ".join(f"{k}={v:.1f}" for k, v in phases.items()), "")
+        usage = entry.get("usage", {})
+        yield (section, "peak RSS (tree)", _fmt(usage.get("peak_rss_mib"), "MiB"),
+               ", ".join(f"{k} {v:.0f}" for k, v in usage.get("peak_rss_mib_by_role", {}).items()))
+        yield (section, "CPU per 1k changes", _fmt(entry.get("cpu_s_per_1k_changes"), "s"),
+               f"MariaDB server {entry.get('server_cpu_seconds')} s in total")
+        if "target_matches_source" in entry:
+            yield (section, "target rows = source rows", str(entry["target_matches_source"]),
+                   f"{entry['changes']:,} of {entry['expected_changes']:,} changes applied")
+    latency = results.get("latency")
+    if latency:
+        if "error" in latency:
+            yield ("latency", "run", "error", latency["error"].splitlines()[0][:80])
+        else:
+            yield ("latency", f"p50 / p95 / p99 at {latency['achieved_rate']:.0f}/s",
+                   f"{latency['p50_s']} / {latency['p95_s']} / {latency['p99_s']} s",
+                   f"max_delay {latency['max_delay']} (target p50 <= 2 s, p99 <= 5 s)")
+    snapshot = results.get("snapshot")
+    if snapshot:
+        if "error" in snapshot:
+            yield ("snapshot", "run", "error", snapshot["error"].splitlines()[-1][:80])
+        else:
+            yield ("snapshot", f"{snapshot['rows']:,} rows", _fmt(snapshot["rows_per_s"], "rows/s"),
+                   f"{snapshot.get('ratio_to_library_decode', '-')}x library (target >= 2x)")
+            yield ("snapshot", "peak RSS (tree)", _fmt(snapshot["usage"]["peak_rss_mib"], "MiB"), "")
+    big = results.get("big_transaction")
+    if big:
+        if "error" in big:
+            yield ("big txn", "run", "error", big["error"].splitlines()[-1][:80])
+        else:
+            yield ("big txn", f"{big['rows']:,}-row transaction peak RSS",
+                   _fmt(big["peak_rss_gib"], "GiB"), "target < 3 GiB, all processes")
+    startup = results.get("startup")
+    if startup:
+        for command in ("validate", "plan_offline", "python_baseline"):
+            entry = startup[command]
+            goal = {"validate": "target < 0.3 s", "plan_offline": "target < 1 s",
+                    "python_baseline": "bare interpreter"}[command]
+            yield ("startup", command, _fmt(entry["median_s"], "s"), f"median of {entry['repeats']}; {goal}")
+
+
+def render_table(results: dict[str, Any]) -> str:
+    rows = list(_rows(results))
+    header = ("section", "figure", "value", "target / note")
+    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) if rows else len(header[i])
+              for i in range(3)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header[:3], widths, strict=True)) + "  " + header[3]]
+    lines.append("-" * (sum(widths) + 6 + len(header[3])))
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
+    env = results.get("environment", {})
+    lines.append("")
+    lines.append(f"{env.get('cores')} cores, load average {env.get('load_average_start')} -> "
+                 f"{results.get('load_average_end')}, commit {str(env.get('git_commit'))[:10]}, "
+                 f"MariaDB {env.get('mariadb')}")
+    return "\n".join(lines)

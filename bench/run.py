@@ -1,0 +1,196 @@
+"""``bench/run``: start a throwaway MariaDB, generate the workload, measure every section.
+
+    bench/run                         # the full benchmark (300k changes; ~15-25 min on 2 cores)
+    bench/run --quick                 # a small smoke run of every section
+    bench/run --only decode,startup   # some sections
+    bench/run --changes 100000 --out /tmp/result.json
+
+Sections (all by default): decode, e2e, latency, snapshot, bigtxn, startup. A failing section
+is recorded with its error and the others still run; the exit status is 1 if any failed.
+See bench/README.md for what each number means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench import decode, workload
+from bench.context import BenchContext, Sizes
+from bench.environment import describe
+from bench.report import RESULTS_DIR, render_table, write_json
+
+SECTIONS = ("decode", "e2e", "latency", "snapshot", "bigtxn", "startup")
+# The server for the benchmark: a bigger buffer pool than the test default so the 1M-row
+# table is not disk-bound.
+SERVER_ARGS = ("--innodb-buffer-pool-size=512M",)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bench/run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--changes", type=int, help="row changes in the workload (default 300000)")
+    parser.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
+    parser.add_argument("--only", default=",".join(SECTIONS),
+                        help=f"comma-separated sections: {','.join(SECTIONS)}")
+    parser.add_argument("--seed", type=int, default=workload.DEFAULT_SEED)
+    parser.add_argument("--latency-rate", type=float, help="changes/s of the latency run")
+    parser.add_argument("--latency-seconds", type=float, help="length of the latency run")
+    parser.add_argument("--snapshot-rows", type=int, help="rows of the snapshot table")
+    parser.add_argument("--out", type=Path, help="result file (default bench/results/<date>.json)")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.only.split(",")) - set(SECTIONS))
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    return args
+
+
+def sizes_from(args: argparse.Namespace) -> Sizes:
+    sizes = Sizes.quick() if args.quick else Sizes()
+    overrides = {
+        "changes": args.changes, "latency_rate": args.latency_rate,
+        "latency_seconds": args.latency_seconds, "snapshot_rows": args.snapshot_rows,
+    }
+    return dataclasses.replace(sizes, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _section(results: dict[str, Any], name: str, measure: Callable[[], Any]) -> Any:
+    """Run one section; an exception is recorded as its result, and the run goes on."""
+    print(f"bench: {name} ...", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    try:
+        value = measure()
+    except Exception as exc:
+        value = {"error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"}
+    print(f"bench: {name} done in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+    results[name] = value
+    return value
+
+
+def _decode(ctx: BenchContext, generated: workload.WorkloadResult) -> dict[str, Any]:
+    source = ctx.source()
+    tables = [f"{generated.database}.{spec.name}" for spec in workload.TABLES]
+    out: dict[str, Any] = {}
+    for reader, measure in (
+        ("library", lambda: decode.decode_library(
+            source, generated.start, generated.end, server_id=ctx.next_server_id())),
+        ("read_changes", lambda: decode.decode_read_changes(
+            source, generated.start, generated.end, tables=tables, server_id=ctx.next_server_id())),
+    ):
+        _section(out, reader, lambda m=measure: m().to_json())
+    missing = decode.fast_decoder_available()
+    if missing:
+        out["fast"] = {"skipped": missing}
+    else:
+        _section(out, "fast", lambda: decode.decode_fast(
+            source, generated.start, generated.end, tables=tables,
+            server_id=ctx.next_server_id()).to_json())
+    library = out.get("library", {}).get("rows_per_s")
+    for reader in ("read_changes", "fast"):
+        entry = out.get(reader, {})
+        if library and "rows_per_s" in entry:
+            entry["ratio_to_library"] = round(entry["rows_per_s"] / library, 3)
+            entry["same_rows_as_library"] = entry["rows"] == out["library"]["rows"]
+    return out
+
+
+def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from replicator.source.throwaway import ThrowawayMariaDB
+
+    sections = [s for s in SECTIONS if s in args.only.split(",")]
+    sizes = sizes_from(args)
+    workdir = Path(tempfile.mkdtemp(prefix="replicator-bench-"))
+    results: dict[str, Any] = {}
+    try:
+        with ThrowawayMariaDB(extra_args=SERVER_ARGS) as server:
+            with server.root_connection() as connection, connection.cursor() as cursor:
+                cursor.execute("SELECT VERSION()")
+                server_version = str(cursor.fetchone()[0])
+            results["environment"] = describe(server_version)
+            results["sizes"] = dataclasses.asdict(sizes)
+            results["sections"] = sections
+            results["seed"] = args.seed
+            ctx = BenchContext(server, workdir, sizes)
+            generated = None
+            if "decode" in sections or "e2e" in sections:
+                print(f"bench: generating {sizes.changes:,} changes ...", file=sys.stderr, flush=True)
+                generated = workload.generate(server.socket, "bench", sizes.changes, seed=args.seed)
+                results["workload"] = generated.to_json()
+            library_rate = None
+            if "decode" in sections and generated is not None:
+                decoded = _section(results, "decode", lambda: _decode(ctx, generated))
+                library_rate = (decoded.get("library") or {}).get("rows_per_s")
+            if "e2e" in sections and generated is not None:
+                from bench.e2e import run_e2e
+
+                results["e2e"] = {}
+                for target, label in (("duckdb", "duckdb"), ("snowflake", "fakesnow")):
+                    _section(results["e2e"], label,
+                             lambda t=target: run_e2e(ctx, generated, t, library_rate))
+            if "latency" in sections:
+                from bench.latency import run_latency
+
+                _section(results, "latency", lambda: run_latency(ctx))
+            if "snapshot" in sections or "bigtxn" in sections:
+                from bench import snapshot
+
+                filled = snapshot.fill_table(ctx, sizes.snapshot_rows)
+                if "snapshot" in sections:
+                    _section(results, "snapshot", lambda: snapshot.run_snapshot(
+                        ctx, sizes.snapshot_rows, library_rate, filled))
+                if "bigtxn" in sections:
+                    _section(results, "big_transaction", lambda: snapshot.run_big_transaction(
+                        ctx, sizes.snapshot_rows, filled))
+            if "startup" in sections:
+                from bench.pipelines import write_pipeline
+                from bench.startup import run_startup
+
+                pipeline = write_pipeline(
+                    workdir / "bench-startup.yaml", name="bench-startup", database="bench",
+                    target="duckdb", start="initial", server_id=ctx.next_server_id())
+                _section(results, "startup", lambda: run_startup(ctx, pipeline))
+    finally:
+        results["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+        if args.keep:
+            print(f"bench: work directory kept: {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    failed = sorted(_failures(results))
+    results["failed"] = failed
+    return results, 1 if failed else 0
+
+
+def _failures(results: dict[str, Any], prefix: str = "") -> list[str]:
+    found = []
+    for key, value in results.items():
+        if isinstance(value, dict):
+            if "error" in value:
+                found.append(prefix + key)
+            else:
+                found.extend(_failures(value, f"{prefix}{key}."))
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    results, status = run(args)
+    out = args.out or RESULTS_DIR / f"{dt.date.today().isoformat()}.json"
+    write_json(results, out)
+    print(render_table(results))
+    print(f"\nresults: {out}" + (f"\nfailed: {', '.join(results['failed'])}" if status else ""))
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,126 @@
+"""The initial snapshot of a 1M-row table, and a 1M-row single transaction streamed.
+
+The table has the workload's ``orders`` columns (DECIMAL(12,2), ENUM, utf8mb4 VARCHAR with a
+quote and an emoji, NULLs, DATETIME(6), TIMESTAMP), filled server-side from MariaDB's
+``seq_1_to_N`` sequence table in ONE ``INSERT ... SELECT``: that statement is also the big
+single transaction (its binlog range holds N row changes in multi-row events).
+
+- ``snapshot``: ``replicator run --until-caught-up`` with ``start: initial``; the rate is the
+  rows of the snapshot batches over the time from the "snapshot of ..." notice to the last
+  snapshot batch line.
+- ``big_transaction``: ``replicator run --until-caught-up --snapshot never`` from the position
+  before the INSERT: one micro-batch holds the whole transaction (a batch never splits one),
+  which is the peak-memory case (issue 8: under 3 GiB for all processes together).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from bench.context import BenchContext, replicator_command
+from bench.e2e import RUN_TIMEOUT_S, batch_reports, duckdb_counts, notices, phase_split
+from bench.pipelines import write_pipeline
+from bench.procmon import run_monitored
+from bench.workload import TABLES, connect_root, head
+from replicator.model.changes import BinlogPosition
+
+DATABASE = "bench_snapshot"
+ORDERS = next(spec for spec in TABLES if spec.name == "orders")
+
+# Every column from the row number; no value goes through Python.
+_FILL = """INSERT INTO `{database}`.`orders`
+  (id, customer_id, status, amount, discount, note, created_at, updated_at)
+SELECT seq, seq MOD 100000,
+  ELT(1 + seq MOD 4, 'new', 'paid', 'shipped', 'cancelled'),
+  (seq * 7919 MOD 100000000) / 100,
+  IF(seq MOD 3 = 0, NULL, (seq MOD 500) / 100),
+  IF(seq MOD 5 = 0, NULL, CONCAT('order ', seq, ' for O''Brien 🚀')),
+  TIMESTAMP('2024-01-01') + INTERVAL seq SECOND + INTERVAL (seq * 37 MOD 1000000) MICROSECOND,
+  FROM_UNIXTIME(1700000000 + seq)
+FROM seq_1_to_{rows}"""
+
+
+def fill_table(ctx: BenchContext, rows: int) -> tuple[BinlogPosition, BinlogPosition, float]:
+    """A fresh ``bench_snapshot.orders`` with ``rows`` rows; (head before, head after, seconds)."""
+    connection = connect_root(ctx.server.socket)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS `{DATABASE}`")
+            cursor.execute(f"CREATE DATABASE `{DATABASE}` CHARACTER SET utf8mb4")
+            cursor.execute(f"USE `{DATABASE}`")
+            cursor.execute(ORDERS.ddl)
+            before = head(connection)
+            started = time.perf_counter()
+            cursor.execute(_FILL.format(database=DATABASE, rows=int(rows)))
+            seconds = time.perf_counter() - started
+            return before, head(connection), seconds
+    finally:
+        connection.close()
+
+
+def _run(ctx: BenchContext, name: str, start: BinlogPosition | str, *extra: str) -> Any:
+    pipeline = write_pipeline(
+        ctx.workdir / f"{name}.yaml", name=name, database=DATABASE, tables=(ORDERS,),
+        target="duckdb", start=start, server_id=ctx.next_server_id(),
+    )
+    return run_monitored(
+        [*replicator_command(), "run", str(pipeline), "--until-caught-up", "--log-format",
+         "json", *extra],
+        env=ctx.environment(), cwd=str(ctx.workdir), timeout=RUN_TIMEOUT_S,
+    )
+
+
+def run_snapshot(ctx: BenchContext, rows: int, library_rate: float | None,
+                 filled: tuple[BinlogPosition, BinlogPosition, float] | None = None) -> dict[str, Any]:
+    fill_seconds = (filled or fill_table(ctx, rows))[2]
+    name = "bench-snapshot"
+    outcome = _run(ctx, name, "initial")
+    result: dict[str, Any] = {"rows": rows, "fill_seconds": round(fill_seconds, 2),
+                              "returncode": outcome.returncode,
+                              "wall_seconds": round(outcome.wall_seconds, 3)}
+    if outcome.returncode != 0:
+        result["error"] = outcome.tail()
+        return result
+    reports = batch_reports(outcome, "snapshot")
+    started = next((at for at, text in notices(outcome) if text.startswith("snapshot of")), None)
+    if started is None and reports:
+        started = reports[0][0] - float(reports[0][1]["seconds"])
+    copied = sum(int(r["rows"]) for _, r in reports)
+    seconds = (reports[-1][0] - started) if reports and started is not None else 0.0
+    result.update({
+        "chunks": len(reports),
+        "snapshot_rows": copied,
+        "snapshot_seconds": round(seconds, 3),
+        "rows_per_s": round(copied / seconds, 1) if seconds else 0.0,
+        "rows_per_s_wall": round(copied / outcome.wall_seconds, 1),
+        "phases_seconds": phase_split(outcome, "snapshot")["phases_seconds"],
+        "usage": outcome.usage.to_json(),
+        "cpu_s_per_1k_rows": round(1000 * outcome.usage.cpu_seconds / copied, 3) if copied else None,
+    })
+    if library_rate:
+        result["ratio_to_library_decode"] = round(result["rows_per_s"] / library_rate, 3)
+    target = duckdb_counts(ctx.workdir / f"{name}.duckdb", ["orders"])
+    result["target_rows"] = target.get("orders")
+    result["target_matches_source"] = target.get("orders") == rows
+    return result
+
+
+def run_big_transaction(ctx: BenchContext, rows: int,
+                        filled: tuple[BinlogPosition, BinlogPosition, float] | None = None,
+                        ) -> dict[str, Any]:
+    before, after, _ = filled or fill_table(ctx, rows)
+    outcome = _run(ctx, "bench-big-transaction", before, "--snapshot", "never")
+    result: dict[str, Any] = {"rows": rows, "range": f"{before}..{after}",
+                              "returncode": outcome.returncode,
+                              "wall_seconds": round(outcome.wall_seconds, 3)}
+    if outcome.returncode != 0:
+        result["error"] = outcome.tail()
+        result["usage"] = outcome.usage.to_json()
+        return result
+    split = phase_split(outcome)
+    result.update(split)
+    result["changes_per_s"] = round(split["changes"] / outcome.wall_seconds, 1)
+    result["usage"] = outcome.usage.to_json()
+    result["peak_rss_gib"] = round(outcome.usage.peak_rss_bytes / 2**30, 3)
+    return result
