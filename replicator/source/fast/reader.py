@@ -77,11 +77,13 @@ def read_changes_fast(
     server_id: int,
     stats: ValueStats | None = None,
     counters: FastDecodeCounters | None = None,
+    force_library: bool = False,
 ) -> Iterator[ChangeEvent | SchemaChange]:
     """``read_changes``, decoded by the fast path (same arguments, same events).
 
     ``counters`` (optional) receives what was decoded here and what went to the library; the
-    process-wide ``counters.TOTALS`` always does.
+    process-wide ``counters.TOTALS`` always does. ``force_library``: decode every rows event
+    with the library (the differential tests compare both ways of the same reader).
     """
     import pymysql
 
@@ -174,13 +176,14 @@ def read_changes_fast(
                         hint="resume only from positions replicator recorded",
                     )
                 codec = shape.codec
-                if codec is None or kind == PARTIAL_UPDATE:
+                if codec is None or kind == PARTIAL_UPDATE or force_library:
+                    reason = "forced" if force_library else "partial JSON update"
                     decoded = library.rows(packet, shape.library_table, shape.name, zero_dates)
                     changes.extend(decoded)
                     local.rows_library += len(decoded)
                     local.events_library += 1
                     local.fallback_reasons[
-                        f"{shape.name}: {shape.fallback_reason or 'partial JSON update'}"] += 1
+                        f"{shape.name}: {shape.fallback_reason or reason}"] += 1
                     continue
                 pos = _BODY + post_header[kind]
                 if kind >= WRITE_V2:
