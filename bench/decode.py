@@ -33,6 +33,7 @@ class DecodeResult:
     seconds: float
     cpu_seconds: float
     note: str = ""
+    counters: dict[str, Any] | None = None  # the fast decoder's own counters
 
     @property
     def rate(self) -> float:
@@ -45,6 +46,7 @@ class DecodeResult:
             "rows_per_s": round(self.rate, 1),
             "cpu_s_per_1k": round(1000 * self.cpu_seconds / self.rows, 4) if self.rows else None,
             "note": self.note,
+            **({"counters": self.counters} if self.counters is not None else {}),
         }
 
 
@@ -159,6 +161,10 @@ def decode_fast(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,
     kwargs: dict[str, Any] = {"start": start, "end": end, "tables": list(tables),
                               "server_id": server_id}
     accepted = inspect.signature(reader).parameters
+    counters = None
+    if "counters" in accepted and hasattr(module, "FastDecodeCounters"):
+        counters = module.FastDecodeCounters()  # what it decoded itself vs the library
+        kwargs["counters"] = counters
     kwargs = {k: v for k, v in kwargs.items() if k in accepted}
 
     def run() -> tuple[int, int]:
@@ -173,4 +179,45 @@ def decode_fast(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,
                 values += _touch(item.before) + _touch(item.after)
         return rows, values
 
-    return _timed("fast", run, f"{FAST_PACKAGE}.{name}")
+    result = _timed("fast", run, f"{FAST_PACKAGE}.{name}")
+    if counters is not None and hasattr(counters, "as_dict"):
+        result.counters = counters.as_dict()
+    return result
+
+
+def _digest(changes: Iterable[Any], limit: int) -> tuple[int, str]:
+    """(changes, sha256) over the first ``limit`` ChangeEvents: every field, typed values.
+
+    ``repr`` keeps the types apart (Decimal('1.0') vs 1.0, aware vs naive datetimes)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    count = 0
+    for change in changes:
+        if not (hasattr(change, "op") and hasattr(change, "after")):
+            continue
+        for image in (change.before, change.after):
+            digest.update(repr(None if image is None else sorted(image.items())).encode())
+        digest.update(repr((change.table, change.op, str(change.position), change.row_index,
+                            change.ts_ms, str(change.end_position))).encode())
+        count += 1
+        if count >= limit:
+            break
+    return count, digest.hexdigest()
+
+
+def compare_fast_with_read_changes(source: MySQLSource, start: BinlogPosition,
+                                   end: BinlogPosition, *, tables: Iterable[str],
+                                   server_ids: tuple[int, int], limit: int) -> dict[str, Any]:
+    """Untimed: do the fast decoder and ``read_changes`` yield identical ChangeEvents?"""
+    from replicator.source.binlog import read_changes
+
+    module = importlib.import_module(FAST_PACKAGE)
+    fast = module.read_changes
+    names = list(tables)
+    slow_count, slow_digest = _digest(
+        read_changes(source, start=start, end=end, tables=names, server_id=server_ids[0]), limit)
+    fast_count, fast_digest = _digest(
+        fast(source, start=start, end=end, tables=names, server_id=server_ids[1]), limit)
+    return {"changes_compared": min(slow_count, fast_count),
+            "identical": slow_count == fast_count and slow_digest == fast_digest}

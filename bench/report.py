@@ -56,6 +56,10 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
         target = {"fast": " (target >= 10x, stretch 15x)"}.get(reader, "")
         yield ("decode", reader, _fmt(entry["rows_per_s"], "rows/s"),
                f"{ratio}{target}; {entry['cpu_s_per_1k']} cpu s/1k")
+    identical = decode.get("fast_identical_to_read_changes")
+    if identical and "error" not in identical:
+        yield ("decode", "fast == read_changes", str(identical["identical"]),
+               f"first {identical['changes_compared']:,} ChangeEvents, every field (untimed)")
     for target_name, entry in (results.get("e2e") or {}).items():
         section = f"e2e {target_name}"
         if "error" in entry:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import importlib
 import os
 import shutil
 import sys
@@ -96,6 +97,12 @@ def _decode(ctx: BenchContext, generated: workload.WorkloadResult) -> dict[str, 
         _section(out, "fast", lambda: decode.decode_fast(
             source, generated.start, generated.end, tables=tables,
             server_id=ctx.next_server_id()).to_json())
+        if hasattr(importlib.import_module(decode.FAST_PACKAGE), "read_changes"):
+            _section(out, "fast_identical_to_read_changes",
+                     lambda: decode.compare_fast_with_read_changes(
+                         source, generated.start, generated.end, tables=tables,
+                         server_ids=(ctx.next_server_id(), ctx.next_server_id()),
+                         limit=ctx.sizes.verify_changes))
     library = out.get("library", {}).get("rows_per_s")
     for reader in ("read_changes", "fast"):
         entry = out.get(reader, {})
