@@ -15,3 +15,12 @@ pytest_plugins = [
     for name in ("tests.fixtures.mariadb", "tests.fixtures.spark")
     if importlib.util.find_spec(name) is not None
 ]
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="rewrite tests/golden/<pipeline>/<dialect>/<table>.sql from the current plans",
+    )

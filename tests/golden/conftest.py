@@ -1,21 +1,10 @@
-"""``pytest tests/golden --update-golden`` rewrites the golden SQL files from the plans.
-
-(``UPDATE_GOLDEN=1 pytest ...`` does the same from any directory: pytest only reads this
-option when tests/golden is on the command line.)
-"""
+"""``pytest --update-golden`` (or ``UPDATE_GOLDEN=1 pytest``) rewrites the golden SQL files
+from the plans; the option itself is declared in ``tests/conftest.py`` so it works from the
+repository root. Review the diff before committing it."""
 
 import os
 
 import pytest
-
-
-def pytest_addoption(parser):
-    parser.addoption(
-        "--update-golden",
-        action="store_true",
-        default=False,
-        help="rewrite tests/golden/<pipeline>/<dialect>/<table>.sql from the current plans",
-    )
 
 
 @pytest.fixture()

@@ -39,10 +39,10 @@ def test_sql_matches_golden(pipeline_file, update_golden):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(sql, encoding="utf-8")
     for path, sql in expected.items():
-        assert path.exists(), f"{path} missing: run pytest tests/golden --update-golden"
+        assert path.exists(), f"{path} missing: run pytest --update-golden"
         assert path.read_text(encoding="utf-8") == sql, (
             f"{path.relative_to(ROOT)} differs from the plan: review the change, then "
-            "pytest tests/golden --update-golden"
+            "pytest --update-golden"
         )
     stale = set((GOLDEN / pipeline_file.stem).rglob("*.sql")) - set(expected)
     if update_golden:
