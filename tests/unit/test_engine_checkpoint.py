@@ -1,0 +1,55 @@
+"""The checkpoint directory: start state round trip, 0700, Spark's offset log, epochs."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+from replicator.engine.checkpoint import (
+    EPOCH_SPAN,
+    CheckpointDir,
+    StartState,
+    epoch_of,
+    sink_batch_id,
+    snapshot_batch_id,
+)
+from replicator.model.changes import BinlogPosition
+
+
+def test_start_state_round_trip_and_private_directory(tmp_path):
+    checkpoint = CheckpointDir(tmp_path / "ckpt" / "pipe")
+    assert checkpoint.load_start() is None
+    state = StartState(BinlogPosition("mysql-bin.000003", 1234), "pending", epoch=2,
+                       chunks_applied={"shop.orders": 3})
+    checkpoint.save_start(state)
+    assert checkpoint.load_start() == state
+    assert stat.S_IMODE(checkpoint.path.stat().st_mode) == 0o700
+
+
+def _spark_log(directory, batch, offset):
+    (directory / "offsets").mkdir(parents=True, exist_ok=True)
+    (directory / "commits").mkdir(parents=True, exist_ok=True)
+    (directory / "offsets" / str(batch)).write_text(
+        "v1\n" + json.dumps({"batchWatermarkMs": 0}) + "\n" + json.dumps(offset)
+    )
+
+
+def test_committed_position_comes_from_spark_logs(tmp_path):
+    checkpoint = CheckpointDir(tmp_path)
+    checkpoint.save_start(StartState(BinlogPosition("mysql-bin.000001", 4), "done"))
+    assert checkpoint.resume_position() == BinlogPosition("mysql-bin.000001", 4)
+    _spark_log(checkpoint.stream_dir, 0, {"file": "mysql-bin.000001", "pos": 900})
+    _spark_log(checkpoint.stream_dir, 1, {"file": "mysql-bin.000002", "pos": 50})
+    (checkpoint.stream_dir / "commits" / "0").write_text("v1\n{}")
+    # batch 1 is planned but not committed: resume from the end of batch 0
+    assert checkpoint.committed() == (0, BinlogPosition("mysql-bin.000001", 900))
+    assert checkpoint.batch_end_offset(1) == {"file": "mysql-bin.000002", "pos": 50}
+    assert checkpoint.resume_position() == BinlogPosition("mysql-bin.000001", 900)
+
+
+def test_epoch_zero_is_the_sink_contract_and_epochs_never_collide():
+    assert sink_batch_id(0, 7) == 7 and snapshot_batch_id(0, 0) == -1
+    assert snapshot_batch_id(0, 4) == -5
+    assert sink_batch_id(1, 0) == EPOCH_SPAN
+    assert {epoch_of(sink_batch_id(3, 12)), epoch_of(snapshot_batch_id(3, 12))} == {3}
+    assert epoch_of(snapshot_batch_id(0, 10**6)) == 0
