@@ -40,55 +40,43 @@ def decimal_size(precision: int, scale: int) -> int:
 
 
 def decimal_reader(precision: int, scale: int) -> Callable[[bytes], Decimal]:
+    """A function of a DECIMAL(precision, scale) cell's bytes, generated as one expression
+    over the cell read as a single big-endian integer (the groups are bit fields of it)."""
     intg0, intg0x = divmod(precision - scale, 9)
     frac0, frac0x = divmod(scale, 9)
     size = decimal_size(precision, scale)
     bits = size * 8
     top = 1 << (bits - 1)
-    everything = (1 << bits) - 1
-    frac_bits = (4 * frac0 + DIG2BYTES[frac0x]) * 8
-    frac_mask = (1 << frac_bits) - 1
+    trail_bits = DIG2BYTES[frac0x] * 8
+    frac_bits = 32 * frac0 + trail_bits
     # The integer part: a leading group of intg0x digits, then intg0 groups of 9 digits
-    # (4 bytes each); the fraction: frac0 groups of 9, then a trailing group of frac0x.
-    int_groups = intg0 + (1 if intg0x else 0)
-    frac_groups = [(32 * (frac0 - 1 - k) + DIG2BYTES[frac0x] * 8, 10 ** (9 * (frac0 - 1 - k) + frac0x))
-                   for k in range(frac0)]
-    trail_mask = (1 << (DIG2BYTES[frac0x] * 8)) - 1
-
-    def integer_part(raw: int) -> int:
-        value = 0
-        for k in range(intg0):
-            value += ((raw >> (32 * k)) & 0xFFFFFFFF) * 10 ** (9 * k)
-        if intg0x:
-            value += (raw >> (32 * intg0)) * 10 ** (9 * intg0)
-        return value
-
-    def fraction_part(raw: int) -> int:
-        value = raw & trail_mask if frac0x else 0
-        for shift, weight in frac_groups:
-            value += ((raw >> shift) & 0xFFFFFFFF) * weight
-        return value
-
-    simple_int = int_groups <= 1 and not intg0  # the integer part is one short group
-    template = "{}{}.{:0" + str(scale) + "d}" if scale else "{}{}"
-
-    def read(data: bytes) -> Decimal:
-        number = int.from_bytes(data, "big")
-        if number & top:
-            sign = ""
-            number ^= top
-        else:
-            sign = "-"
-            number ^= everything ^ top
-        whole = number >> frac_bits
-        if not simple_int:
-            whole = integer_part(whole)
-        if scale:
-            return Decimal(template.format(sign, whole, fraction_part(number & frac_mask)))
-        return Decimal(template.format(sign, whole))
-
-    read.size = size  # type: ignore[attr-defined]
-    return read
+    # (4 bytes each), weighted by powers of 10**9 from the right.
+    whole_terms = [f"((n >> {frac_bits + 32 * k}) & 0xFFFFFFFF) * {10 ** (9 * k)}"
+                   for k in range(intg0)]
+    if intg0x:
+        whole_terms.append(f"(n >> {frac_bits + 32 * intg0}) * {10 ** (9 * intg0)}")
+    # The fraction: frac0 groups of 9 digits, then a trailing group of frac0x digits.
+    frac_terms = [f"((n >> {trail_bits + 32 * (frac0 - 1 - k)}) & 0xFFFFFFFF) * "
+                  f"{10 ** (9 * (frac0 - 1 - k) + frac0x)}" for k in range(frac0)]
+    if frac0x:
+        frac_terms.append(f"(n & {(1 << trail_bits) - 1})")
+    whole = " + ".join(whole_terms) or "0"
+    text = f'f"{{sign}}{{{whole}}}' + (f'.{{{" + ".join(frac_terms)}:0{scale}d}}"' if scale
+                                          else '"')
+    source = (
+        "def read(data):\n"
+        "    n = from_bytes(data, 'big')\n"
+        f"    if n & {top}:\n"
+        "        sign = ''\n"
+        f"        n ^= {top}\n"
+        "    else:\n"
+        "        sign = '-'\n"
+        f"        n ^= {(1 << bits) - 1 - top}\n"  # negative values are stored inverted
+        f"    return Decimal({text})\n"
+    )
+    namespace: dict[str, Any] = {"from_bytes": int.from_bytes, "Decimal": Decimal}
+    exec(compile(source, f"<DECIMAL({precision},{scale})>", "exec"), namespace)
+    return namespace["read"]  # type: ignore[no-any-return]
 
 
 def _micros(fraction: int, fsp: int) -> int:

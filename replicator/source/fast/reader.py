@@ -113,10 +113,10 @@ def read_changes_fast(
 
     checksum = 4 if stream.use_checksum else 0
     library = Library(dbms=stream.dbms, use_checksum=stream.use_checksum)
-    post_header = {TABLE_MAP: 8, QUERY: 13, WRITE_V1: 8, UPDATE_V1: 8, DELETE_V1: 8,
-                   WRITE_V2: 10, UPDATE_V2: 10, DELETE_V2: 10, PARTIAL_UPDATE: 10}
+    post_header = {TABLE_MAP: 8, QUERY: 13, WRITE_V1: 8, WRITE_V2: 10}
+    rows_v1, rows_v2 = _BODY + 8, _BODY + 10  # where a rows event's body starts
     current: dict[int, tablemap.TableShape | None] = {}  # table id -> shape (None: filtered)
-    included: dict[int, bool] = {}  # id(shape) -> wanted by this reader
+    maps: dict[bytes, tuple] = {}  # this reader's Table_maps: body -> (table id, shape/None)
     cached_shape = tablemap.cached_shape
 
     file = start.file
@@ -132,15 +132,17 @@ def read_changes_fast(
         boundary = BinlogPosition(file, log_pos)
         common = {"position": tx_start, "ts_ms": timestamp * 1000, "gtid": tx_gtid,
                   "transaction_id": tx_gtid or str(tx_start), "end_position": boundary}
-        make = _change_event
+        # ChangeEvents without their generated __init__: see _change_event.
         for row_index, (table_name, op, before, after) in enumerate(changes):
-            fields = common.copy()
+            event = _new(ChangeEvent)
+            fields = event.__dict__
             fields["table"] = table_name
             fields["op"] = op
+            fields.update(common)
             fields["row_index"] = row_index
             fields["before"] = before
             fields["after"] = after
-            yield make(fields)
+            yield event
         changes.clear()
         tx_start = None
 
@@ -149,21 +151,24 @@ def read_changes_fast(
             timestamp, kind, event_server, size, log_pos, _flags = _HEADER(packet, 1)
             if kind == TABLE_MAP:
                 body = packet[_BODY:len(packet) - checksum]
-                shape = cached_shape(body)
-                if shape is None:
-                    table_id, name = tablemap.map_names(body, post_header[TABLE_MAP])
-                    if wanted is not None and name.lower() not in wanted:
-                        current[table_id] = None
-                        continue
-                    shape = tablemap.parse_shape(body, packet, library)
-                    local.table_maps_parsed += 1
+                seen = maps.get(body)
+                if seen is None:
+                    shape = cached_shape(body)
+                    if shape is None:
+                        table_id, name = tablemap.map_names(body, post_header[TABLE_MAP])
+                        if wanted is not None and name.lower() not in wanted:
+                            seen = maps[body] = (table_id, None)
+                            current[table_id] = None
+                            continue
+                        shape = tablemap.parse_shape(body, packet, library)
+                        local.table_maps_parsed += 1
+                    keep = wanted is None or shape.name.lower() in wanted
+                    seen = maps[body] = (shape.table_id, shape if keep else None)
+                    if len(maps) > tablemap.MAX_SHAPES:
+                        maps.clear()
                 else:
                     local.table_maps_cached += 1
-                keep = included.get(id(shape))
-                if keep is None:
-                    keep = wanted is None or shape.name.lower() in wanted
-                    included[id(shape)] = keep
-                current[shape.table_id] = shape if keep else None
+                current[seen[0]] = seen[1]
                 continue
             if kind in _ROWS:
                 shape = current.get(int.from_bytes(packet[_BODY:_BODY + 6], "little"))
@@ -185,8 +190,10 @@ def read_changes_fast(
                     local.fallback_reasons[
                         f"{shape.name}: {shape.fallback_reason or reason}"] += 1
                     continue
-                pos = _BODY + post_header[kind]
-                if kind >= WRITE_V2:
+                if kind < WRITE_V2:
+                    pos = rows_v1
+                else:
+                    pos = rows_v2
                     pos += (packet[_BODY + 8] | packet[_BODY + 9] << 8) - 2
                 columns = packet[pos]
                 if columns >= 251 or columns != shape.columns:
@@ -289,6 +296,8 @@ def read_changes_fast(
                     if event_kind - 1 < len(lengths) and lengths[event_kind - 1]:
                         post_header[event_kind] = max(post_header[event_kind],
                                                       lengths[event_kind - 1])
+                rows_v1 = _BODY + post_header[WRITE_V1]
+                rows_v2 = _BODY + post_header[WRITE_V2]
                 continue
             if kind in MARIADB_COMPRESSED:
                 raise SourceError(
