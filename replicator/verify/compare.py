@@ -1,0 +1,238 @@
+"""Source vs target, per key range, down to the differing keys.
+
+Per table: the source is read in key order, ``segment_rows`` rows at a time (keyset
+pagination); each page's key range ``(previous upper, this upper]`` is read from the target
+too. Both sides are brought to one canonical form (``normalize``: the source through the very
+converters staging uses, so masks, DECIMAL scale, TIMESTAMP UTC, TIME text, BIT bytes match)
+and compared: equal ranges cost one pass over their rows; a range that differs is narrowed to
+its keys, each reported as missing, extra or different (with both values of each column).
+Keys whose order the warehouse does not share (strings under MySQL collations, masked keys)
+are compared as one range.
+
+``--wait``: keys that differ are looked up again on both sides until they agree or the
+deadline passes (replication may be live); what still differs is reported with the lag
+between the target's last applied batch and the binlog head.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from replicator.model.catalog import SourceTable
+from replicator.model.pipeline import Pipeline
+from replicator.plan.model import PlannedColumn, TablePlan
+from replicator.verify.normalize import (
+    keeps_key_order,
+    source_parameter,
+    source_row_form,
+    target_row_form,
+)
+from replicator.verify.report import (
+    ColumnDifference,
+    KeyDifference,
+    Lag,
+    TableReport,
+    VerifyReport,
+)
+from replicator.verify.source_side import SourceReader
+from replicator.verify.target_side import TargetReader, VerifyError
+
+SEGMENT_ROWS = 10_000
+Rows = dict[tuple[Any, ...], tuple[Any, ...]]
+
+
+class TableVerifier:
+    """Compares one table; keeps its readers open for re-checks."""
+
+    def __init__(self, pipeline: Pipeline, source_table: SourceTable, table: TablePlan,
+                 connection: Any, *, end_transaction: bool) -> None:
+        self.table = table
+        self.columns: list[PlannedColumn] = list(table.data_columns)
+        self.key_columns = list(table.key_columns)
+        self._key_at = [self.columns.index(c) for c in self.key_columns]
+        self._source_form = source_row_form(self.columns)
+        self._target_form = target_row_form(self.columns)
+        self._passes: Callable[[dict[str, Any]], bool] | None = None
+        if table.filter:
+            from replicator.plan.filters import compile_filter
+
+            names = [c.source_column for c in self.columns if c.source_column]
+            self._passes = compile_filter(table.filter, [*names, *table.excluded])
+        self.source = SourceReader(pipeline.source, source_table, table)
+        self.target = TargetReader(connection, table, self.columns,
+                                   end_transaction=end_transaction)
+
+    def close(self) -> None:
+        self.source.close()
+
+    # -- one side's rows, canonical, by canonical key ------------------------------------
+    def _key(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(row[i] for i in self._key_at)
+
+    def _source_rows(self, images: Iterable[dict[str, Any]]) -> Rows:
+        rows: Rows = {}
+        for image in images:
+            if self._passes is not None and not self._passes(image):
+                continue  # filtered out: replication keeps it out of the target
+            row = self._source_form(image)
+            rows[self._key(row)] = row
+        return rows
+
+    def _target_rows(self, fetched: Iterable[Sequence[Any]]) -> Rows:
+        rows: Rows = {}
+        for values in fetched:
+            row = self._target_form(values)
+            rows[self._key(row)] = row
+        return rows
+
+    # -- comparing ----------------------------------------------------------------------
+    def _differences(self, source: Rows, target: Rows,
+                     keys: Iterable[tuple[Any, ...]] | None = None) -> list[KeyDifference]:
+        names = [c.source_column or c.target_column for c in self.key_columns]
+        wanted = keys if keys is not None else sorted(set(source) | set(target), key=_sort_key)
+        found = []
+        for key in wanted:
+            named = dict(zip(names, key, strict=True))
+            in_source, in_target = source.get(key), target.get(key)
+            if in_source == in_target:
+                continue
+            if in_target is None:
+                found.append(KeyDifference("missing", named))
+            elif in_source is None:
+                found.append(KeyDifference("extra", named))
+            else:
+                found.append(KeyDifference("different", named, tuple(
+                    ColumnDifference(column.target_column, a, b)
+                    for column, a, b in zip(self.columns, in_source, in_target, strict=True)
+                    if a != b
+                )))
+        return found
+
+    def compare(self, report: TableReport, segment_rows: int) -> None:
+        if not keeps_key_order(self.key_columns):
+            self._compare_range(report, self.source.everything(), None, None)
+            return
+        after: tuple[Any, ...] | None = None  # source-typed: MySQL's own key order
+        lower: tuple[Any, ...] | None = None  # the same bound, target-typed
+        while True:
+            page = self.source.page(after, segment_rows)
+            full = len(page) == segment_rows
+            upper = self._key(self._source_form(page[-1])) if full else None
+            self._compare_range(report, page, lower, upper)
+            if not full:
+                return
+            after, lower = self.source.key_of(page[-1]), upper
+
+    def _compare_range(self, report: TableReport, images: Iterable[dict[str, Any]],
+                       lower: tuple[Any, ...] | None, upper: tuple[Any, ...] | None) -> None:
+        source = self._source_rows(images)
+        target = self._target_rows(self.target.range(lower, upper))
+        report.segments += 1
+        report.source_rows += len(source)
+        report.target_rows += len(target)
+        if source != target:
+            report.differing_segments += 1
+            report.differences += self._differences(source, target)
+
+    def recheck(self, differences: Sequence[KeyDifference]) -> list[KeyDifference]:
+        """Look the keys up again on both sides; what still differs."""
+        keys = [tuple(d.key.values()) for d in differences]
+        if any(c.mask for c in self.key_columns):  # a hashed key cannot be looked up in MySQL
+            fresh = TableReport(self.table.source_name, "")
+            self.compare(fresh, SEGMENT_ROWS)
+            return fresh.differences
+        source = self._source_rows(
+            self.source.lookup([tuple(source_parameter(v) for v in key) for key in keys]))
+        target = self._target_rows(self.target.lookup(keys))
+        return self._differences(source, target, keys)
+
+
+def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((value is None, str(type(value)), value if value is not None else 0)
+                 for value in key)
+
+
+def _lag(pipeline: Pipeline, sink: Any, table: TablePlan) -> Lag:
+    from replicator.engine.progress import lag_behind
+    from replicator.errors import ReplicatorError
+    from replicator.model.changes import BinlogPosition
+    from replicator.source.positions import current_position
+
+    head = current_position(pipeline.source)
+    try:
+        last = sink.last_applied(table)
+    except ReplicatorError:
+        last = None
+    offset = (last or {}).get("end_offset")
+    if not offset or "file" not in offset:
+        return Lag(applied=None, head=str(head))
+    applied = BinlogPosition.from_offset(offset)
+    behind = lag_behind(pipeline.source, applied, head)
+    return Lag(applied=str(applied), head=str(head), lag_bytes=behind.bytes,
+               lag_files=behind.files)
+
+
+def verify_pipeline(
+    pipeline: Pipeline,
+    *,
+    tables: Sequence[str] | None = None,
+    wait_s: float = 0.0,
+    segment_rows: int = SEGMENT_ROWS,
+    sink: Any = None,
+) -> VerifyReport:
+    """Compare every (or the named) table of the pipeline: source vs target, key by key.
+
+    ``sink``: an open sink to read the target through (default: ``open_sink``, closed
+    afterwards). ``wait_s``: re-check differing keys until they agree or this many seconds
+    have passed. Raises ``VerifyError`` (exit 2) when it cannot compare.
+    """
+    from replicator.engine.runner import load_plan
+    from replicator.sink import open_sink
+
+    catalog, plan = load_plan(pipeline)
+    chosen = list(plan.tables)
+    if tables:
+        try:
+            chosen = list(dict.fromkeys(plan.table(name) for name in tables))
+        except KeyError as exc:
+            raise VerifyError(
+                f"pipeline {pipeline.name} has no table {exc.args[0]!r}",
+                hint="--table takes a source name (db.table) or a target table name: "
+                + ", ".join(t.source_name for t in plan.tables),
+            ) from None
+    own_sink = sink is None
+    if sink is None:
+        sink = open_sink(pipeline, plan)
+    report = VerifyReport(pipeline.name)
+    verifiers: dict[str, TableVerifier] = {}
+    try:
+        for table in chosen:
+            source_table = catalog.table(table.source_database, table.source_table)
+            assert source_table is not None  # load_plan checked
+            started = time.perf_counter()
+            verifier = TableVerifier(pipeline, source_table, table, sink.connection,
+                                     end_transaction=plan.target_kind == "snowflake")
+            verifiers[table.source_name] = verifier
+            table_report = TableReport(table.source_name, ".".join(table.target_parts))
+            verifier.compare(table_report, segment_rows)
+            table_report.seconds = time.perf_counter() - started
+            report.tables.append(table_report)
+        deadline = time.monotonic() + wait_s
+        while not report.equal and time.monotonic() < deadline:
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+            for table_report in report.tables:
+                if table_report.differences:
+                    table_report.differences = verifiers[table_report.source_table].recheck(
+                        table_report.differences)
+                    table_report.rechecks += 1
+        for table_report in report.tables:
+            if table_report.differences:
+                table_report.lag = _lag(pipeline, sink, plan.table(table_report.source_table))
+    finally:
+        for verifier in verifiers.values():
+            verifier.close()
+        if own_sink:
+            sink.close()
+    return report

@@ -1,0 +1,121 @@
+"""Reading the source side of a comparison: MySQL rows typed exactly as replication types them.
+
+Rows come back as the text the server sends and are typed by ``source.values``'
+``snapshot_converter`` (the snapshot's own path, which equals the binlog path value for
+value), in a session whose time zone is UTC, so TIMESTAMPs are instants. Pages are cut by
+keyset pagination (``WHERE key > last ORDER BY key LIMIT n``), which walks the primary-key
+index; no page holds the table open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from replicator.errors import SourceError
+from replicator.model.catalog import SourceTable
+from replicator.model.pipeline import MySQLSource
+from replicator.plan.model import TablePlan
+from replicator.source.connection import classify_error, connection_settings, is_mariadb
+from replicator.source.snapshot import quote_identifier
+from replicator.source.values import ZeroDates, snapshot_converter
+
+# Keys per `WHERE key IN (...)` lookup.
+LOOKUP_BATCH = 500
+
+
+def _key_sql(key_columns: Sequence[str]) -> str:
+    inner = ", ".join(quote_identifier(column) for column in key_columns)
+    return f"({inner})" if len(key_columns) > 1 else inner
+
+
+def _marks(count: int) -> str:
+    return "(" + ", ".join(["%s"] * count) + ")" if count > 1 else "%s"
+
+
+class SourceReader:
+    """Rows of one replicated table, as dicts by source column name."""
+
+    def __init__(self, source: MySQLSource, table: SourceTable, plan: TablePlan) -> None:
+        import pymysql
+
+        self.source = source
+        self.table = table
+        self.key = tuple(plan.source_key)
+        wanted = [c.source_column for c in plan.data_columns if c.source_column]
+        if plan.filter:  # the row filter may read excluded columns
+            wanted += list(plan.excluded)
+        columns = []
+        for name in dict.fromkeys(wanted):
+            column = table.column(name)
+            if column is None:
+                raise SourceError(f"{table.name} has no column {name!r} any more",
+                                  hint="run `replicator plan` to see the live schema")
+            columns.append(column)
+        self.names = [c.name for c in columns]
+        self._select = (
+            f"SELECT {', '.join(quote_identifier(n) for n in self.names)} FROM "
+            f"{quote_identifier(table.database)}.{quote_identifier(table.table)}"
+        )
+        self._order = " ORDER BY " + ", ".join(quote_identifier(c) for c in self.key)
+        settings = connection_settings(source)
+        from pymysql.converters import conversions
+
+        # Values as the server sends them (text/bytes), for snapshot_converter to type.
+        settings["conv"] = {k: v for k, v in conversions.items() if not isinstance(k, int)}
+        settings["init_command"] = "SET SESSION time_zone = '+00:00'"
+        try:
+            self._connection = pymysql.connect(**settings)
+        except pymysql.err.MySQLError as exc:
+            raise classify_error(exc, source, doing=f"connecting to verify {table.name}") from exc
+        zero_dates = ZeroDates(source.zero_dates)
+        mariadb = is_mariadb(self._connection)
+        self._converters = [
+            snapshot_converter(c.mysql_type, table=table.name, column=c.name,
+                               zero_dates=zero_dates, mariadb=mariadb)
+            for c in columns
+        ]
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        import pymysql
+
+        try:
+            with self._connection.cursor() as cursor:
+                cursor.execute(sql, list(params))
+                raw = cursor.fetchall()
+        except pymysql.err.MySQLError as exc:
+            raise classify_error(exc, self.source, doing=f"reading {self.table.name}") from exc
+        names, converters = self.names, self._converters
+        return [
+            {n: v if v is None or f is None else f(v)
+             for n, f, v in zip(names, converters, row, strict=True)}
+            for row in raw
+        ]
+
+    def page(self, after: tuple[Any, ...] | None, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` rows with key > ``after`` (None: from the start), in key order."""
+        where, params = "", []
+        if after is not None:
+            where = f" WHERE {_key_sql(self.key)} > {_marks(len(self.key))}"
+            params = list(after)
+        return self._rows(f"{self._select}{where}{self._order} LIMIT %s", [*params, limit])
+
+    def everything(self) -> Iterator[dict[str, Any]]:
+        yield from self._rows(self._select, [])
+
+    def lookup(self, keys: Sequence[tuple[Any, ...]]) -> list[dict[str, Any]]:
+        """The rows with these keys (MySQL-typed key values)."""
+        rows: list[dict[str, Any]] = []
+        width = len(self.key)
+        for start in range(0, len(keys), LOOKUP_BATCH):
+            batch = keys[start:start + LOOKUP_BATCH]
+            marks = ", ".join([_marks(width)] * len(batch))
+            params = [value for key in batch for value in key]
+            rows += self._rows(f"{self._select} WHERE {_key_sql(self.key)} IN ({marks})", params)
+        return rows
+
+    def key_of(self, row: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(row[name] for name in self.key)
+
+    def close(self) -> None:
+        self._connection.close()

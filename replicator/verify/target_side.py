@@ -1,0 +1,99 @@
+"""Reading the target side of a comparison through the sink's own connection.
+
+Plain SELECTs over the target columns with bind parameters (``?``: DuckDB's and the
+Snowflake connector's qmark style), so the same statements run on both warehouses. Key
+ranges are spelled out lexicographically (``a > ? OR (a = ? AND b > ?)``) because not every
+warehouse compares row values. Soft-deleted rows (``_DELETED`` true) count as absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from replicator.errors import ReplicatorError
+from replicator.plan.identifiers import qualified_name, quote_identifier
+from replicator.plan.model import PlannedColumn, TablePlan
+
+LOOKUP_BATCH = 300
+
+
+class VerifyError(ReplicatorError):
+    """verify could not compare (exit 2): a table or connection it needs is not there."""
+
+    exit_code = 2
+
+
+def _range_condition(keys: Sequence[str], bound: Sequence[Any], strict: str) -> tuple[str, list]:
+    """(k1, k2, ...) <op> bound, spelled lexicographically; ``strict`` is '>' or '<'."""
+    terms, params = [], []
+    for i, column in enumerate(keys):
+        equal = [f"{quote_identifier(k)} = ?" for k in keys[:i]]
+        terms.append("(" + " AND ".join([*equal, f"{quote_identifier(column)} {strict} ?"]) + ")")
+        params += [*bound[:i], bound[i]]
+    return "(" + " OR ".join(terms) + ")", params
+
+
+class TargetReader:
+    """Rows of one target table: key columns first, then the compared columns."""
+
+    def __init__(self, connection: Any, table: TablePlan, columns: Sequence[PlannedColumn],
+                 *, end_transaction: bool = False) -> None:
+        self.connection = connection
+        self.table = table
+        self.key = [c.target_column for c in table.key_columns]
+        self.columns = list(columns)
+        self.name = ".".join(table.target_parts)
+        # Snowflake's session runs with autocommit off: end each read-only transaction.
+        self._end_transaction = end_transaction
+        self._select = (f"SELECT {', '.join(quote_identifier(c.target_column) for c in columns)}"
+                        f" FROM {qualified_name(table.target_parts)}")
+        self._live = ""
+        deleted = [c for c in table.columns
+                   if c.role == "soft_delete" and c.target_column.upper() == "_DELETED"]
+        if deleted:
+            self._live = f"NOT COALESCE({quote_identifier(deleted[0].target_column)}, FALSE)"
+
+    def _rows(self, conditions: list[str], params: list[Any]) -> list[tuple[Any, ...]]:
+        where = [c for c in [self._live, *conditions] if c]
+        sql = self._select + (" WHERE " + " AND ".join(where) if where else "")
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(sql, params) if params else cursor.execute(sql)
+            rows = [tuple(row) for row in cursor.fetchall()]
+            if self._end_transaction:
+                self.connection.rollback()
+            return rows
+        except ReplicatorError:
+            raise
+        except Exception as exc:  # the warehouse driver's own error types
+            raise VerifyError(
+                f"could not read target table {self.name}: {exc}",
+                hint="run `replicator run` first (it creates the target tables), and check "
+                "the target connection in the pipeline file",
+            ) from None
+        finally:
+            cursor.close()
+
+    def range(self, lower: Sequence[Any] | None, upper: Sequence[Any] | None) -> list[tuple]:
+        """Rows with lower < key <= upper (target-typed bounds; None: unbounded)."""
+        conditions, params = [], []
+        if lower is not None:
+            condition, values = _range_condition(self.key, lower, ">")
+            conditions.append(condition)
+            params += values
+        if upper is not None:
+            condition, values = _range_condition(self.key, upper, "<")
+            equal = " AND ".join(f"{quote_identifier(k)} = ?" for k in self.key)
+            conditions.append(f"({condition} OR ({equal}))")
+            params += [*values, *upper]
+        return self._rows(conditions, params)
+
+    def lookup(self, keys: Sequence[tuple[Any, ...]]) -> list[tuple]:
+        rows: list[tuple] = []
+        match = "(" + " AND ".join(f"{quote_identifier(k)} = ?" for k in self.key) + ")"
+        for start in range(0, len(keys), LOOKUP_BATCH):
+            batch = keys[start:start + LOOKUP_BATCH]
+            condition = "(" + " OR ".join([match] * len(batch)) + ")"
+            rows += self._rows([condition], [value for key in batch for value in key])
+        return rows
