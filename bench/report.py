@@ -71,7 +71,8 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
         yield (section, "changes/s (streaming)", _fmt(entry["changes_per_s_streaming"]),
                f"{entry.get('ratio_to_library_decode_streaming', '-')}x library")
         phases = entry.get("phases_seconds", {})
-        yield (section, "phases (s)", " ".join(f"{k}={v:.1f}" for k, v in phases.items()), "")
+        yield (section, "wall time split (s)", _fmt(entry["wall_seconds"], "s"),
+               " ".join(f"{k}={v:.1f}" for k, v in phases.items()))
         usage = entry.get("usage", {})
         yield (section, "peak RSS (tree)", _fmt(usage.get("peak_rss_mib"), "MiB"),
                ", ".join(f"{k} {v:.0f}" for k, v in usage.get("peak_rss_mib_by_role", {}).items()))
@@ -95,14 +96,22 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
         else:
             yield ("snapshot", f"{snapshot['rows']:,} rows", _fmt(snapshot["rows_per_s"], "rows/s"),
                    f"{snapshot.get('ratio_to_library_decode', '-')}x library (target >= 2x)")
-            yield ("snapshot", "peak RSS (tree)", _fmt(snapshot["usage"]["peak_rss_mib"], "MiB"), "")
+            yield ("snapshot", "read / apply (s)",
+                   f"{snapshot['read_seconds']:.1f} / {snapshot['apply_seconds']:.1f}",
+                   f"{snapshot['chunks']} chunks; wall {snapshot['wall_seconds']:.1f} s incl. start-up")
+            yield ("snapshot", "peak RSS (tree)", _fmt(snapshot["usage"]["peak_rss_mib"], "MiB"),
+                   f"CPU {snapshot['cpu_s_per_1k_rows']} s per 1k rows")
     big = results.get("big_transaction")
     if big:
         if "error" in big:
             yield ("big txn", "run", "error", big["error"].splitlines()[-1][:80])
         else:
             yield ("big txn", f"{big['rows']:,}-row transaction peak RSS",
-                   _fmt(big["peak_rss_gib"], "GiB"), "target < 3 GiB, all processes")
+                   _fmt(big["peak_rss_gib"], "GiB"),
+                   "target < 3 GiB, all processes; "
+                   + ", ".join(f"{k} {v:.0f} MiB" for k, v in big["usage"]["peak_rss_mib_by_role"].items()))
+            yield ("big txn", "changes/s (wall)", _fmt(big["changes_per_s"]),
+                   f"{big['batches']} batch(es), wall {big['wall_seconds']:.1f} s")
     startup = results.get("startup")
     if startup:
         for command in ("validate", "plan_offline", "python_baseline"):

@@ -87,6 +87,7 @@ def run_snapshot(ctx: BenchContext, rows: int, library_rate: float | None,
     if started is None and reports:
         started = reports[0][0] - float(reports[0][1]["seconds"])
     copied = sum(int(r["rows"]) for _, r in reports)
+    apply_seconds = sum(float(r["seconds"]) for _, r in reports)
     seconds = (reports[-1][0] - started) if reports and started is not None else 0.0
     result.update({
         "chunks": len(reports),
@@ -94,7 +95,10 @@ def run_snapshot(ctx: BenchContext, rows: int, library_rate: float | None,
         "snapshot_seconds": round(seconds, 3),
         "rows_per_s": round(copied / seconds, 1) if seconds else 0.0,
         "rows_per_s_wall": round(copied / outcome.wall_seconds, 1),
-        "phases_seconds": phase_split(outcome, "snapshot")["phases_seconds"],
+        # apply: the driver's transform + stage + MERGE of the chunks; read: the rest of the
+        # snapshot window (executors reading key-range chunks, Spark jobs, shipping rows back)
+        "apply_seconds": round(apply_seconds, 3),
+        "read_seconds": round(max(0.0, seconds - apply_seconds), 3),
         "usage": outcome.usage.to_json(),
         "cpu_s_per_1k_rows": round(1000 * outcome.usage.cpu_seconds / copied, 3) if copied else None,
     })

@@ -1,0 +1,108 @@
+"""bench/run end to end with tiny sizes: every section runs through the same code path as the
+full benchmark and its result JSON is complete and consistent. No timing thresholds: speed is
+measured by bench/run, never by tests (issue 8)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.spark]
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = ["--changes", "600", "--latency-rate", "100", "--latency-seconds", "3",
+        "--snapshot-rows", "3000"]
+
+
+@pytest.fixture(scope="module")
+def bench_result(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "result.json"
+    env = {**os.environ, "PYTHON": sys.executable}
+    completed = subprocess.run(
+        [str(REPO / "bench" / "run"), "--quick", *TINY, "--out", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert out.exists(), completed.stderr[-3000:]
+    return completed, json.loads(out.read_text())
+
+
+def test_every_section_ran_without_error(bench_result):
+    completed, result = bench_result
+    assert result["failed"] == [], completed.stderr[-3000:]
+    assert completed.returncode == 0
+    assert result["sections"] == ["decode", "e2e", "latency", "snapshot", "bigtxn", "startup"]
+    assert "section" in completed.stdout and "results:" in completed.stdout
+    env = result["environment"]
+    assert env["cores"] >= 1 and len(env["load_average_start"]) == 3
+    assert len(env["git_commit"]) == 40 and env["packages"]["mysql-replication"]
+
+
+def test_decoders_read_exactly_the_workload(bench_result):
+    _, result = bench_result
+    workload = result["workload"]
+    assert 0 < workload["changes"] <= workload["statements"] == 600
+    assert sum(workload["ops"].values()) == workload["changes"]
+    decode = result["decode"]
+    assert decode["library"]["rows"] == workload["changes"]
+    assert decode["read_changes"]["rows"] == workload["changes"]
+    assert decode["read_changes"]["values"] == decode["library"]["values"] > workload["changes"]
+    assert decode["library"]["rows_per_s"] > 0 and decode["library"]["cpu_seconds"] > 0
+    fast = decode["fast"]
+    if "skipped" not in fast:
+        assert fast["rows"] == workload["changes"]
+        assert decode["fast_identical_to_read_changes"] == {
+            "changes_compared": workload["changes"], "identical": True}
+
+
+@pytest.mark.parametrize("target", ["duckdb", "fakesnow"])
+def test_end_to_end_applies_every_change(bench_result, target):
+    _, result = bench_result
+    entry = result["e2e"][target]
+    assert entry["returncode"] == 0
+    assert entry["changes"] == entry["expected_changes"] == result["workload"]["changes"]
+    assert 0 < entry["rows"] <= entry["changes"] and entry["batches"] >= 1
+    assert entry["changes_per_s"] > 0 and entry["ratio_to_library_decode"] > 0
+    phases = entry["phases_seconds"]
+    assert set(phases) >= {"startup", "spark_read", "decode", "transform", "stage", "merge"}
+    assert all(value >= 0 for value in phases.values())
+    assert sum(phases.values()) <= entry["wall_seconds"] * 1.05
+    usage = entry["usage"]
+    assert usage["peak_rss_mib"] > usage["peak_rss_mib_by_role"]["driver"] > 0
+    assert "jvm" in usage["peak_rss_mib_by_role"] and usage["cpu_seconds"] > 0
+    assert entry["cpu_s_per_1k_changes"] > 0
+    if target == "duckdb":
+        assert entry["target_matches_source"] is True
+        assert entry["target_rows"] == entry["source_rows"]
+
+
+def test_latency_matches_every_transaction(bench_result):
+    _, result = bench_result
+    latency = result["latency"]
+    assert latency["transactions"] > 0 and latency["unmatched_transactions"] == 0
+    assert latency["changes"] > 0 and latency["batches"] >= 1
+    assert 0 < latency["min_s"] <= latency["p50_s"] <= latency["p95_s"] <= latency["p99_s"]
+    assert latency["p99_s"] <= latency["max_s"]
+
+
+def test_snapshot_and_big_transaction(bench_result):
+    _, result = bench_result
+    snapshot = result["snapshot"]
+    assert snapshot["snapshot_rows"] == snapshot["rows"] == 3000
+    assert snapshot["target_matches_source"] is True and snapshot["rows_per_s"] > 0
+    big = result["big_transaction"]
+    assert big["changes"] == big["rows"] == 3000
+    assert big["batches"] == 1  # a batch never splits a transaction
+    assert big["peak_rss_gib"] > 0
+
+
+def test_startup_commands_succeed(bench_result):
+    _, result = bench_result
+    startup = result["startup"]
+    for command in ("validate", "plan_offline", "python_baseline"):
+        assert startup[command]["returncodes"] == [0]
+        assert 0 < startup[command]["min_s"] <= startup[command]["median_s"]
