@@ -80,21 +80,29 @@ class TableVerifier:
             rows[self._key(row)] = row
         return rows
 
-    def _target_rows(self, fetched: Iterable[Sequence[Any]]) -> Rows:
+    def _target_rows(self, fetched: Iterable[Sequence[Any]],
+                     duplicates: list[KeyDifference] | None = None) -> Rows:
         rows: Rows = {}
         for values in fetched:
             row = self._target_form(values)
-            rows[self._key(row)] = row
+            key = self._key(row)
+            if key in rows and duplicates is not None:
+                # A MERGE that inserted a key twice: a copy a dict would silently hide.
+                duplicates.append(KeyDifference("duplicate", self._named(key)))
+            rows[key] = row
         return rows
+
+    def _named(self, key: tuple[Any, ...]) -> dict[str, Any]:
+        names = [c.source_column or c.target_column for c in self.key_columns]
+        return dict(zip(names, key, strict=True))
 
     # -- comparing ----------------------------------------------------------------------
     def _differences(self, source: Rows, target: Rows,
                      keys: Iterable[tuple[Any, ...]] | None = None) -> list[KeyDifference]:
-        names = [c.source_column or c.target_column for c in self.key_columns]
         wanted = keys if keys is not None else sorted(set(source) | set(target), key=_sort_key)
         found = []
         for key in wanted:
-            named = dict(zip(names, key, strict=True))
+            named = self._named(key)
             in_source, in_target = source.get(key), target.get(key)
             if in_source == in_target:
                 continue
@@ -128,13 +136,14 @@ class TableVerifier:
     def _compare_range(self, report: TableReport, images: Iterable[dict[str, Any]],
                        lower: tuple[Any, ...] | None, upper: tuple[Any, ...] | None) -> None:
         source = self._source_rows(images)
-        target = self._target_rows(self.target.range(lower, upper))
+        duplicates: list[KeyDifference] = []
+        target = self._target_rows(self.target.range(lower, upper), duplicates)
         report.segments += 1
         report.source_rows += len(source)
-        report.target_rows += len(target)
-        if source != target:
+        report.target_rows += len(target) + len(duplicates)
+        if source != target or duplicates:
             report.differing_segments += 1
-            report.differences += self._differences(source, target)
+            report.differences += self._differences(source, target) + duplicates
 
     def recheck(self, differences: Sequence[KeyDifference]) -> list[KeyDifference]:
         """Look the keys up again on both sides; what still differs."""
@@ -145,8 +154,9 @@ class TableVerifier:
             return fresh.differences
         source = self._source_rows(
             self.source.lookup([tuple(source_parameter(v) for v in key) for key in keys]))
-        target = self._target_rows(self.target.lookup(keys))
-        return self._differences(source, target, keys)
+        duplicates: list[KeyDifference] = []
+        target = self._target_rows(self.target.lookup(keys), duplicates)
+        return self._differences(source, target, keys) + duplicates
 
 
 def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:

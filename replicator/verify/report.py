@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from replicator.verify.normalize import jsonable
 
-DifferenceKind = Literal["missing", "extra", "different"]
+DifferenceKind = Literal["missing", "extra", "different", "duplicate"]
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,8 @@ class ColumnDifference:
 @dataclass(frozen=True)
 class KeyDifference:
     """One key whose row differs: ``missing`` in the target, ``extra`` in the target (absent
-    or filtered out in the source), or ``different`` in the listed columns."""
+    or filtered out in the source), ``different`` in the listed columns, or ``duplicate``
+    (the target holds the key more than once)."""
 
     kind: DifferenceKind
     key: dict[str, Any]  # source key column -> canonical value
@@ -43,6 +44,8 @@ class KeyDifference:
             return f"[{key}] missing in target"
         if self.kind == "extra":
             return f"[{key}] extra in target (not in source)"
+        if self.kind == "duplicate":
+            return f"[{key}] more than once in target"
         changes = "; ".join(
             f"{c.target_column}: source {jsonable(c.source_value)!r} != target "
             f"{jsonable(c.target_value)!r}" for c in self.columns
@@ -96,6 +99,7 @@ class TableReport:
             "missing": self.count("missing"),
             "extra": self.count("extra"),
             "different": self.count("different"),
+            "duplicate": self.count("duplicate"),
             "differences": [d.to_dict() for d in self.differences],
             "rechecks": self.rechecks,
             "lag": None if self.lag is None else {
@@ -141,6 +145,7 @@ class VerifyReport:
             lines.append(
                 f"{head}: {table.count('missing')} missing, {table.count('extra')} extra, "
                 f"{table.count('different')} different"
+                + (f", {table.count('duplicate')} duplicate" if table.count("duplicate") else "")
             )
             lines.extend("  " + d.describe() for d in table.differences[:limit])
             if len(table.differences) > limit:

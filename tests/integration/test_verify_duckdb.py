@@ -69,6 +69,11 @@ def test_finds_exactly_the_tampered_keys(replicated):
     target.execute('UPDATE main."CUSTOMERS" SET "EMAIL" = \'not-a-hash\' WHERE "ID" = 7')
     target.execute('UPDATE main."ORDERS_SOFT" SET "_DELETED" = TRUE WHERE "ID" = ?', [ids[0]])
     target.execute('UPDATE main."AWKWARD" SET "AMOUNT" = "AMOUNT" + 1 WHERE "ID" = 2')
+    # A target table without its primary key (CTAS drops it) can hold a key twice.
+    target.execute('CREATE TABLE main.awkward_copy AS SELECT * FROM main."AWKWARD"')
+    target.execute('DROP TABLE main."AWKWARD"')
+    target.execute('ALTER TABLE main.awkward_copy RENAME TO "AWKWARD"')
+    target.execute('INSERT INTO main."AWKWARD" SELECT * FROM main."AWKWARD" WHERE "ID" = 6')
     # On the source: a row that leaves the filter must be gone from the target.
     with root.cursor() as cursor:
         cursor.execute(f"UPDATE `{database}`.orders SET status = 'new' WHERE id = %s", [ids[1]])
@@ -88,8 +93,10 @@ def test_finds_exactly_the_tampered_keys(replicated):
     orders = report.table("orders")
     assert (_keys(orders, "missing"), _keys(orders, "extra")) == ([ids[0]], [ids[1]])
     awkward = report.table("awkward")
-    (amount,) = [d for d in awkward.differences]
+    amount, twice = awkward.differences
     assert amount.key == {"id": 2} and amount.columns[0].target_column == "AMOUNT"
+    assert (twice.kind, twice.key) == ("duplicate", {"id": 6})
+    assert awkward.target_rows == 71
     assert amount.columns[0].target_value - amount.columns[0].source_value == Decimal(1)
     assert (customers.differing_segments, customers.segments) == (1, 1)
     # The target applied everything up to the snapshot; the source moved on (the UPDATE).
