@@ -107,4 +107,12 @@ def test_sigkill_mid_run_then_resume_converges(spark, mariadb, mysql_source, fre
                 f'SELECT COUNT(*), COUNT(DISTINCT "ID") FROM main."{table}"'
             ).fetchone()
             assert total == distinct, f"{table}: duplicate keys after the restart"
+
+    # `replicator status` reads the same checkpoint and state table: caught up, no lag.
+    from replicator.cli.status import collect_status
+
+    status = collect_status(pipeline)
+    assert status["problems"] == [] and status["position"] == status["head"]
+    assert status["lag_bytes"] == 0 and status["snapshot"] == "done"
+    assert all(table["batch_id"] is not None for table in status["tables"])
     root.close()
