@@ -122,12 +122,13 @@ def fakesnow_command() -> list[str]:
 
 
 def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
-            library_rate: float | None) -> dict[str, Any]:
+            library_rate: float | None, *, decode_partitions: int = 1) -> dict[str, Any]:
     """One ``replicator run --until-caught-up`` of the workload range into ``target``."""
-    name = f"bench-e2e-{target}"
+    name = f"bench-e2e-{target}" + (f"-p{decode_partitions}" if decode_partitions > 1 else "")
     pipeline = write_pipeline(
         ctx.workdir / f"{name}.yaml", name=name, database=workload.database, target=target,
         start=workload.start, server_id=ctx.next_server_id(),
+        decode_partitions=decode_partitions,
     )
     env = ctx.environment()
     if target == "duckdb":
@@ -143,7 +144,8 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
         env=env, cwd=str(ctx.workdir), timeout=RUN_TIMEOUT_S,
     )
     server_cpu = cpu_seconds(ctx.server.pid or 0) - server_cpu
-    result: dict[str, Any] = {"target": target, "returncode": outcome.returncode,
+    result: dict[str, Any] = {"target": target, "decode_partitions": decode_partitions,
+                              "returncode": outcome.returncode,
                               "wall_seconds": round(outcome.wall_seconds, 3)}
     if outcome.returncode != 0:
         result["error"] = outcome.tail()

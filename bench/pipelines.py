@@ -35,6 +35,7 @@ def pipeline_yaml(
     max_rows: int = 50_000,
     max_delay: str = "10s",
     engine_conf: Mapping[str, str] | None = None,
+    decode_partitions: int = 1,
 ) -> str:
     if isinstance(start, BinlogPosition):
         start_text = f"{{file: {start.file}, pos: {start.pos}}}"
@@ -67,6 +68,7 @@ def pipeline_yaml(
         f"batching: {{max_rows: {max_rows}, max_delay: {max_delay}}}",
         "engine:",
         f"  checkpoint: {_quote(str(workdir / f'{name}.checkpoint'))}",
+        f"  decode_partitions: {int(decode_partitions)}",
     ]
     if engine_conf:
         lines.append("  conf:")

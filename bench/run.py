@@ -5,7 +5,7 @@
     bench/run --only decode,startup   # some sections
     bench/run --changes 100000 --out /tmp/result.json
 
-Sections (all by default): decode, e2e, latency, snapshot, bigtxn, startup. A failing section
+Sections (all by default): decode, e2e, partitions, latency, snapshot, bigtxn, startup. A failing section
 is recorded with its error and the others still run; the exit status is 1 if any failed.
 See bench/README.md for what each number means.
 """
@@ -31,7 +31,7 @@ from bench.context import BenchContext, Sizes
 from bench.environment import describe
 from bench.report import RESULTS_DIR, render_table, write_json
 
-SECTIONS = ("decode", "e2e", "latency", "snapshot", "bigtxn", "startup")
+SECTIONS = ("decode", "e2e", "partitions", "latency", "snapshot", "bigtxn", "startup")
 # The server for the benchmark: a bigger buffer pool than the test default so the 1M-row
 # table is not disk-bound.
 SERVER_ARGS = ("--innodb-buffer-pool-size=512M",)
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             results["seed"] = args.seed
             ctx = BenchContext(server, workdir, sizes)
             generated = None
-            if "decode" in sections or "e2e" in sections:
+            if {"decode", "e2e", "partitions"} & set(sections):
                 print(f"bench: generating {sizes.changes:,} changes ...", file=sys.stderr, flush=True)
                 generated = workload.generate(server.socket, "bench", sizes.changes, seed=args.seed)
                 results["workload"] = generated.to_json()
@@ -145,6 +145,16 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 for target, label in (("duckdb", "duckdb"), ("snowflake", "fakesnow")):
                     _section(results["e2e"], label,
                              lambda t=target: run_e2e(ctx, generated, t, library_rate))
+            if "partitions" in sections and generated is not None:
+                from bench.e2e import run_e2e
+
+                # 1 vs N decode partitions: the e2e DuckDB run with engine.decode_partitions
+                # = the cores (the 1-partition figure is e2e.duckdb).
+                partitions = max(2, os.cpu_count() or 2)
+                results.setdefault("e2e", {})
+                _section(results["e2e"], f"duckdb_{partitions}_partitions",
+                         lambda: run_e2e(ctx, generated, "duckdb", library_rate,
+                                         decode_partitions=partitions))
             if "latency" in sections:
                 from bench.latency import run_latency
 
