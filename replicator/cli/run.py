@@ -89,7 +89,7 @@ def command(
 
     options = RunOptions(
         until_caught_up=until_caught_up,
-        snapshot=snapshot.value,  # type: ignore[arg-type]
+        snapshot=snapshot.value,
         master=master,
         conf=spark_conf,
         on_report=on_report,

@@ -50,7 +50,8 @@ def _show_tables(warehouse: Path) -> None:
             # Wide tables are cut to their first columns so they fit a terminal.
             columns = [d[0] for d in cursor.description][:SHOWN_COLUMNS]
             rows = [list(row)[:SHOWN_COLUMNS] for row in cursor.fetchall()]
-            (count,) = connection.execute(f"SELECT COUNT(*) FROM main.{quoted}").fetchone()
+            counted = connection.execute(f"SELECT COUNT(*) FROM main.{quoted}").fetchone()
+            count = counted[0] if counted else 0
             render.print_table(f"{name} ({count} rows, first 5)", columns, rows)
 
 
