@@ -1,4 +1,5 @@
-"""Reading the binlog into ``ChangeEvent``s: the only module that imports pymysqlreplication.
+"""Reading the binlog into ``ChangeEvent``s: with ``source/fast/`` (the fast decoding path,
+docs/fast-decode.md), the only modules that import pymysqlreplication.
 
 A reader starts at a transaction boundary, yields the row changes of every transaction that
 commits after it and at or before ``end``, and returns (never blocks). How transactions look
@@ -18,6 +19,7 @@ last boundary instead.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Collection, Iterator
 from typing import Any
@@ -142,14 +144,25 @@ def read_changes(
     tables: Collection[str] | None,
     server_id: int,
     stats: ValueStats | None = None,
+    fast: bool | None = None,
 ) -> Iterator[ChangeEvent | SchemaChange]:
     """Changes of the transactions committed after ``start`` and at or before ``end``.
 
     ``start`` must be a transaction boundary. ``end=None``: the binlog head when called.
     ``tables``: "db.table" names (case-insensitive) whose row changes are wanted; schema
     changes are yielded for their databases. ``server_id`` must be distinct per reader.
-    ``stats`` counts zero dates loaded as NULL.
+    ``stats`` counts zero dates loaded as NULL. ``fast``: decode with ``source.fast`` (the
+    same events, ~10x faster); None: on unless the environment sets REPLICATOR_FAST_DECODE=0.
     """
+    if fast is None:
+        fast = os.environ.get("REPLICATOR_FAST_DECODE", "1").strip().lower() not in (
+            "0", "false", "no", "off")
+    if fast:
+        from replicator.source.fast.reader import read_changes_fast
+
+        yield from read_changes_fast(source, start=start, end=end, tables=tables,
+                                     server_id=server_id, stats=stats)
+        return
     import pymysql
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.event import (

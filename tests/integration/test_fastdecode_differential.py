@@ -49,7 +49,7 @@ def strict(events):
 
 def both(source, start, end=None, tables=None, **fast_options):
     slow = list(read_changes(source, start=start, end=end, tables=tables,
-                             server_id=next(_server_ids)))
+                             server_id=next(_server_ids), fast=False))
     fast = list(read_changes_fast(source, start=start, end=end, tables=tables,
                                   server_id=next(_server_ids), **fast_options))
     return slow, fast
@@ -204,7 +204,7 @@ def test_library_fallback_of_the_fast_reader_gives_the_same_events(mysql_source,
     _, start, end = corpus
     counters = FastDecodeCounters()
     slow = list(read_changes(mysql_source, start=start, end=end, tables=None,
-                             server_id=next(_server_ids)))
+                             server_id=next(_server_ids), fast=False))
     forced = list(read_changes_fast(mysql_source, start=start, end=end, tables=None,
                                     server_id=next(_server_ids), force_library=True,
                                     counters=counters))
@@ -263,7 +263,7 @@ def test_zero_dates_counted_or_refused_alike(mysql_source, corpus):
     tables = [f"{database}.temporal"]
     slow_stats, fast_stats = ValueStats(), ValueStats()
     list(read_changes(mysql_source, start=start, end=end, tables=tables,
-                      server_id=next(_server_ids), stats=slow_stats))
+                      server_id=next(_server_ids), stats=slow_stats, fast=False))
     list(read_changes_fast(mysql_source, start=start, end=end, tables=tables,
                            server_id=next(_server_ids), stats=fast_stats))
     assert fast_stats.zero_dates == slow_stats.zero_dates > 0
@@ -288,3 +288,20 @@ def test_minimal_row_image_is_refused_with_a_hint(tmp_path):
             list(read_changes_fast(source, start=start, end=None, tables=["m.t"],
                                    server_id=next(_server_ids)))
         assert "FULL" in raised.value.hint
+
+
+def test_read_changes_routes_through_the_fast_path_unless_turned_off(mysql_source, corpus,
+                                                                     monkeypatch):
+    from replicator.source.fast.counters import TOTALS
+
+    _, start, end = corpus
+    before = TOTALS.rows_fast + TOTALS.rows_library
+    routed = list(read_changes(mysql_source, start=start, end=end, tables=None,
+                               server_id=next(_server_ids)))
+    assert TOTALS.rows_fast + TOTALS.rows_library > before  # went through the fast reader
+    monkeypatch.setenv("REPLICATOR_FAST_DECODE", "0")
+    before = TOTALS.rows_fast + TOTALS.rows_library
+    library = list(read_changes(mysql_source, start=start, end=end, tables=None,
+                                server_id=next(_server_ids)))
+    assert TOTALS.rows_fast + TOTALS.rows_library == before  # the library reader
+    assert strict(routed) == strict(library)

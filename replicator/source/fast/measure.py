@@ -1,5 +1,6 @@
-"""Measure decode rates on an OLTP-shaped binlog: the unmodified library, ``read_changes`` and
-the fast path, in the same run, on the same range (docs/fast-decode.md has the numbers).
+"""Measure decode rates on an OLTP-shaped binlog: the unmodified library, ``read_changes`` on the
+library (``fast=False``) and the fast path, in the same run, on the same range
+(docs/fast-decode.md has the numbers).
 
     .venv/bin/python -m replicator.source.fast.measure --changes 100000 [--profile fast]
 
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from replicator.model.changes import BinlogPosition, ChangeEvent
@@ -198,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         fast: list | None = [] if verify else None
         readers = [
             ("library", library_rows),
-            ("read_changes", _reader_rows(read_changes, slow)),
+            ("read_changes", _reader_rows(partial(read_changes, fast=False), slow)),
             ("fast", _reader_rows(read_changes_fast, fast)),
         ]
         rates: dict[str, float] = {}
