@@ -76,7 +76,7 @@ def decimal_reader(precision: int, scale: int) -> Callable[[bytes], Decimal]:
     )
     namespace: dict[str, Any] = {"from_bytes": int.from_bytes, "Decimal": Decimal}
     exec(compile(source, f"<DECIMAL({precision},{scale})>", "exec"), namespace)
-    return namespace["read"]  # type: ignore[no-any-return]
+    return namespace["read"]  # type: ignore[no-any-return,unused-ignore]
 
 
 def _micros(fraction: int, fsp: int) -> int:

@@ -73,6 +73,7 @@ def _cell(column: Any, index: int, table: str, ns: _Namespace) -> _Cell | str:
     """The cell reader of one column, or the reason it is left to the library."""
     kind = column.type
     name = column.name
+    reader: Callable[..., Any]
     if kind in _INTEGERS:
         code = _INTEGERS[kind]
         code = code.upper() if column.unsigned else code
@@ -86,9 +87,9 @@ def _cell(column: Any, index: int, table: str, ns: _Namespace) -> _Cell | str:
     if kind == YEAR:
         return _Cell("B", 1, "({0} + 1900 if {0} else 0)")
     if kind == NEWDECIMAL:
-        reader = cells.decimal_reader(column.precision, column.decimals)
         size = cells.decimal_size(column.precision, column.decimals)
-        return _Cell(f"{size}s", size, f"{ns.add('decimal_', reader)}({{0}})")
+        decimal = cells.decimal_reader(column.precision, column.decimals)
+        return _Cell(f"{size}s", size, f"{ns.add('decimal_', decimal)}({{0}})")
     if kind == DATE:
         reader = cells.date_reader(table, name)
         return _Cell("HB", 3, f"{ns.add('date_', reader)}({{0}} | {{1}} << 16, zero_dates)")
