@@ -59,8 +59,8 @@ class _Replay:
         self.dbms = "mysql"
         self.use_checksum = template.use_checksum
 
-    def packets(self):
-        yield from self._packets
+    def batches(self):
+        yield list(self._packets)
 
     def close(self) -> None:
         pass

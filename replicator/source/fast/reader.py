@@ -147,164 +147,165 @@ def read_changes_fast(
         tx_start = None
 
     try:
-        for packet in stream.packets():
-            timestamp, kind, event_server, size, log_pos, _flags = _HEADER(packet, 1)
-            if kind == TABLE_MAP:
-                body = packet[_BODY:len(packet) - checksum]
-                seen = maps.get(body)
-                if seen is None:
-                    shape = cached_shape(body)
-                    if shape is None:
-                        table_id, name = tablemap.map_names(body, post_header[TABLE_MAP])
-                        if wanted is not None and name.lower() not in wanted:
-                            seen = maps[body] = (table_id, None)
-                            current[table_id] = None
-                            continue
-                        shape = tablemap.parse_shape(body, packet, library)
-                        local.table_maps_parsed += 1
-                    keep = wanted is None or shape.name.lower() in wanted
-                    seen = maps[body] = (shape.table_id, shape if keep else None)
-                    if len(maps) > tablemap.MAX_SHAPES:
-                        maps.clear()
-                else:
-                    local.table_maps_cached += 1
-                current[seen[0]] = seen[1]
-                continue
-            if kind in _ROWS:
-                shape = current.get(int.from_bytes(packet[_BODY:_BODY + 6], "little"))
-                if shape is None:
-                    continue  # a table this reader does not want (or a map it never saw)
-                if tx_start is None:
-                    raise SourceError(
-                        f"binlog position {start} is not a transaction boundary (rows of "
-                        f"{shape.name} without their transaction start)",
-                        hint="resume only from positions replicator recorded",
-                    )
-                codec = shape.codec
-                if codec is None or kind == PARTIAL_UPDATE or force_library:
-                    reason = "forced" if force_library else "partial JSON update"
-                    decoded = library.rows(packet, shape.library_table, shape.name, zero_dates)
-                    changes.extend(decoded)
-                    local.rows_library += len(decoded)
-                    local.events_library += 1
-                    local.fallback_reasons[
-                        f"{shape.name}: {shape.fallback_reason or reason}"] += 1
+        for batch in stream.batches():
+            for packet in batch:
+                timestamp, kind, event_server, size, log_pos, _flags = _HEADER(packet, 1)
+                if kind == TABLE_MAP:
+                    body = packet[_BODY:len(packet) - checksum]
+                    seen = maps.get(body)
+                    if seen is None:
+                        shape = cached_shape(body)
+                        if shape is None:
+                            table_id, name = tablemap.map_names(body, post_header[TABLE_MAP])
+                            if wanted is not None and name.lower() not in wanted:
+                                seen = maps[body] = (table_id, None)
+                                current[table_id] = None
+                                continue
+                            shape = tablemap.parse_shape(body, packet, library)
+                            local.table_maps_parsed += 1
+                        keep = wanted is None or shape.name.lower() in wanted
+                        seen = maps[body] = (shape.table_id, shape if keep else None)
+                        if len(maps) > tablemap.MAX_SHAPES:
+                            maps.clear()
+                    else:
+                        local.table_maps_cached += 1
+                    current[seen[0]] = seen[1]
                     continue
-                if kind < WRITE_V2:
-                    pos = rows_v1
-                else:
-                    pos = rows_v2
-                    pos += (packet[_BODY + 8] | packet[_BODY + 9] << 8) - 2
-                columns = packet[pos]
-                if columns >= 251 or columns != shape.columns:
-                    raise SourceError(
-                        f"a rows event of {shape.name} has {columns} columns, its table map "
-                        f"{shape.columns}", hint="report this binlog to the replicator project")
-                pos += 1
-                width = len(shape.full_bitmap)
-                if packet[pos:pos + width] != shape.full_bitmap:
-                    raise _minimal_image(shape.name)
-                pos += width
-                before_count = len(changes)
-                if kind in _WRITES:
-                    codec.inserts(packet, pos, len(packet) - checksum, changes, zero_dates)
-                elif kind in _DELETES:
-                    codec.deletes(packet, pos, len(packet) - checksum, changes, zero_dates)
-                else:
+                if kind in _ROWS:
+                    shape = current.get(int.from_bytes(packet[_BODY:_BODY + 6], "little"))
+                    if shape is None:
+                        continue  # a table this reader does not want (or a map it never saw)
+                    if tx_start is None:
+                        raise SourceError(
+                            f"binlog position {start} is not a transaction boundary (rows of "
+                            f"{shape.name} without their transaction start)",
+                            hint="resume only from positions replicator recorded",
+                        )
+                    codec = shape.codec
+                    if codec is None or kind == PARTIAL_UPDATE or force_library:
+                        reason = "forced" if force_library else "partial JSON update"
+                        decoded = library.rows(packet, shape.library_table, shape.name, zero_dates)
+                        changes.extend(decoded)
+                        local.rows_library += len(decoded)
+                        local.events_library += 1
+                        local.fallback_reasons[
+                            f"{shape.name}: {shape.fallback_reason or reason}"] += 1
+                        continue
+                    if kind < WRITE_V2:
+                        pos = rows_v1
+                    else:
+                        pos = rows_v2
+                        pos += (packet[_BODY + 8] | packet[_BODY + 9] << 8) - 2
+                    columns = packet[pos]
+                    if columns >= 251 or columns != shape.columns:
+                        raise SourceError(
+                            f"a rows event of {shape.name} has {columns} columns, its table map "
+                            f"{shape.columns}", hint="report this binlog to the replicator project")
+                    pos += 1
+                    width = len(shape.full_bitmap)
                     if packet[pos:pos + width] != shape.full_bitmap:
                         raise _minimal_image(shape.name)
-                    codec.updates(packet, pos + width, len(packet) - checksum, changes,
-                                  zero_dates)
-                local.rows_fast += len(changes) - before_count
-                continue
-            if kind == XID:
-                if tx_start is None:  # a start that was not a boundary
-                    raise SourceError(
-                        f"binlog position {start} is not a transaction boundary",
-                        hint="resume only from positions replicator recorded (checkpoints, "
-                        "SHOW MASTER STATUS)",
-                    )
-                yield from finish(log_pos, timestamp)
-                if boundary >= end:
-                    return
-                continue
-            if kind in (MARIADB_GTID, GTID):
-                position = BinlogPosition(file, log_pos - size)
-                if position >= end:
-                    return
-                if kind == MARIADB_GTID:
-                    sequence, domain, flags = _GTID_MARIADB(packet, _BODY)
-                    tx_gtid = f"{domain}-{event_server}-{sequence}"
-                    tx_in_progress = not flags & _MARIADB_FL_STANDALONE
-                else:
-                    sid = packet[_BODY + 1:_BODY + 17].hex()
-                    gno = int.from_bytes(packet[_BODY + 17:_BODY + 25], "little")
-                    tx_gtid = (f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}"
-                               f":{gno}")
-                    tx_in_progress = False
-                tx_start = position
-                changes.clear()
-                continue
-            if kind == QUERY:
-                _thread, _seconds, schema_length, _error, status_length = _QUERY(packet, _BODY)
-                pos = _BODY + post_header[QUERY] + status_length
-                schema = packet[pos:pos + schema_length].decode()
-                query = packet[pos + schema_length + 1:len(packet) - checksum].decode(
-                    "utf-8", errors="backslashreplace").strip()
-                verb = query[:8].upper()
-                if verb.startswith("BEGIN") or verb.startswith("XA START"):
+                    pos += width
+                    before_count = len(changes)
+                    if kind in _WRITES:
+                        codec.inserts(packet, pos, len(packet) - checksum, changes, zero_dates)
+                    elif kind in _DELETES:
+                        codec.deletes(packet, pos, len(packet) - checksum, changes, zero_dates)
+                    else:
+                        if packet[pos:pos + width] != shape.full_bitmap:
+                            raise _minimal_image(shape.name)
+                        codec.updates(packet, pos + width, len(packet) - checksum, changes,
+                                      zero_dates)
+                    local.rows_fast += len(changes) - before_count
+                    continue
+                if kind == XID:
+                    if tx_start is None:  # a start that was not a boundary
+                        raise SourceError(
+                            f"binlog position {start} is not a transaction boundary",
+                            hint="resume only from positions replicator recorded (checkpoints, "
+                            "SHOW MASTER STATUS)",
+                        )
+                    yield from finish(log_pos, timestamp)
+                    if boundary >= end:
+                        return
+                    continue
+                if kind in (MARIADB_GTID, GTID):
+                    position = BinlogPosition(file, log_pos - size)
+                    if position >= end:
+                        return
+                    if kind == MARIADB_GTID:
+                        sequence, domain, flags = _GTID_MARIADB(packet, _BODY)
+                        tx_gtid = f"{domain}-{event_server}-{sequence}"
+                        tx_in_progress = not flags & _MARIADB_FL_STANDALONE
+                    else:
+                        sid = packet[_BODY + 1:_BODY + 17].hex()
+                        gno = int.from_bytes(packet[_BODY + 17:_BODY + 25], "little")
+                        tx_gtid = (f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}"
+                                   f":{gno}")
+                        tx_in_progress = False
+                    tx_start = position
+                    changes.clear()
+                    continue
+                if kind == QUERY:
+                    _thread, _seconds, schema_length, _error, status_length = _QUERY(packet, _BODY)
+                    pos = _BODY + post_header[QUERY] + status_length
+                    schema = packet[pos:pos + schema_length].decode()
+                    query = packet[pos + schema_length + 1:len(packet) - checksum].decode(
+                        "utf-8", errors="backslashreplace").strip()
+                    verb = query[:8].upper()
+                    if verb.startswith("BEGIN") or verb.startswith("XA START"):
+                        if tx_start is None:
+                            position = BinlogPosition(file, log_pos - size)
+                            if position >= end:
+                                return
+                            tx_start, tx_gtid = position, None
+                            changes.clear()
+                        tx_in_progress = True
+                        continue
+                    if tx_start is not None and tx_in_progress and not (
+                        verb.startswith("COMMIT") or verb.startswith("ROLLBACK")
+                    ):
+                        continue  # SAVEPOINT and the like, inside a transaction
                     if tx_start is None:
                         position = BinlogPosition(file, log_pos - size)
                         if position >= end:
                             return
-                        tx_start, tx_gtid = position, None
+                        tx_start, tx_gtid, tx_in_progress = position, None, False
                         changes.clear()
-                    tx_in_progress = True
-                    continue
-                if tx_start is not None and tx_in_progress and not (
-                    verb.startswith("COMMIT") or verb.startswith("ROLLBACK")
-                ):
-                    continue  # SAVEPOINT and the like, inside a transaction
-                if tx_start is None:
-                    position = BinlogPosition(file, log_pos - size)
-                    if position >= end:
+                    position = tx_start
+                    yield from finish(log_pos, timestamp)
+                    change = schema_change(query, schema, position, timestamp * 1000)
+                    if change is not None and (
+                        wanted_schemas is None
+                        or schema.lower() in wanted_schemas
+                        or any(t.split(".", 1)[0].lower() in wanted_schemas for t in change.tables)
+                    ):
+                        yield change
+                    if boundary >= end:
                         return
-                    tx_start, tx_gtid, tx_in_progress = position, None, False
-                    changes.clear()
-                position = tx_start
-                yield from finish(log_pos, timestamp)
-                change = schema_change(query, schema, position, timestamp * 1000)
-                if change is not None and (
-                    wanted_schemas is None
-                    or schema.lower() in wanted_schemas
-                    or any(t.split(".", 1)[0].lower() in wanted_schemas for t in change.tables)
-                ):
-                    yield change
-                if boundary >= end:
-                    return
-                continue
-            if kind == ROTATE:
-                (next_pos,) = _ROTATE(packet, _BODY)
-                file = packet[_BODY + 8:len(packet) - checksum].decode()
-                if tx_start is None and log_pos and timestamp:
-                    boundary = BinlogPosition(file, next_pos)
-                continue
-            if kind == FORMAT_DESCRIPTION:
-                library.format_description(packet)
-                lengths = library.post_header_lengths or ()
-                for event_kind in post_header:
-                    if event_kind - 1 < len(lengths) and lengths[event_kind - 1]:
-                        post_header[event_kind] = max(post_header[event_kind],
-                                                      lengths[event_kind - 1])
-                rows_v1 = _BODY + post_header[WRITE_V1]
-                rows_v2 = _BODY + post_header[WRITE_V2]
-                continue
-            if kind in MARIADB_COMPRESSED:
-                raise SourceError(
-                    "the binlog holds compressed row events (MariaDB log_bin_compress=ON), "
-                    "which replicator cannot decode",
-                    hint="SET GLOBAL log_bin_compress = OFF (and in my.cnf), then re-snapshot",
-                )
+                    continue
+                if kind == ROTATE:
+                    (next_pos,) = _ROTATE(packet, _BODY)
+                    file = packet[_BODY + 8:len(packet) - checksum].decode()
+                    if tx_start is None and log_pos and timestamp:
+                        boundary = BinlogPosition(file, next_pos)
+                    continue
+                if kind == FORMAT_DESCRIPTION:
+                    library.format_description(packet)
+                    lengths = library.post_header_lengths or ()
+                    for event_kind in post_header:
+                        if event_kind - 1 < len(lengths) and lengths[event_kind - 1]:
+                            post_header[event_kind] = max(post_header[event_kind],
+                                                          lengths[event_kind - 1])
+                    rows_v1 = _BODY + post_header[WRITE_V1]
+                    rows_v2 = _BODY + post_header[WRITE_V2]
+                    continue
+                if kind in MARIADB_COMPRESSED:
+                    raise SourceError(
+                        "the binlog holds compressed row events (MariaDB log_bin_compress=ON), "
+                        "which replicator cannot decode",
+                        hint="SET GLOBAL log_bin_compress = OFF (and in my.cnf), then re-snapshot",
+                    )
     except SourceError:
         raise
     except (pymysql.err.MySQLError, OSError) as exc:

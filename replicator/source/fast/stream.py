@@ -55,13 +55,18 @@ class BinlogStream:
             self.connection._force_close()
 
     def packets(self) -> Iterator[bytes]:
-        """Payloads of the packets until the dump's EOF; error packets raise the driver's
-        error, a closed socket raises OperationalError 2013 (as PyMySQL does)."""
+        """Payloads of the packets until the dump's EOF, one by one."""
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[list[bytes]]:
+        """Payloads of the packets until the dump's EOF, in lists of what one socket read
+        completed (the reader loops over a list instead of resuming a generator per event).
+        Error packets raise the driver's error; a closed socket raises OperationalError 2013
+        (as PyMySQL does)."""
         import pymysql
 
         read = self.connection._rfile.read1
-        buf = b""
-        pos = 0
 
         def fill(buf: bytes, pos: int, need: int) -> bytes:
             parts = [buf[pos:]]
@@ -75,38 +80,68 @@ class BinlogStream:
                 have += len(chunk)
             return b"".join(parts)
 
+        buf = b""
+        pos = 0
         while True:
-            if len(buf) - pos < 4:
+            batch: list[bytes] = []
+            size = len(buf)
+            while size - pos >= 4:  # every complete packet already in the buffer
+                length = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
+                end = pos + 4 + length
+                if end > size or length == _MAX_PACKET:
+                    break
+                payload = buf[pos + 4:end]
+                pos = end
+                if payload[0] == 0:
+                    batch.append(payload)
+                    continue
+                if batch:
+                    yield batch
+                    batch = []
+                self._finish(payload)
+                return
+            if batch:
+                yield batch
+            if size - pos < 4:
                 buf = fill(buf, pos, 4)
                 pos = 0
             length = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
-            end = pos + 4 + length
-            if end > len(buf):
-                buf = fill(buf, pos, 4 + length)
-                pos = 0
-                end = 4 + length
-            payload = buf[pos + 4:end]
-            pos = end
-            if length == _MAX_PACKET:  # an event of 16 MiB or more: join the continuations
-                parts = [payload]
-                while length == _MAX_PACKET:
-                    if len(buf) - pos < 4:
-                        buf = fill(buf, pos, 4)
-                        pos = 0
-                    length = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
-                    if pos + 4 + length > len(buf):
-                        buf = fill(buf, pos, 4 + length)
-                        pos = 0
-                    parts.append(buf[pos + 4:pos + 4 + length])
-                    pos += 4 + length
-                payload = b"".join(parts)
-            first = payload[0]
-            if first == 0:
-                yield payload
-            elif first == 0xFE and len(payload) < 9:
+            if length != _MAX_PACKET:
+                if pos + 4 + length > len(buf):
+                    buf = fill(buf, pos, 4 + length)
+                    pos = 0
+                continue  # complete now: the loop above takes it
+            # An event of 16 MiB or more: the protocol splits it; join the continuations.
+            parts = []
+            while True:
+                if len(buf) - pos < 4:
+                    buf = fill(buf, pos, 4)
+                    pos = 0
+                length = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
+                if pos + 4 + length > len(buf):
+                    buf = fill(buf, pos, 4 + length)
+                    pos = 0
+                parts.append(buf[pos + 4:pos + 4 + length])
+                pos += 4 + length
+                if length != _MAX_PACKET:
+                    break
+            payload = b"".join(parts)
+            if payload[0] == 0:
+                yield [payload]
+            else:
+                self._finish(payload)
                 return
-            elif first == 0xFF:
-                from pymysql.protocol import MysqlPacket
 
-                MysqlPacket(payload, "utf8").raise_for_error()
-                raise pymysql.err.OperationalError(2013, "binlog dump failed")
+    @staticmethod
+    def _finish(payload: bytes) -> None:
+        """A packet that is not an event: EOF ends the dump, an error packet raises."""
+        import pymysql
+
+        if payload[0] == 0xFE and len(payload) < 9:
+            return
+        if payload[0] == 0xFF:
+            from pymysql.protocol import MysqlPacket
+
+            MysqlPacket(payload, "utf8").raise_for_error()
+        raise pymysql.err.OperationalError(2013, f"unexpected packet in the binlog dump: "
+                                                 f"0x{payload[0]:02x}")
