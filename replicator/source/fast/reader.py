@@ -32,6 +32,7 @@ QUERY, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP = 2, 4, 15, 16, 19
 WRITE_V1, UPDATE_V1, DELETE_V1, WRITE_V2, UPDATE_V2, DELETE_V2 = 23, 24, 25, 30, 31, 32
 GTID, PARTIAL_UPDATE, MARIADB_GTID = 33, 39, 162
 MARIADB_COMPRESSED = frozenset(range(166, 172))  # *_COMPRESSED_EVENT (log_bin_compress=ON)
+TRANSACTION_PAYLOAD = 40  # MySQL 8 binlog_transaction_compression=ON
 _ROWS = frozenset({WRITE_V1, UPDATE_V1, DELETE_V1, WRITE_V2, UPDATE_V2, DELETE_V2,
                    PARTIAL_UPDATE})
 _WRITES = frozenset({WRITE_V1, WRITE_V2})
@@ -305,6 +306,13 @@ def read_changes_fast(
                         "the binlog holds compressed row events (MariaDB log_bin_compress=ON), "
                         "which replicator cannot decode",
                         hint="SET GLOBAL log_bin_compress = OFF (and in my.cnf), then re-snapshot",
+                    )
+                if kind == TRANSACTION_PAYLOAD:
+                    raise SourceError(
+                        "the binlog holds compressed transactions (MySQL "
+                        "binlog_transaction_compression=ON), which replicator cannot decode",
+                        hint="SET GLOBAL binlog_transaction_compression = OFF (and in my.cnf), "
+                        "then re-snapshot",
                     )
     except SourceError:
         raise
