@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from replicator.plan.model import Plan
 
 SnapshotMode = Literal["auto", "never", "always"]
+UNTIL_CAUGHT_UP_RETRIES = 3
+RETRY_MAX_SECONDS = 30
 Notice = Callable[[str], None]
 
 
@@ -215,12 +217,40 @@ def run_pipeline(pipeline: Pipeline, options: RunOptions, *, spark: Any = None) 
             resume = checkpoint.resume_position() or state.position
             ensure_available(pipeline.source, resume)
             result.start = resume
-            _stream(spark, pipeline, applier, checkpoint, state, options, flag, result)
+            _stream_with_retries(spark, pipeline, applier, checkpoint, state, options, flag,
+                                 result, notice)
         committed = checkpoint.committed()
         result.end = committed[1] if committed else resume
         return result
     finally:
         (applier.sink if applier is not None else sink).close()
+
+
+def _stream_with_retries(
+    spark: Any, pipeline: Pipeline, applier: Any, checkpoint: CheckpointDir, state: StartState,
+    options: RunOptions, flag: _StopFlag, result: RunResult, notice: Notice,
+) -> None:
+    """Restart the streaming query after transient failures (a server restart, a dropped
+    connection, a warehouse resuming): it resumes from Spark's checkpoint, and the sink skips
+    what was applied. Terminal errors stop the run. Forever mode retries forever with capped
+    backoff; ``--until-caught-up`` gives up after a few attempts."""
+    attempt = 0
+    while True:
+        try:
+            _stream(spark, pipeline, applier, checkpoint, state, options, flag, result)
+            return
+        except ReplicatorError as exc:
+            attempt += 1
+            if not exc.transient or flag.is_set() or (
+                options.until_caught_up and attempt > UNTIL_CAUGHT_UP_RETRIES
+            ):
+                raise
+            delay = min(RETRY_MAX_SECONDS, 2 ** (attempt - 1))
+            notice(f"transient error (attempt {attempt}): {exc.message}; retrying in {delay} s")
+            applier.failure = None
+            if flag.event.wait(delay):
+                result.stopped = True
+                return
 
 
 def _stream(
