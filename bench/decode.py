@@ -114,23 +114,41 @@ def decode_library(source: MySQLSource, start: BinlogPosition, end: BinlogPositi
     return _timed("library", run, "python-mysql-replication 1.0.17, unmodified")
 
 
+def read_changes_has_paths() -> bool:
+    """Does ``read_changes`` choose between the library path and the fast path (``fast=``)?"""
+    from replicator.source.binlog import read_changes
+
+    return "fast" in inspect.signature(read_changes).parameters
+
+
 def decode_read_changes(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,
-                        *, tables: Iterable[str], server_id: int) -> DecodeResult:
-    """``replicator.source.binlog.read_changes`` over (start, end], every value touched."""
+                        *, tables: Iterable[str], server_id: int,
+                        fast: bool | None = None) -> DecodeResult:
+    """``replicator.source.binlog.read_changes`` over (start, end], every value touched.
+
+    ``fast``: None is the reader as the engine calls it (its default path); False/True pin
+    the library path / the fast path where ``read_changes`` offers the choice.
+    """
+    from replicator.source.binlog import read_changes
+
+    kwargs: dict[str, Any] = {} if fast is None else {"fast": fast}
 
     def run() -> tuple[int, int]:
         from replicator.model.changes import ChangeEvent
-        from replicator.source.binlog import read_changes
 
         rows = values = 0
         for change in read_changes(source, start=start, end=end, tables=list(tables),
-                                   server_id=server_id):
+                                   server_id=server_id, **kwargs):
             if isinstance(change, ChangeEvent):
                 rows += 1
                 values += _touch(change.before) + _touch(change.after)
         return rows, values
 
-    return _timed("read_changes", run, "replicator.source.binlog.read_changes")
+    if fast is False:
+        return _timed("read_changes_library", run,
+                      "replicator.source.binlog.read_changes(fast=False): the library path")
+    return _timed("read_changes", run,
+                  "replicator.source.binlog.read_changes as the engine calls it (default path)")
 
 
 FAST_PACKAGE = "replicator.source.fast"
@@ -209,14 +227,17 @@ def _digest(changes: Iterable[Any], limit: int) -> tuple[int, str]:
 def compare_fast_with_read_changes(source: MySQLSource, start: BinlogPosition,
                                    end: BinlogPosition, *, tables: Iterable[str],
                                    server_ids: tuple[int, int], limit: int) -> dict[str, Any]:
-    """Untimed: do the fast decoder and ``read_changes`` yield identical ChangeEvents?"""
+    """Untimed: do the fast decoder and ``read_changes``' library path yield identical
+    ChangeEvents?"""
     from replicator.source.binlog import read_changes
 
     module = importlib.import_module(FAST_PACKAGE)
     fast = module.read_changes
     names = list(tables)
+    library_path: dict[str, Any] = {"fast": False} if read_changes_has_paths() else {}
     slow_count, slow_digest = _digest(
-        read_changes(source, start=start, end=end, tables=names, server_id=server_ids[0]), limit)
+        read_changes(source, start=start, end=end, tables=names, server_id=server_ids[0],
+                     **library_path), limit)
     fast_count, fast_digest = _digest(
         fast(source, start=start, end=end, tables=names, server_id=server_ids[1]), limit)
     return {"changes_compared": min(slow_count, fast_count),

@@ -83,12 +83,17 @@ def _decode(ctx: BenchContext, generated: workload.WorkloadResult) -> dict[str, 
     source = ctx.source()
     tables = [f"{generated.database}.{spec.name}" for spec in workload.TABLES]
     out: dict[str, Any] = {}
-    for reader, measure in (
+    readers: list[tuple[str, Callable[[], decode.DecodeResult]]] = [
         ("library", lambda: decode.decode_library(
             source, generated.start, generated.end, server_id=ctx.next_server_id())),
         ("read_changes", lambda: decode.decode_read_changes(
             source, generated.start, generated.end, tables=tables, server_id=ctx.next_server_id())),
-    ):
+    ]
+    if decode.read_changes_has_paths():
+        readers.insert(1, ("read_changes_library", lambda: decode.decode_read_changes(
+            source, generated.start, generated.end, tables=tables,
+            server_id=ctx.next_server_id(), fast=False)))
+    for reader, measure in readers:
         _section(out, reader, lambda m=measure: m().to_json())
     missing = decode.fast_decoder_available()
     if missing:
@@ -104,7 +109,7 @@ def _decode(ctx: BenchContext, generated: workload.WorkloadResult) -> dict[str, 
                          server_ids=(ctx.next_server_id(), ctx.next_server_id()),
                          limit=ctx.sizes.verify_changes))
     library = out.get("library", {}).get("rows_per_s")
-    for reader in ("read_changes", "fast"):
+    for reader in ("read_changes_library", "read_changes", "fast"):
         entry = out.get(reader, {})
         if library and "rows_per_s" in entry:
             entry["ratio_to_library"] = round(entry["rows_per_s"] / library, 3)
