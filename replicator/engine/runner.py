@@ -54,6 +54,8 @@ class RunOptions:
     on_report: Callable[[BatchReport], None] | None = None
     on_notice: Notice | None = None  # one-line progress messages
     handle_signals: bool = True
+    # Set it to stop like SIGTERM does (for embedding the runner, and tests).
+    stop: threading.Event | None = None
 
 
 @dataclass
@@ -90,8 +92,8 @@ def load_plan(pipeline: Pipeline) -> tuple[Catalog, Plan]:
 class _StopFlag:
     """Set by SIGINT/SIGTERM; a second signal interrupts at once."""
 
-    def __init__(self, notice: Notice) -> None:
-        self.event = threading.Event()
+    def __init__(self, notice: Notice, event: threading.Event | None = None) -> None:
+        self.event = event or threading.Event()
         self._notice = notice
 
     def __call__(self, signum: int, frame: Any) -> None:
@@ -182,7 +184,7 @@ def run_pipeline(pipeline: Pipeline, options: RunOptions, *, spark: Any = None) 
     checkpoint.create()
     sink = open_sink(pipeline, plan)
     applier: BatchApplier | None = None
-    flag = _StopFlag(notice)
+    flag = _StopFlag(notice, options.stop)
 
     def report(batch: BatchReport) -> None:
         if batch.kind == "snapshot":
