@@ -14,8 +14,12 @@ Trade-offs, measured and accepted:
   single-row statements; a multi-row statement's event (up to ~8 KB of rows) counts by size,
   so a batch can overshoot ``max_rows`` by the rows of one transaction plus the estimate's
   error. A single huge transaction is never split (offsets stay at boundaries);
-- the listing costs the server a read of the event headers (one query per page) on the
-  driver, once per micro-batch: small next to decoding the same range.
+- the listing costs the server a read of the event headers on the driver, once per
+  micro-batch. Listing every event of a 50k-row batch of single-row transactions costs ~2 s,
+  so admission control samples the first events and then *skips* the rest with
+  ``LIMIT skip, n`` (the server steps over events without sending them, ~20x cheaper),
+  estimating events per row from the sample; the exact listing remains for ranges that cross
+  a binlog file and for splitting a range into decode partitions.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import MySQLSource
 
 PAGE_EVENTS = 5_000
+SAMPLE_EVENTS = 2_000
 ROW_BYTES_ESTIMATE = 100
 _ROWS_EVENTS = ("write_rows", "update_rows", "delete_rows")
 _BOUNDARY_EVENTS = frozenset({"gtid", "anonymous_gtid", "gtid_log_event"})
@@ -91,15 +96,65 @@ def scan_boundaries(
 def boundary_after_rows(
     source: MySQLSource, start: BinlogPosition, end: BinlogPosition, max_rows: int
 ) -> BinlogPosition:
-    """The first boundary after at least ``max_rows`` estimated row changes, capped at ``end``.
+    """The first boundary after about ``max_rows`` estimated row changes, capped at ``end``.
 
     Always moves forward when ``start < end``: a transaction larger than ``max_rows`` is one
-    batch of its own.
+    batch of its own. Tries ``_skip_ahead`` first (cheap), then the exact scan.
     """
+    found = _skip_ahead(source, start, end, max_rows)
+    if found is not None:
+        return found
     for boundary in scan_boundaries(source, start, end):
         if boundary.rows_before >= max_rows and boundary.position > start:
             return boundary.position
     return end
+
+
+def _skip_ahead(
+    source: MySQLSource, start: BinlogPosition, end: BinlogPosition, max_rows: int
+) -> BinlogPosition | None:
+    """Sample the events after ``start``, then jump over the events ``max_rows`` rows need.
+
+    ``SHOW BINLOG EVENTS ... LIMIT skip, n`` makes the server step over ``skip`` events
+    without sending them: measured ~20x cheaper than listing them (100k events: 0.05 s vs
+    0.95 s). Events per row come from the sample, so the batch holds *about* ``max_rows``.
+    None when the answer needs the exact scan (the range crosses a binlog file).
+    """
+    from replicator.source.connection import connect
+
+    with connect(source) as connection, connection.cursor() as cursor:
+        file = connection.escape(start.file)
+        cursor.execute(f"SHOW BINLOG EVENTS IN {file} FROM {int(start.pos)} LIMIT {SAMPLE_EVENTS}")
+        sample = cursor.fetchall()
+        rows, next_pos = 0, start.pos
+        for log_name, event_pos, event_type, _server, end_log_pos, _info in sample:
+            here = BinlogPosition(str(log_name), int(event_pos))
+            kind = str(event_type).lower()
+            if here >= end:
+                return end
+            if kind == "rotate":
+                return None
+            if kind in _BOUNDARY_EVENTS and here > start and rows >= max_rows:
+                return here
+            rows += _rows_in(kind, int(event_pos), int(end_log_pos))
+            next_pos = int(end_log_pos)
+        if len(sample) < SAMPLE_EVENTS:
+            return end if end.file == start.file else None
+        skip = int((max_rows - rows) * len(sample) / max(rows, 1))
+        cursor.execute(
+            f"SHOW BINLOG EVENTS IN {file} FROM {next_pos} LIMIT {max(0, skip)}, {PAGE_EVENTS}"
+        )
+        for log_name, event_pos, event_type, *_ in cursor.fetchall():
+            here = BinlogPosition(str(log_name), int(event_pos))
+            if here >= end:
+                return end
+            kind = str(event_type).lower()
+            if kind == "rotate":
+                return None
+            if kind in _BOUNDARY_EVENTS:
+                return here
+        # Fewer events left in this file than the jump: the rest of the range is small.
+        return end if end.file == start.file else None
 
 
 def split_range(

@@ -280,15 +280,29 @@ def arrow_schema() -> Any:
 
 
 def arrow_batches(rows: Iterator[dict[str, Any]], size: int = ARROW_BATCH_ROWS) -> Iterator[Any]:
-    """Rows -> Arrow record batches of ``CHANGE_SCHEMA`` (columnar hand-off to Spark)."""
+    """Rows -> Arrow record batches of ``CHANGE_SCHEMA`` (columnar hand-off to Spark).
+
+    Built column by column: ``RecordBatch.from_pylist`` measured ~10x slower here.
+    """
     import pyarrow as pa
 
     schema = arrow_schema()
-    buffer: list[dict[str, Any]] = []
+    names = [name for name, _ in CHANGE_COLUMNS]
+    columns: list[list[Any]] = [[] for _ in names]
+
+    def flush() -> Any:
+        arrays = [pa.array(values, type=field.type) for values, field in zip(columns, schema, strict=True)]
+        for values in columns:
+            values.clear()
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    count = 0
     for row in rows:
-        buffer.append(row)
-        if len(buffer) >= size:
-            yield pa.RecordBatch.from_pylist(buffer, schema=schema)
-            buffer = []
-    if buffer:
-        yield pa.RecordBatch.from_pylist(buffer, schema=schema)
+        for values, name in zip(columns, names, strict=True):
+            values.append(row[name])
+        count += 1
+        if count == size:
+            yield flush()
+            count = 0
+    if count:
+        yield flush()

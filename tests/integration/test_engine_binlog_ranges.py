@@ -59,3 +59,18 @@ def test_split_range_cuts_at_boundaries(mariadb, mysql_source, fresh_database):
     assert parts[0][0] == start and parts[-1][1] == after[-1]
     for (_, end), (begin, _) in itertools.pairwise(parts):
         assert end == begin and end in after
+
+
+def test_large_ranges_skip_ahead_to_about_max_rows(mariadb, mysql_source, fresh_database):
+    # 2,500 single-row transactions (~10k events): past the sample, so the skip path answers.
+    start = current_position(mysql_source)
+    with mariadb.root_connection(fresh_database) as connection, connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+        for row in range(2500):
+            cursor.execute("INSERT INTO t VALUES (%s)", (row,))  # autocommit: one transaction
+    head = current_position(mysql_source)
+    boundaries = [b.position for b in scan_boundaries(mysql_source, start, head)]
+    found = boundary_after_rows(mysql_source, start, head, 1500)
+    assert found in boundaries
+    assert 1200 <= boundaries.index(found) <= 1800
+    assert boundary_after_rows(mysql_source, start, head, 100_000) == head
