@@ -137,6 +137,7 @@ class RunDisplay:
         self._tables: dict[str, dict[str, Any]] = {}
         self._batches = 0
         self._position = "-"
+        self._lag = "-"
         self._last_error = ""
 
     def __enter__(self) -> RunDisplay:
@@ -157,9 +158,11 @@ class RunDisplay:
         if self._live is not None:
             self._live.update(self._render())
 
-    def update(self, report: Any) -> None:
-        """Fold in one ``engine.metrics.BatchReport``."""
+    def update(self, report: Any, lag: str | None = None) -> None:
+        """Fold in one ``engine.metrics.BatchReport`` (and the lag behind the binlog head)."""
         self._batches += 1
+        if lag is not None:
+            self._lag = lag
         if report.end_offset:
             self._position = f"{report.end_offset['file']}:{report.end_offset['pos']}"
         for table in report.tables:
@@ -178,7 +181,8 @@ class RunDisplay:
         from rich.table import Table
 
         table = Table(
-            title=f"{self.pipeline}: {self._batches} batch(es), at {self._position}",
+            title=f"{self.pipeline}: {self._batches} batch(es), at {self._position}, "
+            f"lag {self._lag}",
             caption=f"last error: {self._last_error}" if self._last_error else None,
         )
         for column in ("table", "changes", "rows applied", "batches", "changes/s (last)"):

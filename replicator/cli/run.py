@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -40,6 +40,23 @@ def parse_conf(pairs: list[str]) -> dict[str, str]:
                              hint="for example --conf spark.driver.memory=4g")
         conf[key.strip()] = value
     return conf
+
+
+def _lag_text(pipeline: Any, report: Any) -> str | None:
+    """Bytes behind the binlog head after a batch (for the live display only)."""
+    if not report.end_offset:
+        return None
+    from replicator.engine.progress import lag_behind
+    from replicator.errors import ReplicatorError
+    from replicator.model.changes import BinlogPosition
+    from replicator.source.positions import current_position
+
+    try:
+        position = BinlogPosition.from_offset(report.end_offset)
+        lag = lag_behind(pipeline.source, position, current_position(pipeline.source))
+    except ReplicatorError:
+        return None
+    return f"{lag.bytes if lag.bytes is not None else '?'} bytes"
 
 
 def command(
@@ -75,11 +92,13 @@ def command(
 
     def on_report(report: BatchReport) -> None:
         if display is not None and display.live:
-            display.update(report)
+            display.update(report, lag=_lag_text(pipeline, report))
         else:
             render.log_line(formatter(report))
 
     def on_notice(message: str) -> None:
+        if display is not None and display.live and message.startswith("transient error"):
+            display.error(message)
         if log_format is LogFormat.json:
             import json
 
