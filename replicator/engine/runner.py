@@ -226,6 +226,10 @@ def run_pipeline(pipeline: Pipeline, options: RunOptions, *, spark: Any = None) 
         return result
     finally:
         (applier.sink if applier is not None else sink).close()
+        if applier is not None:
+            # Spark's callback server keeps the foreachBatch function (the applier) alive until
+            # the JVM stops; drop the sink so its driver objects are freed now.
+            applier.sink = None
 
 
 def _stream_with_retries(
