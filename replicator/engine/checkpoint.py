@@ -54,6 +54,12 @@ class StartState:
     epoch: int = 0
     # source table name -> number of chunks applied so far (chunks apply in order)
     chunks_applied: dict[str, int] = field(default_factory=dict)
+    # Tables the pipeline covers (copied, or streamed from the start position): a table added
+    # to the YAML later is not among them and gets a snapshot of its own.
+    tables: list[str] = field(default_factory=list)
+    # The tables a pending snapshot copies ([] : every table of the plan) and from where.
+    snapshot_tables: list[str] = field(default_factory=list)
+    snapshot_position: BinlogPosition | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +68,11 @@ class StartState:
             "snapshot": self.snapshot,
             "epoch": self.epoch,
             "chunks_applied": self.chunks_applied,
+            "tables": self.tables,
+            "snapshot_tables": self.snapshot_tables,
+            "snapshot_position": (
+                self.snapshot_position.to_offset() if self.snapshot_position else None
+            ),
         }
 
     @classmethod
@@ -71,7 +82,16 @@ class StartState:
             snapshot=data["snapshot"],
             epoch=int(data.get("epoch", 0)),
             chunks_applied={k: int(v) for k, v in data.get("chunks_applied", {}).items()},
+            tables=list(data.get("tables", [])),
+            snapshot_tables=list(data.get("snapshot_tables", [])),
+            snapshot_position=(
+                BinlogPosition.from_offset(data["snapshot_position"])
+                if data.get("snapshot_position") else None
+            ),
         )
+
+    def covers(self, table: str) -> bool:
+        return table.lower() in {name.lower() for name in self.tables}
 
 
 class CheckpointDir:

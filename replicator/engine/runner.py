@@ -131,7 +131,7 @@ def resolve_start(
 
     state = checkpoint.load_start()
     if state is not None and mode != "always":
-        return state
+        return _cover_new_tables(state, plan, checkpoint, mode, notice)
     epoch = 0
     if state is not None:
         epoch = state.epoch + 1
@@ -162,10 +162,39 @@ def resolve_start(
         # Recorded BEFORE any copy: the stream replays everything after it.
         position = current_position(pipeline.source)
     state = StartState(position=position, snapshot="pending" if snapshot else "skipped",
-                       epoch=epoch)
+                       epoch=epoch,
+                       tables=[] if snapshot else [t.source_name for t in plan.tables])
     checkpoint.save_start(state)
     notice(f"starting pipeline {pipeline.name} at {position}"
            + (" after a snapshot" if snapshot else " (no snapshot)"))
+    return state
+
+
+def _cover_new_tables(
+    state: StartState, plan: Plan, checkpoint: CheckpointDir, mode: SnapshotMode, notice: Notice
+) -> StartState:
+    """Tables added to the YAML after the pipeline started get a snapshot of their own.
+
+    It is taken now, while the stream resumes from its checkpoint (earlier): the stream
+    replays every change of the new table since then on top of the copy, so it converges, as
+    the initial snapshot does.
+    """
+    if state.snapshot == "pending" or not state.tables:
+        return state
+    new = [t.source_name for t in plan.tables if not state.covers(t.source_name)]
+    if not new:
+        return state
+    if mode == "never":
+        notice(f"new table(s) {', '.join(new)}: streaming their changes only (--snapshot never)")
+        state.tables = sorted({*state.tables, *new})
+    else:
+        notice(f"new table(s) {', '.join(new)}: copying them before streaming")
+        state.snapshot = "pending"
+        state.snapshot_tables = new
+        state.snapshot_position = checkpoint.resume_position() or state.position
+        for name in new:
+            state.chunks_applied.pop(name, None)
+    checkpoint.save_start(state)
     return state
 
 

@@ -52,10 +52,13 @@ def run_snapshot(
     from replicator.source.snapshot import plan_chunks
 
     source = applier.pipeline.source
-    position = state.position
+    position = state.snapshot_position or state.position
     parallelism = max(1, int(spark.sparkContext.defaultParallelism))
+    wanted = {name.lower() for name in state.snapshot_tables}
     for table_plan in applier.plan.tables:
         name = table_plan.source_name
+        if wanted and name.lower() not in wanted:
+            continue
         source_table = catalog.table(table_plan.source_database, table_plan.source_table)
         if source_table is None:
             raise EngineError(
@@ -82,5 +85,8 @@ def run_snapshot(
                 state.chunks_applied[name] = index + 1
                 checkpoint.save_start(state)
     state.snapshot = "done"
+    state.tables = sorted({*state.tables, *(t.source_name for t in applier.plan.tables)})
+    state.snapshot_tables = []
+    state.snapshot_position = None
     checkpoint.save_start(state)
     return True
