@@ -76,3 +76,36 @@ def test_snapshot_stream_schema_change_and_idempotent_rerun(
     again = run(pipeline, spark)
     assert (again.changes, again.rows, again.snapshot_rows) == (0, 0, 0)
     root.close()
+
+
+def test_parallel_decode_partitions_keep_the_global_order(spark, mariadb, mysql_source,
+                                                          fresh_database, tmp_path):
+    import dataclasses
+
+    from replicator.model.pipeline import EngineConfig
+
+    root = mariadb.root_connection()
+    create_schema(root, fresh_database)
+    seed(root, fresh_database, customers=5, orders=5, awkward=5)
+    warehouse = tmp_path / "warehouse.duckdb"
+    pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path, DuckDBTarget(str(warehouse)))
+    pipeline = dataclasses.replace(
+        pipeline, engine=EngineConfig(checkpoint=str(tmp_path / "checkpoint"), decode_partitions=3)
+    )
+    run(pipeline, spark)
+    with root.cursor() as cursor:  # one key changed in 150 transactions spread over partitions
+        for step in range(150):
+            cursor.execute(f"UPDATE `{fresh_database}`.customers SET name = %s WHERE id = 1",
+                           (f"step {step}",))
+            if step % 50 == 49:
+                cursor.execute(f"DELETE FROM `{fresh_database}`.customers WHERE id = 2")
+                cursor.execute(f"INSERT INTO `{fresh_database}`.customers (id, name) "
+                               "VALUES (2, %s)", (f"reborn {step}",))
+    result = run(pipeline, spark)
+    assert result.changes == 150 + 2 * 3
+    with _target(warehouse) as target:
+        assert_target_equals_source(pipeline, root, target)
+        assert target.execute('SELECT "NAME" FROM main."CUSTOMERS" WHERE "ID" = 1').fetchone() == (
+            "step 149",
+        )
+    root.close()
