@@ -149,6 +149,7 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
                               "wall_seconds": round(outcome.wall_seconds, 3)}
     if outcome.returncode != 0:
         result["error"] = outcome.tail()
+        result["error_lines"] = outcome.error_lines()
         return result
     split = phase_split(outcome)
     result.update(split)

@@ -23,6 +23,7 @@ transaction is visible (or after a timeout, which the result reports as unmatche
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
 import time
 from typing import Any
@@ -138,6 +139,9 @@ def run_latency(ctx: BenchContext) -> dict[str, Any]:
             latencies.append(visible - transaction.committed_at)
     latencies.sort()
     measured = batches.reports[first_measured:]
+    with batches.lock:
+        arrivals = [at for _, at in batches.applied[first_measured:]]
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
     result.update({
         "achieved_rate": round(steady.achieved_rate, 1),
         "changes": steady.changes,
@@ -146,6 +150,10 @@ def run_latency(ctx: BenchContext) -> dict[str, Any]:
         "batches": len(measured),
         "mean_batch_seconds": round(sum(float(r["seconds"]) for r in measured) / len(measured), 3)
         if measured else None,
+        # what the tail is made of: the slowest batch, and the longest wait between two
+        "max_batch_seconds": round(max(float(r["seconds"]) for r in measured), 3)
+        if measured else None,
+        "max_gap_between_batches_s": round(max(gaps), 3) if gaps else None,
         "p50_s": round(percentile(latencies, 0.50), 3),
         "p95_s": round(percentile(latencies, 0.95), 3),
         "p99_s": round(percentile(latencies, 0.99), 3),

@@ -120,8 +120,11 @@ class TreeSampler(threading.Thread):
         total = 0
         by_role: dict[str, int] = {}
         for pid in tree:
-            # read every time: Spark's launcher scripts exec() java in the same process
+            # read every time: Spark's launcher scripts exec() java in the same process; but
+            # keep a known role once a process turns zombie (its cmdline reads empty)
             role = role_of(_cmdline(pid), pid == self.root_pid)
+            if role == "other" and pid in self._cpu:
+                role = self._cpu[pid][0]
             _, cpu, rss = stats[pid]
             total += rss
             by_role[role] = by_role.get(role, 0) + rss
@@ -170,6 +173,16 @@ class RunOutcome:
 
     def tail(self, count: int = 15) -> str:
         return "\n".join(line.text for line in self.lines[-count:])
+
+    def error_lines(self, limit: int = 12) -> list[str]:
+        """Distinct stderr lines naming an error or exception (the cause, not the traceback
+        frames): e.g. a JVM ``java.lang.OutOfMemoryError`` far above the Python traceback."""
+        found: list[str] = []
+        for line in self.lines:
+            text = line.text.strip(" │")
+            if ("Error" in text or "Exception" in text or "Killed" in text) and text not in found:
+                found.append(text[:300])
+        return found[:limit]
 
 
 class MonitoredProcess:

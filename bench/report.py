@@ -31,6 +31,13 @@ def _fmt(value: Any, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
+def _cause(entry: dict[str, Any]) -> str:
+    """The most telling line of a failed run: a JVM error first, else the last error line."""
+    lines = entry.get("error_lines") or entry["error"].splitlines()
+    jvm = [line for line in lines if "java.lang." in line or "OutOfMemory" in line]
+    return (jvm or lines or ["?"])[0 if jvm else -1][:100]
+
+
 def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
     """(section, figure, value, target or note)."""
     workload = results.get("workload")
@@ -64,7 +71,7 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
     for target_name, entry in (results.get("e2e") or {}).items():
         section = f"e2e {target_name}"
         if "error" in entry:
-            yield (section, "run", "error", entry["error"].splitlines()[-1][:80])
+            yield (section, "run", "error", _cause(entry))
             continue
         goal = " (target >= 1.0x, stretch 1.5x)" if target_name == "duckdb" else ""
         yield (section, "changes/s (wall, incl. start-up)", _fmt(entry["changes_per_s"]),
@@ -93,7 +100,7 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
     snapshot = results.get("snapshot")
     if snapshot:
         if "error" in snapshot:
-            yield ("snapshot", "run", "error", snapshot["error"].splitlines()[-1][:80])
+            yield ("snapshot", "run", "error", _cause(snapshot))
         else:
             yield ("snapshot", f"{snapshot['rows']:,} rows", _fmt(snapshot["rows_per_s"], "rows/s"),
                    f"{snapshot.get('ratio_to_library_decode', '-')}x library (target >= 2x)")
@@ -105,7 +112,9 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
     big = results.get("big_transaction")
     if big:
         if "error" in big:
-            yield ("big txn", "run", "error", big["error"].splitlines()[-1][:80])
+            yield ("big txn", "run", "error", _cause(big))
+            yield ("big txn", "peak RSS until it failed", _fmt(big["usage"]["peak_rss_mib"], "MiB"),
+                   ", ".join(f"{k} {v:.0f}" for k, v in big["usage"]["peak_rss_mib_by_role"].items()))
         else:
             yield ("big txn", f"{big['rows']:,}-row transaction peak RSS",
                    _fmt(big["peak_rss_gib"], "GiB"),

@@ -81,6 +81,7 @@ def run_snapshot(ctx: BenchContext, rows: int, library_rate: float | None,
                               "wall_seconds": round(outcome.wall_seconds, 3)}
     if outcome.returncode != 0:
         result["error"] = outcome.tail()
+        result["error_lines"] = outcome.error_lines()
         return result
     reports = batch_reports(outcome, "snapshot")
     started = next((at for at, text in notices(outcome) if text.startswith("snapshot of")), None)
@@ -120,6 +121,7 @@ def run_big_transaction(ctx: BenchContext, rows: int,
                               "wall_seconds": round(outcome.wall_seconds, 3)}
     if outcome.returncode != 0:
         result["error"] = outcome.tail()
+        result["error_lines"] = outcome.error_lines()
         result["usage"] = outcome.usage.to_json()
         return result
     split = phase_split(outcome)
