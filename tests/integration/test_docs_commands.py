@@ -54,7 +54,10 @@ def runnable_command(line: str) -> str | None:
     text = PREFIX.sub("", line, count=1).strip()
     if not text.startswith("replicator "):
         return None
-    words = shlex.split(text, comments=True)
+    try:
+        words = shlex.split(text, comments=True)
+    except ValueError:  # continued on the next line (a trailing \) or an open quote
+        return None
     if len(words) < 2 or words[1] not in RUNNABLE:
         return None
     if words[1] == "plan" and "--offline" not in words:
@@ -76,12 +79,18 @@ def doc_commands(documents: list[Path]) -> list[DocCommand]:
     """Commands on the lines of fenced code blocks, and in inline code spans elsewhere."""
     found: list[DocCommand] = []
     for document in documents:
-        name = str(document.relative_to(ROOT))
-        inside = False
+        name = str(document.relative_to(ROOT) if document.is_relative_to(ROOT) else document)
+        inside, pending, first = False, "", 0
         for number, line in enumerate(document.read_text(encoding="utf-8").splitlines(), 1):
             if FENCE.match(line):
-                inside = not inside
+                inside, pending = not inside, ""
                 continue
+            if inside and line.rstrip().endswith("\\"):  # a command continued on the next line
+                first = first if pending else number
+                pending += line.rstrip()[:-1] + " "
+                continue
+            if pending:
+                line, number, pending = pending + line.strip(), first, ""
             candidates = [line] if inside else INLINE.findall(line)
             for candidate in candidates:
                 if command := runnable_command(candidate):
@@ -102,10 +111,22 @@ def test_the_extractor_finds_commands_and_skips_templates() -> None:
     assert runnable_command("replicator run pipelines/trips.yaml") is None
     assert runnable_command("replicator schema > pipeline.schema.json") is None
     assert runnable_command("replicator plan --offline") is None  # named in prose, no file
+    assert runnable_command("replicator validate \\") is None  # continued on the next line
     # the documents do show such commands: CI use in the README and docs/ci.md at least
     documents = {command.document for command in COMMANDS}
     assert {"README.md", "docs/ci.md"} <= documents, documents
     assert any("--offline" in command.text for command in COMMANDS)
+
+
+def test_a_command_continued_over_lines_is_one_command(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("```bash\nreplicator plan pipelines/trips.yaml \\\n    --offline\n```\n"
+                    "Run `replicator validate pipelines/` first.\n")
+    found = doc_commands([page])
+    assert [(c.line, c.argv) for c in found] == [
+        (2, ["plan", "pipelines/trips.yaml", "--offline"]),
+        (5, ["validate", "pipelines/"]),
+    ]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=[str(c) for c in COMMANDS])
