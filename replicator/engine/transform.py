@@ -118,7 +118,7 @@ class BatchApplier:
         self, rows: list[dict[str, Any]], spark_batch_id: int, end_offset: dict[str, Any] | None
     ) -> BatchReport:
         """Apply one micro-batch's change rows (any order) under its sink batch id."""
-        rows.sort(key=lambda row: (row["file_seq"], row["pos"], row["row_index"]))
+        rows.sort(key=lambda row: (row["file_seq"] or 0, row["pos"] or 0, row["row_index"] or 0))
         if end_offset is None and rows:
             # The offset log is local to the driver; elsewhere the last transaction's end is
             # the best we know (it can lag the true end when trailing transactions are
@@ -201,6 +201,11 @@ class BatchApplier:
         for row in ddl_rows:
             details = json.loads(row["after"])
             touched = [t for t in details.get("tables", []) if t.lower() in replicated]
+            database = str(details.get("database") or "").lower()
+            if not details.get("tables") and details.get("kind") == "drop" and any(
+                name.split(".", 1)[0] == database for name in replicated
+            ):
+                touched = [database]  # DROP DATABASE of a replicated schema
             if not touched:
                 continue  # DDL on a table this pipeline does not replicate
             sql = str(details.get("sql", "")).strip()
