@@ -319,11 +319,15 @@ def read_changes_fast(
     except (pymysql.err.MySQLError, OSError) as exc:
         error = classify_error(exc, source, doing="reading the binlog", server_id=server_id)
         if isinstance(error, TransientSourceError):
-            error.hint = (
-                "replicator resumes from the last transaction boundary; if this repeats, "
+            # The same words as read_changes: the usual cause of a dropped dump is a second
+            # reader with this server_id (the server drops the older one).
+            error = TransientSourceError(
+                f"lost the binlog connection to {source.host}:{source.port} while reading the "
+                f"binlog (reader server_id {server_id}): {exc}",
+                hint="replicator resumes from the last transaction boundary; if this repeats, "
                 f"another binlog reader uses server_id {server_id} (the server drops the older "
                 "of two readers with one server_id): give every pipeline its own "
-                "source.mysql.server_id"
+                "source.mysql.server_id",
             )
         raise error from exc
     finally:
