@@ -42,8 +42,19 @@ def package_root() -> str:
     return str(Path(replicator.__file__).resolve().parent.parent)
 
 
-def prepare_environment() -> None:
-    """Make the package importable by Spark's Python processes (see the module docstring)."""
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def prepare_environment(master: str = "local[*]") -> None:
+    """Make the package importable by Spark's Python processes (see the module docstring),
+    keep Spark's log chatter out of the run's output, and keep a local driver on 127.0.0.1."""
+    if "PYSPARK_SUBMIT_ARGS" not in os.environ and LOG4J_CONFIG.exists():
+        # Read by the launcher before the JVM starts (builder settings come too late).
+        os.environ["PYSPARK_SUBMIT_ARGS"] = (
+            f'--driver-java-options "-Dlog4j.configurationFile=file:{LOG4J_CONFIG}" pyspark-shell'
+        )
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     root = package_root()
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if root not in paths:
@@ -60,7 +71,7 @@ def spark_session(
     log_level: str = "ERROR",
 ) -> SparkSession:
     """A Spark session for a pipeline; ``conf`` entries override the defaults."""
-    prepare_environment()
+    prepare_environment(master)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName(app_name)
