@@ -115,6 +115,16 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
             yield ("big txn", "run", "error", _cause(big))
             yield ("big txn", "peak RSS until it failed", _fmt(big["usage"]["peak_rss_mib"], "MiB"),
                    ", ".join(f"{k} {v:.0f}" for k, v in big["usage"]["peak_rss_mib_by_role"].items()))
+            retry = big.get("retry")
+            if retry:
+                label = "retry " + " ".join(retry["conf"])
+                if "error" in retry:
+                    yield ("big txn", label, "error", _cause(retry))
+                else:
+                    yield ("big txn", f"{label}: peak RSS", _fmt(retry["peak_rss_gib"], "GiB"),
+                           ", ".join(f"{k} {v:.0f} MiB" for k, v
+                                     in retry["usage"]["peak_rss_mib_by_role"].items())
+                           + f"; {retry['changes_per_s']:,.0f} changes/s wall")
         else:
             yield ("big txn", f"{big['rows']:,}-row transaction peak RSS",
                    _fmt(big["peak_rss_gib"], "GiB"),

@@ -111,18 +111,29 @@ def run_snapshot(ctx: BenchContext, rows: int, library_rate: float | None,
     return result
 
 
+# When the default JVM heap (spark.driver.memory 1g) runs out, the run is repeated once with
+# this much, to tell "needs more heap" apart from "cannot be done" (recorded as ``retry``).
+RETRY_DRIVER_MEMORY = "3g"
+
+
 def run_big_transaction(ctx: BenchContext, rows: int,
                         filled: tuple[BinlogPosition, BinlogPosition, float] | None = None,
-                        ) -> dict[str, Any]:
+                        *, conf: tuple[str, ...] = ()) -> dict[str, Any]:
     before, after, _ = filled or fill_table(ctx, rows)
-    outcome = _run(ctx, "bench-big-transaction", before, "--snapshot", "never")
-    result: dict[str, Any] = {"rows": rows, "range": f"{before}..{after}",
+    name = "bench-big-transaction" + ("-retry" if conf else "")
+    extra = [arg for pair in conf for arg in ("--conf", pair)]
+    outcome = _run(ctx, name, before, "--snapshot", "never", *extra)
+    result: dict[str, Any] = {"rows": rows, "range": f"{before}..{after}", "conf": list(conf),
                               "returncode": outcome.returncode,
                               "wall_seconds": round(outcome.wall_seconds, 3)}
     if outcome.returncode != 0:
         result["error"] = outcome.tail()
         result["error_lines"] = outcome.error_lines()
         result["usage"] = outcome.usage.to_json()
+        if not conf and any("OutOfMemoryError" in line for line in result["error_lines"]):
+            result["retry"] = run_big_transaction(
+                ctx, rows, (before, after, 0.0),
+                conf=(f"spark.driver.memory={RETRY_DRIVER_MEMORY}",))
         return result
     split = phase_split(outcome)
     result.update(split)
