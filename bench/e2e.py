@@ -30,7 +30,8 @@ from typing import Any
 from bench.context import BenchContext, replicator_command
 from bench.pipelines import write_pipeline
 from bench.procmon import RunOutcome, cpu_seconds, run_monitored
-from bench.workload import TABLES, WorkloadResult
+from bench.tables import TABLES
+from bench.workload import WorkloadResult
 
 PHASES = ("decode", "transform", "stage", "merge")
 RUN_TIMEOUT_S = 3600.0

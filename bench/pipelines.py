@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.workload import TABLES, TableSpec
+from bench.tables import TABLES, TableSpec
 from replicator.model.changes import BinlogPosition
 
 SNOWFLAKE_DATABASE = "BENCH"

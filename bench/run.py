@@ -30,6 +30,7 @@ from bench import decode, workload
 from bench.context import BenchContext, Sizes
 from bench.environment import describe
 from bench.report import RESULTS_DIR, render_table, write_json
+from bench.tables import TABLES
 
 SECTIONS = ("decode", "e2e", "partitions", "latency", "snapshot", "bigtxn", "startup")
 # The server for the benchmark: a bigger buffer pool than the test default so the 1M-row
@@ -81,7 +82,7 @@ def _section(results: dict[str, Any], name: str, measure: Callable[[], Any]) -> 
 
 def _decode(ctx: BenchContext, generated: workload.WorkloadResult) -> dict[str, Any]:
     source = ctx.source()
-    tables = [f"{generated.database}.{spec.name}" for spec in workload.TABLES]
+    tables = [f"{generated.database}.{spec.name}" for spec in TABLES]
     out: dict[str, Any] = {}
     readers: list[tuple[str, Callable[[], decode.DecodeResult]]] = [
         ("library", lambda: decode.decode_library(

@@ -22,7 +22,8 @@ from bench.context import BenchContext, replicator_command
 from bench.e2e import RUN_TIMEOUT_S, batch_reports, duckdb_counts, notices, phase_split
 from bench.pipelines import write_pipeline
 from bench.procmon import run_monitored
-from bench.workload import TABLES, connect_root, head
+from bench.tables import TABLES
+from bench.workload import connect_root, head
 from replicator.model.changes import BinlogPosition
 
 DATABASE = "bench_snapshot"

@@ -110,3 +110,19 @@ def test_startup_commands_succeed(bench_result):
     for command in ("validate", "plan_offline", "python_baseline"):
         assert startup[command]["returncodes"] == [0]
         assert 0 < startup[command]["min_s"] <= startup[command]["median_s"]
+
+
+def test_the_workload_is_deterministic_per_seed():
+    from bench.workload import Generator
+
+    def statements(seed):
+        generator = Generator("bench", seed)
+        return [s.sql for batch in generator.transactions(2_000, repr, (5, 50)) for s in batch]
+
+    first = statements(7)
+    assert first == statements(7)
+    assert first != statements(8)
+    assert len(first) == 2_000
+    kinds = [sql.split(" ", 1)[0] for sql in first]
+    assert {"INSERT", "UPDATE", "DELETE"} == set(kinds)
+    assert kinds.count("INSERT") > kinds.count("UPDATE") > kinds.count("DELETE")
