@@ -144,4 +144,7 @@ def _table(spec: dict[str, Any], defaults: dict[str, Any], batching: BatchPolicy
         filter=spec.get("filter"),
         # A per-table override inherits what it does not set from the pipeline's batching.
         batching=_batching(spec["batching"], batching) if spec.get("batching") else None,
+        mode=spec.get("mode", "merge"),
+        log_table=bool(spec.get("log_table", False)),
+        track_history=tuple(spec["track_history"]) if spec.get("track_history") else None,
     )

@@ -47,6 +47,8 @@ CODES: dict[str, str] = {
     "R211": "some columns declare source_type, others do not (warning)",
     "R212": "mask: null means no mask (warning)",
     "R213": "an excluded column with other settings (warning)",
+    "R214": "a table setting that does not apply to its mode",
+    "R215": "track_history names a column that cannot be tracked",
 }
 
 

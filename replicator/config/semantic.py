@@ -21,7 +21,14 @@ from typing import Any
 
 from replicator.config.loader import JsonPath, LoadedDocument
 from replicator.model.catalog import MySQLType, MySQLTypeError
-from replicator.model.pipeline import DEFAULT_METADATA, METADATA_COLUMNS, SOFT_DELETE_COLUMNS
+from replicator.model.pipeline import (
+    CHANGELOG_COLUMNS,
+    DEFAULT_METADATA,
+    LOG_TABLE_SUFFIX,
+    METADATA_COLUMNS,
+    SCD2_COLUMNS,
+    SOFT_DELETE_COLUMNS,
+)
 
 # https://docs.snowflake.com/en/sql-reference/identifiers-syntax : quoted identifiers hold
 # up to 255 characters, any of them except NUL.
@@ -183,8 +190,71 @@ def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
                 document.add(document.position(where), "R202",
                              f"tables[{index}] lands in {folded}, the pipeline's state table",
                              "give the table another `target:` name")
+            if table.get("log_table") is True and table.get("mode", "merge") == "merge":
+                log = fold_identifier(target_table + LOG_TABLE_SUFFIX, identifier_case)
+                if log in seen_targets:
+                    other, other_name = seen_targets[log]
+                    document.add(document.position((*base, "log_table")), "R202",
+                                 f"tables[{index}] keeps its log in {log}, where tables[{other}] "
+                                 f"({other_name}) lands", "give one of them another `target:` name")
+                else:
+                    seen_targets[log] = (index, f"{source} (log table)")
 
+        _check_mode(document, base, table, defaults)
         _check_columns(document, base, table, defaults, identifier_case)
+
+
+def _check_mode(document: LoadedDocument, base: JsonPath, table: dict[str, Any],
+                defaults: dict[str, Any]) -> None:
+    """Settings that mean nothing in the table's mode (R214) and track_history (R215)."""
+    mode = table.get("mode", "merge")
+    if not isinstance(mode, str):
+        return  # the schema reported it
+    if mode != "merge" and table.get("log_table") is True:
+        document.add(document.position((*base, "log_table")), "R214",
+                     f"log_table: a {mode} table keeps no separate log",
+                     "remove `log_table: true`" + (" (a changelog table is itself the log)"
+                                                   if mode == "changelog" else ""))
+    if mode != "merge" and table.get("deletes", defaults.get("deletes")) == "soft":
+        where = (*base, "deletes") if "deletes" in table else (*base, "mode")
+        what = ("a changelog row of a delete has _DELETED = true" if mode == "changelog"
+                else "a delete ends the current version (_VALID_TO, _IS_CURRENT = false)")
+        document.add(document.position(where), "R214",
+                     f"deletes: soft does not apply to a {mode} table: {what}",
+                     "remove `deletes: soft` from this table")
+    if mode == "changelog" and "metadata" in table:
+        document.add(document.position((*base, "metadata")), "R214",
+                     "metadata: a changelog table has a fixed set of metadata columns "
+                     f"({', '.join(CHANGELOG_COLUMNS)})", "remove `metadata:` from this table")
+    track = table.get("track_history")
+    if track is None:
+        return
+    if mode != "scd2":
+        document.add(document.position((*base, "track_history")), "R214",
+                     f"track_history applies to scd2 tables, this one is {mode}",
+                     "add `mode: scd2` or remove `track_history`")
+        return
+    columns = _dict(table.get("columns"))
+    declared = {name.lower(): _dict(spec) for name, spec in columns.items()}
+    exhaustive = any("source_type" in spec for spec in declared.values())
+    key = {k.lower() for k in _list(table.get("key")) if isinstance(k, str)}
+    for position, name in enumerate(_list(track)):
+        if not isinstance(name, str):
+            continue
+        problem = None
+        if name.lower() in key:
+            problem = ("is a key column: a key change is a new key, not a new version",
+                       f"remove {name} from track_history")
+        elif declared.get(name.lower(), {}).get("exclude") is True:
+            problem = ("is excluded, so it never changes in the target",
+                       f"remove {name} from track_history, or stop excluding it")
+        elif exhaustive and name.lower() not in declared:
+            close = difflib.get_close_matches(name, list(columns), n=1, cutoff=0.6)
+            problem = (f"is not among the declared columns of {table.get('source')}",
+                       f"did you mean '{close[0]}'?" if close else "list declared source columns")
+        if problem:
+            document.add(document.position((*base, "track_history", position)), "R215",
+                         f"track_history column {name} {problem[0]}", problem[1])
 
 
 def _check_columns(document: LoadedDocument, base: JsonPath, table: dict[str, Any],
@@ -257,11 +327,18 @@ def _check_target_columns(document: LoadedDocument, base: JsonPath, table: dict[
                           identifier_case: Any) -> None:
     """Two source columns (or a column and a metadata column) landing in one target column."""
     taken: dict[str, str] = {}
+    mode = table.get("mode", "merge")
     metadata = table.get("metadata", defaults.get("metadata", list(DEFAULT_METADATA)))
-    for item in _list(metadata):
+    for item in _list(metadata) if mode != "changelog" else ():
         for column in METADATA_COLUMNS.get(item, ()) if isinstance(item, str) else ():
             taken[fold_identifier(column, identifier_case)] = f"the metadata column of `{item}`"
-    if table.get("deletes", defaults.get("deletes")) == "soft":
+    if mode == "changelog" or table.get("log_table") is True:
+        for column in CHANGELOG_COLUMNS:
+            taken.setdefault(fold_identifier(column, identifier_case), "a changelog column")
+    if mode == "scd2":
+        for column in SCD2_COLUMNS:
+            taken[fold_identifier(column, identifier_case)] = "an scd2 column"
+    if table.get("deletes", defaults.get("deletes")) == "soft" and mode == "merge":
         for column in SOFT_DELETE_COLUMNS:
             taken[fold_identifier(column, identifier_case)] = "a soft-delete column"
     for name, spec in columns.items():

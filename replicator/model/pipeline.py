@@ -15,6 +15,9 @@ from typing import Literal
 
 StartKind = Literal["initial", "latest", "position", "gtid"]
 DeleteMode = Literal["hard", "soft"]
+# merge: one target row per key (upsert). changelog: append every change, never compacted.
+# scd2: one row per version of a key, with _VALID_FROM / _VALID_TO / _IS_CURRENT.
+TableMode = Literal["merge", "changelog", "scd2"]
 MaskKind = Literal["sha256", "md5", "redact", "null"]
 IdentifierCase = Literal["upper", "preserve"]
 Tinyint1Policy = Literal["boolean", "integer"]
@@ -33,6 +36,20 @@ METADATA_COLUMNS: Mapping[str, tuple[str, ...]] = {
 DEFAULT_METADATA: tuple[str, ...] = ("op", "ts", "synced_at")
 # Columns a soft-deleting table gets in its target.
 SOFT_DELETE_COLUMNS: tuple[str, ...] = ("_DELETED", "_DELETED_AT")
+# Columns every changelog row carries after the row image (`mode: changelog`, and the
+# `<TARGET>_LOG` table of `log_table: true`), as in the managed services' `_log` tables.
+CHANGELOG_COLUMNS: tuple[str, ...] = (
+    "_OP",
+    "_DELETED",
+    "_TS_MS",
+    "_BINLOG_FILE",
+    "_BINLOG_POS",
+    "_TRANSACTION_ID",
+    "_TRANSACTION_ORDER",
+)
+# Columns an SCD type 2 table gets after the row image and its metadata.
+SCD2_COLUMNS: tuple[str, ...] = ("_VALID_FROM", "_VALID_TO", "_IS_CURRENT", "_CHANGE_SEQ")
+LOG_TABLE_SUFFIX = "_LOG"
 
 SERVER_ID_MIN = 1
 SERVER_ID_MAX = 2**32 - 1
@@ -182,6 +199,12 @@ class TablePipeline:
     # replicated (and a row that stops matching is deleted from the target).
     filter: str | None = None
     batching: BatchPolicy | None = None  # None: the pipeline's batching
+    mode: TableMode = "merge"
+    # merge mode: also append every change to <target>_LOG (same transaction as the MERGE).
+    log_table: bool = False
+    # scd2 mode: source columns whose changes open a new version; changes to other columns
+    # update the current version in place. None: every column is tracked.
+    track_history: tuple[str, ...] | None = None
 
     @property
     def source_name(self) -> str:

@@ -13,7 +13,10 @@ import zlib
 from replicator.errors import PlanError
 from replicator.model.catalog import Catalog, MySQLType, MySQLTypeError, SourceColumn, SourceTable
 from replicator.model.pipeline import (
+    CHANGELOG_COLUMNS,
+    LOG_TABLE_SUFFIX,
     METADATA_COLUMNS,
+    SCD2_COLUMNS,
     SOFT_DELETE_COLUMNS,
     DuckDBTarget,
     IdentifierCase,
@@ -46,6 +49,22 @@ METADATA_TYPES: dict[str, TargetType] = {
     "_SOURCE_TABLE": STRING,
     "_DELETED": BOOLEAN,
     "_DELETED_AT": TargetType("timestamp_tz", fsp=6),
+    "_VALID_FROM": TargetType("timestamp_tz", fsp=6),
+    "_VALID_TO": TargetType("timestamp_tz", fsp=6),
+    "_IS_CURRENT": BOOLEAN,
+    # The binlog position of the last change applied to a version, zero-padded so that it
+    # sorts as text (a 64-bit number cannot hold file sequence, pos and row index).
+    "_CHANGE_SEQ": STRING,
+}
+# Which metadata value each changelog column holds (sink.staging.METADATA_VALUES computes it).
+_CHANGELOG_METADATA = {
+    "_OP": "op",
+    "_DELETED": "deleted",
+    "_TS_MS": "ts",
+    "_BINLOG_FILE": "position",
+    "_BINLOG_POS": "position",
+    "_TRANSACTION_ID": "transaction",
+    "_TRANSACTION_ORDER": "transaction",
 }
 
 
@@ -139,7 +158,9 @@ def _plan_table(
         if column is not None:
             columns.append(column)
 
-    for metadata in table.metadata:
+    data_columns = list(columns)
+    # A changelog table carries the fixed changelog columns instead of `metadata:`.
+    for metadata in table.metadata if table.mode != "changelog" else ():
         if metadata not in METADATA_COLUMNS:
             problems.add(
                 f"{name}: unknown metadata {metadata!r}",
@@ -156,7 +177,9 @@ def _plan_table(
                     origin="replicator",
                 )
             )
-    if table.deletes == "soft":
+    if table.mode == "changelog":
+        columns += _changelog_columns(case)
+    if table.deletes == "soft" and table.mode == "merge":
         for target_column in SOFT_DELETE_COLUMNS:
             columns.append(
                 PlannedColumn(
@@ -166,9 +189,27 @@ def _plan_table(
                     origin="replicator",
                 )
             )
+    if table.mode == "scd2":
+        columns += [
+            PlannedColumn(
+                target_column=target_identifier(target_column, case),
+                target_type=METADATA_TYPES[target_column],
+                role="scd2",
+                nullable=target_column == "_VALID_TO",
+                origin="replicator",
+            )
+            for target_column in SCD2_COLUMNS
+        ]
+    track_history = _resolve_track_history(table, data_columns, problems)
 
     _check_column_collisions(name, columns, problems)
     columns = _with_staging_names(columns)
+    log_columns: list[PlannedColumn] = []
+    if table.log_table and table.mode == "merge":
+        by_name = {c.target_column: c for c in columns}
+        log_columns = [by_name[c.target_column] for c in data_columns]
+        log_columns += _changelog_columns(case)
+        _check_column_collisions(f"{name} (log table)", log_columns, problems)
     if table.filter:
         from replicator.plan.filters import FilterError, compile_filter
 
@@ -180,6 +221,11 @@ def _plan_table(
     if len(problems.items) > before:
         return None
     target_table = target_identifier(table.target_table or source_table.table, case)
+    log_table = (
+        target_identifier((table.target_table or source_table.table) + LOG_TABLE_SUFFIX, case)
+        if log_columns
+        else None
+    )
     return TablePlan(
         pipeline_name=pipeline.name,
         source_database=source_table.database,
@@ -195,12 +241,56 @@ def _plan_table(
         identifier_case=case,
         filter=table.filter,
         excluded=tuple(excluded),
+        mode=table.mode,
+        log_table=log_table,
+        log_columns=tuple(log_columns),
+        track_history=track_history,
     )
+
+
+def _changelog_columns(case: IdentifierCase) -> list[PlannedColumn]:
+    return [
+        PlannedColumn(
+            target_column=target_identifier(target_column, case),
+            target_type=METADATA_TYPES[target_column],
+            role="metadata",
+            metadata=_CHANGELOG_METADATA[target_column],
+            origin="replicator",
+        )
+        for target_column in CHANGELOG_COLUMNS
+    ]
+
+
+def _resolve_track_history(
+    table: TablePipeline, data_columns: list[PlannedColumn], problems: _Problems
+) -> tuple[str, ...]:
+    """`track_history:` source column names -> the target names of those columns."""
+    if not table.track_history:
+        return ()
+    by_source = {(c.source_column or "").lower(): c for c in data_columns}
+    tracked = []
+    for source_column in table.track_history:
+        column = by_source.get(source_column.lower())
+        if column is None:
+            problems.add(
+                f"{table.source_name}: track_history column {source_column!r} is not a "
+                "replicated source column",
+                hint="list source column names that are not excluded: "
+                + ", ".join(c.source_column or "" for c in data_columns),
+            )
+        elif column.is_key:
+            problems.add(
+                f"{table.source_name}: track_history column {source_column!r} is a key column",
+                hint="a key change is a new key, not a new version: remove it from track_history",
+            )
+        else:
+            tracked.append(column.target_column)
+    return tuple(tracked)
 
 
 def _resolve_key(table: TablePipeline, source_table: SourceTable, problems: _Problems):
     if table.key:
-        resolved = []
+        resolved: list[str] = []
         for name in table.key:
             column = source_table.column(name)
             if column is None:
@@ -213,6 +303,8 @@ def _resolve_key(table: TablePipeline, source_table: SourceTable, problems: _Pro
         return tuple(resolved), "declared"
     if source_table.primary_key:
         return tuple(source_table.primary_key), "primary key"
+    if table.mode == "changelog":
+        return (), "declared"  # an append-only log matches no rows: a key is optional
     problems.add(
         f"{table.source_name}: the table has no primary key, so rows cannot be matched",
         hint="declare the columns that identify a row: key: [id]",
@@ -307,14 +399,16 @@ def _check_column_collisions(name: str, columns: list[PlannedColumn], problems: 
 def _check_target_collisions(tables: list[TablePlan], problems: _Problems) -> None:
     seen: dict[tuple[str, ...], str] = {}
     for table in tables:
-        folded = tuple(part.upper() for part in table.target_parts)
-        if folded in seen:
-            problems.add(
-                f"{table.source_name} and {seen[folded]} both land in target table "
-                f"{table.target_table!r}",
-                hint="give one of them another `target:` name",
-            )
-        seen[folded] = table.source_name
+        parts = [table.target_parts] + ([table.log_parts] if table.log_table else [])
+        for target in parts:
+            folded = tuple(part.upper() for part in target)
+            if folded in seen:
+                problems.add(
+                    f"{table.source_name} and {seen[folded]} both land in target table "
+                    f"{target[-1]!r}",
+                    hint="give one of them another `target:` name",
+                )
+            seen[folded] = table.source_name
 
 
 def offline_catalog(pipeline: Pipeline) -> Catalog:

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from replicator.model.catalog import MySQLType
-from replicator.model.pipeline import DeleteMode, IdentifierCase, MaskKind
+from replicator.model.pipeline import DeleteMode, IdentifierCase, MaskKind, TableMode
 from replicator.plan.types import TargetType
 
-ColumnRole = Literal["data", "metadata", "soft_delete"]
+ColumnRole = Literal["data", "metadata", "soft_delete", "scd2"]
 ColumnOrigin = Literal["live", "yaml", "replicator"]
 
 # Internal staging columns the MERGE needs (never in the target).
@@ -23,6 +23,12 @@ STAGE_OP = "_REPLICATOR_OP"  # c / u / d / r of the change
 STAGE_SEQ = "_REPLICATOR_SEQ"  # order of the change inside the staged batch (last wins)
 STAGE_TS = "_REPLICATOR_TS"  # commit time of the change (soft delete's _DELETED_AT)
 INTERNAL_STAGE_COLUMNS = (STAGE_OP, STAGE_SEQ, STAGE_TS)
+# SCD2 staging rows are versions, not changes: STAGE_TS is when the version starts,
+# STAGE_VALID_TO when a later change of the same batch ended it (NULL: still current), and
+# STAGE_CHANGE_SEQ the binlog position of the last change folded into it (see CHANGE_SEQ).
+STAGE_VALID_TO = "_REPLICATOR_VALID_TO"
+STAGE_CHANGE_SEQ = "_REPLICATOR_CHANGE_SEQ"
+SCD2_STAGE_COLUMNS = (STAGE_VALID_TO, STAGE_CHANGE_SEQ)
 RESERVED_PREFIX = "_REPLICATOR_"  # target columns may not start with it
 
 
@@ -52,7 +58,7 @@ class PlannedColumn:
     @property
     def staged(self) -> bool:
         """Computed by the MERGE itself (_SYNCED_AT, soft-delete flags) or staged as data."""
-        return self.role != "soft_delete" and self.metadata != "synced_at"
+        return self.role not in ("soft_delete", "scd2") and self.metadata != "synced_at"
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,14 @@ class TablePlan:
     identifier_case: IdentifierCase
     filter: str | None = None
     excluded: tuple[str, ...] = ()  # source columns left out on purpose
+    mode: TableMode = "merge"
+    # `log_table: true`: the <TARGET>_LOG table appended beside the merged target, and its
+    # columns (the row image plus CHANGELOG_COLUMNS). A changelog-mode table is its own log:
+    # its `columns` already have that layout and `log_table` stays None.
+    log_table: str | None = None
+    log_columns: tuple[PlannedColumn, ...] = ()
+    # scd2: target columns whose changes open a new version (empty: every non-key column).
+    track_history: tuple[str, ...] = ()
 
     @property
     def source_name(self) -> str:
@@ -99,8 +113,31 @@ class TablePlan:
 
     @property
     def staged_columns(self) -> tuple[PlannedColumn, ...]:
-        """Target columns that travel in the staging table (internal columns come after)."""
-        return tuple(c for c in self.columns if c.staged)
+        """Columns that travel in the staging table (internal columns come after): the
+        target's, then the log table's that the target lacks."""
+        staged = [c for c in self.columns if c.staged]
+        names = {c.staging_name for c in staged}
+        staged += [c for c in self.log_columns if c.staged and c.staging_name not in names]
+        return tuple(staged)
+
+    @property
+    def keeps_every_change(self) -> bool:
+        """Changelog rows (own or a log table) need every change, not the last per key."""
+        return self.mode == "changelog" or self.log_table is not None
+
+    @property
+    def log_parts(self) -> tuple[str, ...]:
+        if self.log_table is None:
+            raise ValueError(f"{self.source_name} has no log table")
+        return (*self.target_namespace, self.log_table)
+
+    @property
+    def tracked_columns(self) -> tuple[PlannedColumn, ...]:
+        """scd2: the non-key data columns whose changes open a new version."""
+        candidates = [c for c in self.data_columns if not c.is_key]
+        if not self.track_history:
+            return tuple(candidates)
+        return tuple(c for c in candidates if c.target_column in self.track_history)
 
     def column(self, target_column: str) -> PlannedColumn:
         for column in self.columns:

@@ -24,15 +24,17 @@ def table_statements(table: TablePlan, dialect: Dialect) -> list[Statement]:
     schema = statements.create_schema(table, dialect)
     if schema:
         out.append(Statement("create schema", schema))
+    out.append(Statement("create target table", statements.create_target_table(table, dialect)))
+    if table.log_table:
+        out.append(Statement("create log table", statements.create_log_table(table, dialect)))
     out += [
-        Statement("create target table", statements.create_target_table(table, dialect)),
         Statement("create state table", statements.create_state_table(table, dialect)),
         Statement("create staging table", statements.create_staging_table(table, dialect)),
         Statement("skip a batch already applied", statements.state_lookup(table, dialect)),
         Statement("clear staging", statements.clear_staging(table, dialect)),
-        Statement("merge staged changes", statements.merge(table, dialect)),
-        Statement("record the batch", statements.state_insert(table, dialect)),
     ]
+    out += [Statement(purpose, sql) for purpose, sql in statements.batch_statements(table, dialect)]
+    out.append(Statement("record the batch", statements.state_insert(table, dialect)))
     return out
 
 

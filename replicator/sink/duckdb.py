@@ -74,6 +74,7 @@ class DuckDBSink:
                     [
                         statements.create_schema(table, self.dialect),
                         statements.create_target_table(table, self.dialect),
+                        table.log_table and statements.create_log_table(table, self.dialect),
                         statements.create_state_table(table, self.dialect),
                     ],
                 ):
@@ -82,19 +83,24 @@ class DuckDBSink:
                     table, self._missing_columns(cursor, table), self.dialect
                 ):
                     cursor.execute(sql)
+                if table.log_table:
+                    missing = self._missing_columns(cursor, table, log=True)
+                    for sql in statements.add_columns(table, missing, self.dialect, log=True):
+                        cursor.execute(sql)
         except duckdb.Error as exc:
             raise _sink_error(exc, "create the target tables") from exc
         finally:
             cursor.close()
 
-    def _missing_columns(self, cursor: Any, table: TablePlan):
+    def _missing_columns(self, cursor: Any, table: TablePlan, *, log: bool = False):
         rows = cursor.execute(
             "SELECT column_name FROM information_schema.columns "
             "WHERE lower(table_schema) = lower(?) AND lower(table_name) = lower(?)",
-            [table.target_namespace[-1], table.target_table],
+            [table.target_namespace[-1], table.log_parts[-1] if log else table.target_table],
         ).fetchall()
         existing = {name.lower() for (name,) in rows}  # DuckDB names are case-insensitive
-        return [c for c in table.columns if c.target_column.lower() not in existing]
+        columns = table.log_columns if log else table.columns
+        return [c for c in columns if c.target_column.lower() not in existing]
 
     def apply(
         self, table: TablePlan, batch_id: int, end_offset: dict[str, Any], staged: pa.Table
@@ -118,7 +124,8 @@ class DuckDBSink:
             )
             cursor.unregister(_ARROW_VIEW)
             staged_at = time.perf_counter()
-            cursor.execute(statements.merge(table, self.dialect))
+            for _purpose, sql in statements.batch_statements(table, self.dialect):
+                cursor.execute(sql)
             cursor.execute(
                 statements.state_insert(table, self.dialect), [*key, json.dumps(end_offset)]
             )

@@ -194,23 +194,31 @@ class SnowflakeSink:
             try:
                 for table in self.plan.tables:
                     cursor.execute(statements.create_target_table(table, self.dialect))
+                    if table.log_table:
+                        cursor.execute(statements.create_log_table(table, self.dialect))
                     cursor.execute(statements.create_state_table(table, self.dialect))
                     for sql in statements.add_columns(
                         table, self._missing_columns(cursor, table), self.dialect
                     ):
                         cursor.execute(sql)
+                    if table.log_table:
+                        missing = self._missing_columns(cursor, table, log=True)
+                        for sql in statements.add_columns(table, missing, self.dialect, log=True):
+                            cursor.execute(sql)
                 self._connection.commit()
             except errors.Error as exc:
                 raise _sink_error(exc, "create the target tables") from None
             finally:
                 cursor.close()
 
-    def _missing_columns(self, cursor: Any, table: TablePlan):
-        cursor.execute(f"SELECT * FROM {statements.target_name(table, self.dialect)} LIMIT 0")
+    def _missing_columns(self, cursor: Any, table: TablePlan, *, log: bool = False):
+        name = (statements.log_name if log else statements.target_name)(table, self.dialect)
+        cursor.execute(f"SELECT * FROM {name} LIMIT 0")
         # build_plan rejects names that differ only by case, so a case-blind match is safe
         # (and fakesnow's identifiers are case-insensitive).
         existing = {str(d[0]).lower() for d in cursor.description}
-        return [c for c in table.columns if c.target_column.lower() not in existing]
+        columns = table.log_columns if log else table.columns
+        return [c for c in columns if c.target_column.lower() not in existing]
 
     def _ensure_staging(self, cursor: Any, table: TablePlan) -> None:
         """Create the session's TEMP staging table, or re-create it if the plan changed."""
@@ -253,7 +261,8 @@ class SnowflakeSink:
                     )
                 self._connection.commit()
                 staged_at = time.perf_counter()
-                cursor.execute(statements.merge(table, self.dialect))
+                for _purpose, sql in statements.batch_statements(table, self.dialect):
+                    cursor.execute(sql)
                 cursor.execute(
                     statements.state_insert(table, self.dialect), [*key, json.dumps(end_offset)]
                 )

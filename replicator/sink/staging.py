@@ -1,5 +1,9 @@
 """ChangeEvents of one table -> the typed Arrow table both sinks load into staging.
 
+What a staging row is depends on the table's mode: the last change per key (merge), every
+change (changelog, and merge with ``log_table``: the MERGE then picks the last change per key
+itself), or one version of a key (scd2, ``sink.versions``).
+
 ``stage_changes`` applies, in order: key-update split and compaction to the last change per
 key (``model.compaction``); the row filter (a c/u/r whose after-image fails it becomes a
 delete of its key, so a row that stops matching leaves the target); the column mapping
@@ -17,10 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 from replicator.model.changes import ChangeEvent
 from replicator.model.compaction import compact
-from replicator.plan.model import STAGE_OP, STAGE_SEQ, STAGE_TS, PlannedColumn, TablePlan
+from replicator.plan.model import (
+    STAGE_CHANGE_SEQ,
+    STAGE_OP,
+    STAGE_SEQ,
+    STAGE_TS,
+    STAGE_VALID_TO,
+    PlannedColumn,
+    TablePlan,
+)
 from replicator.plan.statements import staging_columns
 from replicator.plan.types import TargetType
 from replicator.sink.values import value_converter
+from replicator.sink.versions import ordered_changes, versions
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -36,6 +49,7 @@ METADATA_VALUES: dict[str, Callable[[ChangeEvent], Any]] = {
     "_TRANSACTION_ID": lambda e: e.transaction_id or e.gtid or str(e.position),
     "_TRANSACTION_ORDER": lambda e: e.row_index,
     "_SOURCE_TABLE": lambda e: e.table,
+    "_DELETED": lambda e: e.op == "d",
 }
 
 
@@ -87,37 +101,62 @@ def _row_filter(table: TablePlan) -> Callable[[dict[str, Any]], bool] | None:
     return compile_filter(table.filter, [*names, *table.excluded])
 
 
+def _ms_time(ms: int | None) -> dt.datetime | None:
+    return None if ms is None else _EPOCH + dt.timedelta(milliseconds=ms)
+
+
 def stage_changes(table: TablePlan, events: Sequence[ChangeEvent]) -> pa.Table:
+    passes = _row_filter(table)
+    extra: dict[str, list[Any]] = {}
+    if table.mode == "scd2":
+        tracked = [c.source_column or "" for c in table.tracked_columns]
+        found = versions(ordered_changes(events, table.source_key, passes), table.source_key, tracked)
+        rows = [(v.op, v.image, v.event) for v in found]
+        times = [v.valid_from_ms for v in found]
+        extra[STAGE_VALID_TO] = [_ms_time(v.valid_to_ms) for v in found]
+        extra[STAGE_CHANGE_SEQ] = [v.change_seq for v in found]
+    elif table.keeps_every_change:
+        rows = ordered_changes(events, table.source_key, passes)
+        times = [event.ts_ms for _, _, event in rows]
+    else:
+        rows = []
+        for event in compact(events, table.source_key):
+            op = event.op
+            image = event.before if op == "d" else event.after
+            assert image is not None  # compact() checked
+            if passes is not None and op != "d" and not passes(image):
+                op = "d"  # the row no longer matches: remove its key from the target
+            rows.append((op, image, event))
+        times = [event.ts_ms for _, _, event in rows]
+    return _to_arrow(table, rows, times, extra)
+
+
+def _to_arrow(
+    table: TablePlan,
+    rows: Sequence[tuple[str, dict[str, Any], ChangeEvent]],
+    times: Sequence[int],
+    extra: dict[str, list[Any]],
+) -> pa.Table:
     import pyarrow as pa
 
-    changes = compact(events, table.source_key)
-    passes = _row_filter(table)
-    ops: list[str] = []
-    images: list[dict[str, Any]] = []
-    for event in changes:
-        op = event.op
-        image = event.before if op == "d" else event.after
-        assert image is not None  # compact() checked
-        if passes is not None and op != "d" and not passes(image):
-            op = "d"  # the row no longer matches: remove its key from the target
-        ops.append(op)
-        images.append(image)
-
+    ops = [op for op, _, _ in rows]
     columns: dict[str, list[Any]] = {}
     for column in table.staged_columns:
         if column.role == "data":
             convert = value_converter(column)
             source = column.source_column or ""
-            columns[column.staging_name] = [convert(image.get(source)) for image in images]
+            columns[column.staging_name] = [convert(image.get(source)) for _, image, _ in rows]
+        elif column.target_column.upper() == "_OP":
+            columns[column.staging_name] = list(ops)
+        elif column.target_column.upper() == "_DELETED":
+            columns[column.staging_name] = [op == "d" for op in ops]
         else:
             value_of = _metadata_value(column)
-            if column.target_column.upper() == "_OP":
-                columns[column.staging_name] = list(ops)
-            else:
-                columns[column.staging_name] = [value_of(event) for event in changes]
+            columns[column.staging_name] = [value_of(event) for _, _, event in rows]
     columns[STAGE_OP] = ops
-    columns[STAGE_SEQ] = list(range(len(changes)))
-    columns[STAGE_TS] = [_EPOCH + dt.timedelta(milliseconds=event.ts_ms) for event in changes]
+    columns[STAGE_SEQ] = list(range(len(rows)))
+    columns[STAGE_TS] = [_ms_time(ms) for ms in times]
+    columns.update(extra)
     schema = staging_schema(table)
     arrays = [pa.array(columns[field.name], type=field.type) for field in schema]
     return pa.Table.from_arrays(arrays, schema=schema)

@@ -1,0 +1,98 @@
+-- shop.products -> MAIN.PRODUCTS (duckdb)
+
+-- create schema
+CREATE SCHEMA IF NOT EXISTS "MAIN";
+
+-- create target table
+CREATE TABLE IF NOT EXISTS "MAIN"."PRODUCTS" (
+  "SKU" VARCHAR NOT NULL,
+  "TITLE" VARCHAR,
+  "PRICE" DECIMAL(10,2),
+  "_OP" VARCHAR,
+  "_TS_MS" BIGINT,
+  "_SYNCED_AT" TIMESTAMPTZ,
+  "_DELETED" BOOLEAN,
+  "_DELETED_AT" TIMESTAMPTZ,
+  PRIMARY KEY ("SKU")
+);
+
+-- create state table
+CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
+  "PIPELINE" VARCHAR NOT NULL,
+  "TABLE" VARCHAR NOT NULL,
+  "BATCH_ID" BIGINT NOT NULL,
+  "END_OFFSET" VARCHAR,
+  "APPLIED_AT" TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY ("PIPELINE", "TABLE", "BATCH_ID")
+);
+
+-- create staging table
+CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_PRODUCTS" (
+  "SKU" VARCHAR,
+  "TITLE" VARCHAR,
+  "PRICE" DECIMAL(10,2),
+  "_OP" VARCHAR,
+  "_TS_MS" BIGINT,
+  "_REPLICATOR_OP" VARCHAR,
+  "_REPLICATOR_SEQ" BIGINT,
+  "_REPLICATOR_TS" TIMESTAMPTZ
+);
+
+-- skip a batch already applied
+SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
+
+-- clear staging
+DELETE FROM "_REPLICATOR_STAGE_PRODUCTS";
+
+-- merge staged changes
+MERGE INTO "MAIN"."PRODUCTS" AS "tgt"
+USING (
+  SELECT
+    "SKU",
+    "TITLE",
+    "PRICE",
+    "_OP",
+    "_TS_MS",
+    CURRENT_TIMESTAMP AS "_SYNCED_AT",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "_REPLICATOR_STAGE_PRODUCTS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "SKU" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+ON "tgt"."SKU" = "src"."SKU"
+WHEN MATCHED AND "src"."_REPLICATOR_OP" = 'd' THEN UPDATE SET
+    "_DELETED" = TRUE,
+    "_DELETED_AT" = "src"."_REPLICATOR_TS",
+    "_OP" = "src"."_OP",
+    "_TS_MS" = "src"."_TS_MS",
+    "_SYNCED_AT" = "src"."_SYNCED_AT"
+WHEN MATCHED THEN UPDATE SET
+    "TITLE" = "src"."TITLE",
+    "PRICE" = "src"."PRICE",
+    "_OP" = "src"."_OP",
+    "_TS_MS" = "src"."_TS_MS",
+    "_SYNCED_AT" = "src"."_SYNCED_AT",
+    "_DELETED" = FALSE,
+    "_DELETED_AT" = NULL
+WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
+    "SKU",
+    "TITLE",
+    "PRICE",
+    "_OP",
+    "_TS_MS",
+    "_SYNCED_AT",
+    "_DELETED",
+    "_DELETED_AT"
+) VALUES (
+    "src"."SKU",
+    "src"."TITLE",
+    "src"."PRICE",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_SYNCED_AT",
+    FALSE,
+    NULL
+);
+
+-- record the batch
+INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP;

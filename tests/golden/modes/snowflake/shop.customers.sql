@@ -1,0 +1,146 @@
+-- shop.customers -> MAIN.CUSTOMERS (snowflake)
+
+-- create target table
+CREATE TABLE IF NOT EXISTS "MAIN"."CUSTOMERS" (
+  "ID" NUMBER(10,0) NOT NULL,
+  "NAME" VARCHAR,
+  "EMAIL" VARCHAR,
+  "TIER" VARCHAR,
+  "CITY" VARCHAR,
+  "_OP" VARCHAR,
+  "_VALID_FROM" TIMESTAMP_TZ(6) NOT NULL,
+  "_VALID_TO" TIMESTAMP_TZ(6),
+  "_IS_CURRENT" BOOLEAN NOT NULL,
+  "_CHANGE_SEQ" VARCHAR NOT NULL
+);
+
+-- create state table
+CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
+  "PIPELINE" VARCHAR NOT NULL,
+  "TABLE" VARCHAR NOT NULL,
+  "BATCH_ID" NUMBER(19,0) NOT NULL,
+  "END_OFFSET" VARCHAR,
+  "APPLIED_AT" TIMESTAMP_TZ(6) NOT NULL,
+  PRIMARY KEY ("PIPELINE", "TABLE", "BATCH_ID")
+);
+
+-- create staging table
+CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_CUSTOMERS" (
+  "ID" NUMBER(10,0),
+  "NAME" VARCHAR,
+  "EMAIL" VARCHAR,
+  "TIER" VARCHAR,
+  "CITY" VARCHAR,
+  "_OP" VARCHAR,
+  "_REPLICATOR_OP" VARCHAR,
+  "_REPLICATOR_SEQ" NUMBER(19,0),
+  "_REPLICATOR_TS" TIMESTAMP_TZ(6),
+  "_REPLICATOR_VALID_TO" TIMESTAMP_TZ(6),
+  "_REPLICATOR_CHANGE_SEQ" VARCHAR
+);
+
+-- skip a batch already applied
+SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
+
+-- clear staging
+DELETE FROM "_REPLICATOR_STAGE_CUSTOMERS";
+
+-- drop versions already applied
+DELETE FROM "_REPLICATOR_STAGE_CUSTOMERS"
+WHERE EXISTS (
+  SELECT 1 FROM "MAIN"."CUSTOMERS" AS "tgt"
+  WHERE "tgt"."ID" = "_REPLICATOR_STAGE_CUSTOMERS"."ID"
+    AND "tgt"."_CHANGE_SEQ" >= "_REPLICATOR_STAGE_CUSTOMERS"."_REPLICATOR_CHANGE_SEQ"
+);
+
+-- insert new versions
+INSERT INTO "MAIN"."CUSTOMERS" (
+    "ID",
+    "NAME",
+    "EMAIL",
+    "TIER",
+    "CITY",
+    "_OP",
+    "_VALID_FROM",
+    "_VALID_TO",
+    "_IS_CURRENT",
+    "_CHANGE_SEQ"
+)
+SELECT
+    "src"."ID",
+    "src"."NAME",
+    "src"."EMAIL",
+    "src"."TIER",
+    "src"."CITY",
+    "src"."_OP",
+    "src"."_REPLICATOR_TS",
+    "src"."_REPLICATOR_VALID_TO",
+    "src"."_REPLICATOR_VALID_TO" IS NULL,
+    "src"."_REPLICATOR_CHANGE_SEQ"
+FROM (
+  SELECT
+    "ID",
+    "NAME",
+    "EMAIL",
+    "TIER",
+    "CITY",
+    "_OP",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_SEQ",
+    "_REPLICATOR_TS",
+    "_REPLICATOR_VALID_TO",
+    "_REPLICATOR_CHANGE_SEQ"
+  FROM "_REPLICATOR_STAGE_CUSTOMERS"
+) AS "src"
+WHERE "src"."_REPLICATOR_OP" <> 'd'
+  AND NOT (
+    "src"."_REPLICATOR_SEQ" = (SELECT MIN("s2"."_REPLICATOR_SEQ") FROM "_REPLICATOR_STAGE_CUSTOMERS" AS "s2" WHERE "s2"."ID" = "src"."ID")
+    AND EXISTS (
+      SELECT 1 FROM "MAIN"."CUSTOMERS" AS "tgt"
+      WHERE "tgt"."ID" = "src"."ID"
+        AND "tgt"."_IS_CURRENT"
+        AND "tgt"."TIER" IS NOT DISTINCT FROM "src"."TIER" AND "tgt"."CITY" IS NOT DISTINCT FROM "src"."CITY"
+    )
+  )
+ORDER BY "src"."_REPLICATOR_SEQ";
+
+-- end or update current versions
+MERGE INTO "MAIN"."CUSTOMERS" AS "tgt"
+USING (
+  SELECT
+    "ID",
+    "NAME",
+    "EMAIL",
+    "TIER",
+    "CITY",
+    "_OP",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_SEQ",
+    "_REPLICATOR_TS",
+    "_REPLICATOR_VALID_TO",
+    "_REPLICATOR_CHANGE_SEQ"
+  FROM "_REPLICATOR_STAGE_CUSTOMERS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ") = 1
+) AS "src"
+ON "tgt"."ID" = "src"."ID"
+  AND "tgt"."_IS_CURRENT"
+  AND "tgt"."_CHANGE_SEQ" < "src"."_REPLICATOR_CHANGE_SEQ"
+WHEN MATCHED AND "src"."_REPLICATOR_OP" = 'd' THEN UPDATE SET
+    "tgt"."_VALID_TO" = "src"."_REPLICATOR_TS",
+    "tgt"."_IS_CURRENT" = FALSE,
+    "tgt"."_CHANGE_SEQ" = "src"."_REPLICATOR_CHANGE_SEQ"
+WHEN MATCHED AND "tgt"."TIER" IS NOT DISTINCT FROM "src"."TIER" AND "tgt"."CITY" IS NOT DISTINCT FROM "src"."CITY" THEN UPDATE SET
+    "tgt"."NAME" = "src"."NAME",
+    "tgt"."EMAIL" = "src"."EMAIL",
+    "tgt"."TIER" = "src"."TIER",
+    "tgt"."CITY" = "src"."CITY",
+    "tgt"."_OP" = "src"."_OP",
+    "tgt"."_VALID_TO" = "src"."_REPLICATOR_VALID_TO",
+    "tgt"."_IS_CURRENT" = "src"."_REPLICATOR_VALID_TO" IS NULL,
+    "tgt"."_CHANGE_SEQ" = "src"."_REPLICATOR_CHANGE_SEQ"
+WHEN MATCHED THEN UPDATE SET
+    "tgt"."_VALID_TO" = "src"."_REPLICATOR_TS",
+    "tgt"."_IS_CURRENT" = FALSE;
+
+-- record the batch
+INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP();

@@ -1,0 +1,132 @@
+-- shop.orders -> MAIN.ORDERS (snowflake)
+
+-- create target table
+CREATE TABLE IF NOT EXISTS "MAIN"."ORDERS" (
+  "ID" NUMBER(19,0) NOT NULL,
+  "CUSTOMER_ID" NUMBER(19,0),
+  "STATUS" VARCHAR,
+  "AMOUNT" NUMBER(12,2),
+  "_OP" VARCHAR,
+  "_TS_MS" NUMBER(19,0),
+  PRIMARY KEY ("ID")
+);
+
+-- create log table
+CREATE TABLE IF NOT EXISTS "MAIN"."ORDERS_LOG" (
+  "ID" NUMBER(19,0) NOT NULL,
+  "CUSTOMER_ID" NUMBER(19,0),
+  "STATUS" VARCHAR,
+  "AMOUNT" NUMBER(12,2),
+  "_OP" VARCHAR,
+  "_DELETED" BOOLEAN,
+  "_TS_MS" NUMBER(19,0),
+  "_BINLOG_FILE" VARCHAR,
+  "_BINLOG_POS" NUMBER(19,0),
+  "_TRANSACTION_ID" VARCHAR,
+  "_TRANSACTION_ORDER" NUMBER(10,0)
+);
+
+-- create state table
+CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
+  "PIPELINE" VARCHAR NOT NULL,
+  "TABLE" VARCHAR NOT NULL,
+  "BATCH_ID" NUMBER(19,0) NOT NULL,
+  "END_OFFSET" VARCHAR,
+  "APPLIED_AT" TIMESTAMP_TZ(6) NOT NULL,
+  PRIMARY KEY ("PIPELINE", "TABLE", "BATCH_ID")
+);
+
+-- create staging table
+CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_ORDERS" (
+  "ID" NUMBER(19,0),
+  "CUSTOMER_ID" NUMBER(19,0),
+  "STATUS" VARCHAR,
+  "AMOUNT" NUMBER(12,2),
+  "_OP" VARCHAR,
+  "_TS_MS" NUMBER(19,0),
+  "_DELETED" BOOLEAN,
+  "_BINLOG_FILE" VARCHAR,
+  "_BINLOG_POS" NUMBER(19,0),
+  "_TRANSACTION_ID" VARCHAR,
+  "_TRANSACTION_ORDER" NUMBER(10,0),
+  "_REPLICATOR_OP" VARCHAR,
+  "_REPLICATOR_SEQ" NUMBER(19,0),
+  "_REPLICATOR_TS" TIMESTAMP_TZ(6)
+);
+
+-- skip a batch already applied
+SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
+
+-- clear staging
+DELETE FROM "_REPLICATOR_STAGE_ORDERS";
+
+-- merge staged changes
+MERGE INTO "MAIN"."ORDERS" AS "tgt"
+USING (
+  SELECT
+    "ID",
+    "CUSTOMER_ID",
+    "STATUS",
+    "AMOUNT",
+    "_OP",
+    "_TS_MS",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "_REPLICATOR_STAGE_ORDERS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+ON "tgt"."ID" = "src"."ID"
+WHEN MATCHED AND "src"."_REPLICATOR_OP" = 'd' THEN DELETE
+WHEN MATCHED THEN UPDATE SET
+    "tgt"."CUSTOMER_ID" = "src"."CUSTOMER_ID",
+    "tgt"."STATUS" = "src"."STATUS",
+    "tgt"."AMOUNT" = "src"."AMOUNT",
+    "tgt"."_OP" = "src"."_OP",
+    "tgt"."_TS_MS" = "src"."_TS_MS"
+WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
+    "ID",
+    "CUSTOMER_ID",
+    "STATUS",
+    "AMOUNT",
+    "_OP",
+    "_TS_MS"
+) VALUES (
+    "src"."ID",
+    "src"."CUSTOMER_ID",
+    "src"."STATUS",
+    "src"."AMOUNT",
+    "src"."_OP",
+    "src"."_TS_MS"
+);
+
+-- append every change to the log table
+INSERT INTO "MAIN"."ORDERS_LOG" (
+    "ID",
+    "CUSTOMER_ID",
+    "STATUS",
+    "AMOUNT",
+    "_OP",
+    "_DELETED",
+    "_TS_MS",
+    "_BINLOG_FILE",
+    "_BINLOG_POS",
+    "_TRANSACTION_ID",
+    "_TRANSACTION_ORDER"
+)
+SELECT
+    "ID",
+    "CUSTOMER_ID",
+    "STATUS",
+    "AMOUNT",
+    "_OP",
+    "_DELETED",
+    "_TS_MS",
+    "_BINLOG_FILE",
+    "_BINLOG_POS",
+    "_TRANSACTION_ID",
+    "_TRANSACTION_ORDER"
+  FROM "_REPLICATOR_STAGE_ORDERS"
+  ORDER BY "_REPLICATOR_SEQ";
+
+-- record the batch
+INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP();
