@@ -68,6 +68,14 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
     if identical and "error" not in identical:
         yield ("decode", "fast == library path", str(identical["identical"]),
                f"first {identical['changes_compared']:,} ChangeEvents, every field (untimed)")
+    profile = results.get("profile")
+    if profile and "error" not in profile:
+        for stage, cost in profile["added_us_per_row"].items():
+            rate = profile["stages"][stage]["rows_per_s"]
+            yield ("profile", stage, f"+{cost:.1f} us/row",
+                   f"cumulative {rate:,.0f} rows/s" if rate else "")
+    elif profile:
+        yield ("profile", "run", "error", _cause(profile))
     for target_name, entry in (results.get("e2e") or {}).items():
         section = f"e2e {target_name}"
         if "error" in entry:

@@ -5,7 +5,7 @@
     bench/run --only decode,startup   # some sections
     bench/run --changes 100000 --out /tmp/result.json
 
-Sections (all by default): decode, e2e, partitions, latency, snapshot, bigtxn, startup. A failing section
+Sections (all by default): decode, profile, e2e, partitions, latency, snapshot, bigtxn, startup. A failing section
 is recorded with its error and the others still run; the exit status is 1 if any failed.
 See bench/README.md for what each number means.
 """
@@ -32,7 +32,7 @@ from bench.environment import describe
 from bench.report import RESULTS_DIR, render_table, write_json
 from bench.tables import TABLES
 
-SECTIONS = ("decode", "e2e", "partitions", "latency", "snapshot", "bigtxn", "startup")
+SECTIONS = ("decode", "profile", "e2e", "partitions", "latency", "snapshot", "bigtxn", "startup")
 # The server for the benchmark: a bigger buffer pool than the test default so the 1M-row
 # table is not disk-bound.
 SERVER_ARGS = ("--innodb-buffer-pool-size=512M",)
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             results["seed"] = args.seed
             ctx = BenchContext(server, workdir, sizes)
             generated = None
-            if {"decode", "e2e", "partitions"} & set(sections):
+            if {"decode", "profile", "e2e", "partitions"} & set(sections):
                 print(f"bench: generating {sizes.changes:,} changes ...", file=sys.stderr, flush=True)
                 generated = workload.generate(server.socket, "bench", sizes.changes, seed=args.seed)
                 results["workload"] = generated.to_json()
@@ -144,6 +144,12 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             if "decode" in sections and generated is not None:
                 decoded = _section(results, "decode", lambda: _decode(ctx, generated))
                 library_rate = (decoded.get("library") or {}).get("rows_per_s")
+            if "profile" in sections and generated is not None:
+                from bench.profile import run_profile
+
+                _section(results, "profile", lambda: run_profile(
+                    ctx.source(), generated.start, generated.end, database=generated.database,
+                    server_ids=iter(ctx.next_server_id, None)))
             if "e2e" in sections and generated is not None:
                 from bench.e2e import run_e2e
 

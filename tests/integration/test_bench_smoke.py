@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.spark]
 
 REPO = Path(__file__).resolve().parents[2]
 # Every section but `partitions` (the e2e DuckDB run again with one YAML setting changed).
-SECTIONS = "decode,e2e,latency,snapshot,bigtxn,startup"
+SECTIONS = "decode,profile,e2e,latency,snapshot,bigtxn,startup"
 TINY = ["--only", SECTIONS, "--changes", "600", "--latency-rate", "100", "--latency-seconds", "3",
         "--snapshot-rows", "3000"]
 
@@ -61,6 +61,15 @@ def test_decoders_read_exactly_the_workload(bench_result):
         assert fast["rows"] == workload["changes"]
         assert decode["fast_identical_to_read_changes"] == {
             "changes_compared": workload["changes"], "identical": True}
+
+
+def test_profile_follows_every_change_through_each_stage(bench_result):
+    _, result = bench_result
+    profile = result["profile"]
+    changes = result["workload"]["changes"]
+    assert {stage["rows"] for stage in profile["stages"].values()} == {changes}
+    assert len(profile["added_us_per_row"]) == len(profile["stages"]) == 4
+    assert profile["executor_side_top_functions_by_tottime"]
 
 
 @pytest.mark.parametrize("target", ["duckdb", "fakesnow"])
