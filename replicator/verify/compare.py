@@ -221,6 +221,15 @@ def verify_pipeline(
         for table in chosen:
             source_table = catalog.table(table.source_database, table.source_table)
             assert source_table is not None  # load_plan checked
+            if not table.source_key:  # a changelog of a table without a primary key
+                if tables:
+                    raise VerifyError(f"{table.source_name} has no key to compare rows by",
+                                      hint="declare `key:` for the table, or leave it out of "
+                                      "--table")
+                report.tables.append(TableReport(
+                    table.source_name, ".".join(table.target_parts),
+                    skipped="no key to compare rows by (declare `key:`)"))
+                continue
             started = time.perf_counter()
             verifier = TableVerifier(pipeline, source_table, table, sink.connection,
                                      end_transaction=plan.target_kind == "snowflake")

@@ -79,6 +79,7 @@ class TableReport:
     seconds: float = 0.0
     rechecks: int = 0  # --wait: rounds of re-checking differing keys
     lag: Lag | None = None
+    skipped: str | None = None  # why the table could not be compared (then nothing else is set)
 
     @property
     def equal(self) -> bool:
@@ -107,6 +108,7 @@ class TableReport:
                 "lag_bytes": self.lag.lag_bytes, "lag_files": self.lag.lag_files,
             },
             "seconds": round(self.seconds, 3),
+            "skipped": self.skipped,
         }
 
 
@@ -136,6 +138,10 @@ class VerifyReport:
         """Text lines: one summary per table, then up to ``limit`` differing keys each."""
         lines = []
         for table in self.tables:
+            if table.skipped:
+                lines.append(f"{table.source_table} -> {table.target_table}: not compared: "
+                             f"{table.skipped}")
+                continue
             head = (f"{table.source_table} -> {table.target_table}: source {table.source_rows} "
                     f"rows, target {table.target_rows} rows, {table.segments} key range(s), "
                     f"{table.seconds:.2f}s")

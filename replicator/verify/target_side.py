@@ -3,7 +3,9 @@
 Plain SELECTs over the target columns with bind parameters (``?``: DuckDB's and the
 Snowflake connector's qmark style), so the same statements run on both warehouses. Key
 ranges are spelled out lexicographically (``a > ? OR (a = ? AND b > ?)``) because not every
-warehouse compares row values. Soft-deleted rows (``_DELETED`` true) count as absent.
+warehouse compares row values. Soft-deleted rows (``_DELETED`` true) count as absent; an SCD2 target is compared by its
+current versions (``_IS_CURRENT``), a changelog target by the latest change of each key (by
+binlog position; a delete as its last change makes the key absent).
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ def _range_condition(keys: Sequence[str], bound: Sequence[Any], strict: str) -> 
     return "(" + " OR ".join(terms) + ")", params
 
 
+def _named(table: TablePlan, replicator_column: str) -> str:
+    """A column replicator adds (``_DELETED``, ``_IS_CURRENT``...) as the plan spells it."""
+    for column in table.columns:
+        if column.source_column is None and column.target_column.upper() == replicator_column:
+            return column.target_column
+    raise VerifyError(f"{table.source_name}: the plan has no {replicator_column} column",
+                      hint="run `replicator plan` to see the target's columns")
+
+
 class TargetReader:
     """Rows of one target table: key columns first, then the compared columns."""
 
@@ -46,17 +57,31 @@ class TargetReader:
         self.name = ".".join(table.target_parts)
         # Snowflake's session runs with autocommit off: end each read-only transaction.
         self._end_transaction = end_transaction
-        self._select = (f"SELECT {', '.join(quote_identifier(c.target_column) for c in columns)}"
-                        f" FROM {qualified_name(table.target_parts)}")
+        names = ", ".join(quote_identifier(c.target_column) for c in columns)
+        self._select = f"SELECT {names} FROM {qualified_name(table.target_parts)}"
+        # changelog: the latest change per key (ranked inside), then deletes dropped outside.
+        self._rank = ""
+        self._outer: tuple[str, str] | None = None
         self._live = ""
-        deleted = [c for c in table.columns
-                   if c.role == "soft_delete" and c.target_column.upper() == "_DELETED"]
-        if deleted:
-            self._live = f"NOT COALESCE({quote_identifier(deleted[0].target_column)}, FALSE)"
+        if table.mode == "changelog":
+            order = ", ".join(f"{quote_identifier(_named(table, n))} DESC"
+                              for n in ("_BINLOG_FILE", "_BINLOG_POS", "_TRANSACTION_ORDER"))
+            self._select = f"SELECT * FROM {qualified_name(table.target_parts)}"
+            self._rank = (" QUALIFY ROW_NUMBER() OVER (PARTITION BY "
+                          + ", ".join(quote_identifier(k) for k in self.key)
+                          + f" ORDER BY {order}) = 1")
+            self._outer = (f"SELECT {names} FROM (", ") AS latest WHERE NOT COALESCE("
+                           f"{quote_identifier(_named(table, '_DELETED'))}, FALSE)")
+        elif table.mode == "scd2":  # the current version of each key
+            self._live = f"COALESCE({quote_identifier(_named(table, '_IS_CURRENT'))}, FALSE)"
+        elif any(c.role == "soft_delete" for c in table.columns):
+            self._live = f"NOT COALESCE({quote_identifier(_named(table, '_DELETED'))}, FALSE)"
 
     def _rows(self, conditions: list[str], params: list[Any]) -> list[tuple[Any, ...]]:
         where = [c for c in [self._live, *conditions] if c]
         sql = self._select + (" WHERE " + " AND ".join(where) if where else "")
+        if self._outer:
+            sql = self._outer[0] + sql + self._rank + self._outer[1]
         cursor = self.connection.cursor()
         try:
             cursor.execute(sql, params) if params else cursor.execute(sql)

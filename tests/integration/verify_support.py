@@ -77,3 +77,25 @@ def open_target(pipeline: Pipeline) -> Any:
 
     _, plan = load_plan(pipeline)
     return open_sink(pipeline, plan)
+
+
+def replicate_changes(pipeline: Pipeline, sink: Any, start: Any, *, batch_id: int) -> int:
+    """Apply the binlog from ``start`` to the head, one batch per table, as the engine does
+    (every change staged; stage_changes compacts what the table's mode compacts)."""
+    from replicator.sink.staging import stage_changes
+    from replicator.source.binlog import read_changes
+    from replicator.source.positions import current_position
+
+    _, plan = load_plan(pipeline)
+    end = current_position(pipeline.source)
+    events = [e for e in read_changes(pipeline.source, start=start, end=end,
+                                      tables=[t.source_name for t in plan.tables],
+                                      server_id=pipeline.server_id)
+              if not hasattr(e, "sql")]  # row changes only
+    applied = 0
+    for table in plan.tables:
+        mine = [e for e in events if e.table.lower() == table.source_name.lower()]
+        staged = stage_changes(table, mine)
+        sink.apply(table, batch_id, end.to_offset(), staged)
+        applied += len(mine)
+    return applied
