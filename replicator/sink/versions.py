@@ -24,9 +24,15 @@ from replicator.model.compaction import event_key, split_key_change
 
 
 def change_seq(event: ChangeEvent) -> str:
-    """A change's binlog position as text that sorts like ``ChangeEvent.order``."""
+    """A change's binlog position as text that sorts like ``ChangeEvent.order``.
+
+    A snapshot read carries the position recorded before the copy, which is also where the
+    next transaction starts: the ``r`` (marked 0) sorts before that transaction's changes
+    (marked 1), whose effect the copy did not see.
+    """
     sequence, pos, row_index = event.order
-    return f"{sequence:010d}.{pos:020d}.{row_index:010d}"
+    kind = 0 if event.op == "r" else 1
+    return f"{sequence:010d}.{pos:020d}.{kind}{row_index:010d}"
 
 
 @dataclass

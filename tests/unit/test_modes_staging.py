@@ -29,6 +29,9 @@ def test_change_seq_sorts_like_the_binlog_order():
     c = ChangeEvent(table="t.t", op="c", position=BinlogPosition("mysql-bin.000010", 4),
                     row_index=0, ts_ms=0, after={"id": 1})
     assert change_seq(a) < change_seq(b) < change_seq(c)
+    # a snapshot read at a transaction's start position comes before that transaction
+    read = _event("r", None, {"id": 1}, 1000, 5)
+    assert change_seq(a) < change_seq(read) < change_seq(b)
 
 
 def test_versions_fold_untracked_changes_and_split_on_tracked_ones():
