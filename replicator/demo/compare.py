@@ -80,10 +80,11 @@ class TableComparison:
     missing: list[Any] = field(default_factory=list)  # keys in the source only
     extra: list[Any] = field(default_factory=list)  # keys in the target only
     different: list[tuple[Any, str, Any, Any]] = field(default_factory=list)  # key, column, src, tgt
+    duplicates: list[Any] = field(default_factory=list)  # keys the target holds more than once
 
     @property
     def equal(self) -> bool:
-        return not (self.missing or self.extra or self.different)
+        return not (self.missing or self.extra or self.different or self.duplicates)
 
     def describe(self, limit: int = 5) -> str:
         if self.equal:
@@ -93,6 +94,8 @@ class TableComparison:
             parts.append(f"missing in target: {self.missing[:limit]}")
         if self.extra:
             parts.append(f"extra in target: {self.extra[:limit]}")
+        if self.duplicates:
+            parts.append(f"keys more than once in target: {self.duplicates[:limit]}")
         for key, column, source, target in self.different[:limit]:
             parts.append(f"key {key} column {column}: source {source!r} != target {target!r}")
         return "\n  ".join(parts)
@@ -134,16 +137,21 @@ def compare_table(source_connection: Any, target_connection: Any, table: TablePl
     columns = _compared_columns(table)
     key_positions = [i for i, c in enumerate(columns) if c.source_column in table.source_key]
 
-    def keyed(rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], tuple[Any, ...]]:
-        result = {}
+    def keyed(rows: list[tuple[Any, ...]], seen_twice: list[Any]) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+        result: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         for row in rows:
             values = tuple(canonical(v, c) for v, c in zip(row, columns, strict=True))
-            result[tuple(values[i] for i in key_positions)] = values
+            key = tuple(values[i] for i in key_positions)
+            if key in result:
+                seen_twice.append(key)  # a dict would hide it
+            result[key] = values
         return result
 
-    source = keyed(read_source_rows(source_connection, table))
-    target = keyed(read_target_rows(target_connection, table))
-    comparison = TableComparison(table.source_name, len(source), len(target))
+    source_rows = read_source_rows(source_connection, table)
+    target_rows = read_target_rows(target_connection, table)
+    comparison = TableComparison(table.source_name, len(source_rows), len(target_rows))
+    source = keyed(source_rows, [])
+    target = keyed(target_rows, comparison.duplicates)
     comparison.missing = sorted(set(source) - set(target), key=repr)
     comparison.extra = sorted(set(target) - set(source), key=repr)
     for key in sorted(set(source) & set(target), key=repr):
