@@ -49,41 +49,67 @@ def _json_canonical(value: Any) -> str:
     return json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def canonical(column: PlannedColumn, value: Any) -> Any:
-    """A staged value (source side) or a fetched value (target side) in the compared form."""
-    if value is None:
-        return None
+def canonical_function(column: PlannedColumn) -> Callable[[Any], Any]:
+    """The canonical form of one column's values (None-safe), chosen once per column."""
     if column.mask:
-        return str(value)  # hex digest or '***' on both sides
+        return lambda v: None if v is None else str(v)  # hex digest or '***' on both sides
     kind = column.target_type.kind
     if kind == "integer":
-        return int(value)
+        return lambda v: v if v is None or type(v) is int else int(v)
     if kind == "decimal":
-        number = value if isinstance(value, Decimal) else Decimal(str(value))
-        try:
-            return number.quantize(Decimal(1).scaleb(-(column.target_type.scale or 0)))
-        except InvalidOperation:
-            return number
+        quantum = Decimal(1).scaleb(-(column.target_type.scale or 0))
+
+        def decimal(v: Any) -> Any:
+            if v is None:
+                return None
+            number = v if isinstance(v, Decimal) else Decimal(str(v))
+            try:
+                return number.quantize(quantum)
+            except InvalidOperation:
+                return number
+
+        return decimal
     if kind == "float":
-        return float(value)
+        return lambda v: None if v is None else float(v)
     if kind == "boolean":
-        return bool(value)
+        return lambda v: None if v is None else bool(v)
     if kind == "date":
-        if isinstance(value, str):
-            return dt.date.fromisoformat(value[:10])
-        return value.date() if isinstance(value, dt.datetime) else value
+        def date(v: Any) -> Any:
+            if v is None:
+                return None
+            if isinstance(v, str):
+                return dt.date.fromisoformat(v[:10])
+            return v.date() if isinstance(v, dt.datetime) else v
+
+        return date
     if kind == "timestamp":
-        value = _as_datetime(value)
-        return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+        def naive(v: Any) -> Any:
+            if v is None:
+                return None
+            v = _as_datetime(v)
+            return v.astimezone(UTC).replace(tzinfo=None) if v.tzinfo else v
+
+        return naive
     if kind == "timestamp_tz":
-        value = _as_datetime(value)
-        # fakesnow's TIMESTAMP_TZ drops the offset (DESIGN.md); replicator writes UTC.
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        def instant(v: Any) -> Any:
+            if v is None:
+                return None
+            v = _as_datetime(v)
+            # fakesnow's TIMESTAMP_TZ drops the offset (DESIGN.md); replicator writes UTC.
+            return v.replace(tzinfo=UTC) if v.tzinfo is None else v.astimezone(UTC)
+
+        return instant
     if kind == "binary":
-        return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+        return lambda v: None if v is None else (
+            v.encode("utf-8") if isinstance(v, str) else bytes(v))
     if kind == "json":
-        return _json_canonical(value)
-    return str(value)  # string, time_text
+        return lambda v: None if v is None else _json_canonical(v)
+    return lambda v: v if v is None or type(v) is str else str(v)  # string, time_text
+
+
+def canonical(column: PlannedColumn, value: Any) -> Any:
+    """A staged value (source side) or a fetched value (target side) in the compared form."""
+    return canonical_function(column)(value)
 
 
 RowForm = Callable[[dict[str, Any]], tuple[Any, ...]]
@@ -91,10 +117,10 @@ RowForm = Callable[[dict[str, Any]], tuple[Any, ...]]
 
 def source_row_form(columns: Sequence[PlannedColumn]) -> RowForm:
     """Source image (dict by source column) -> canonical values of ``columns``, as staged."""
-    steps = [(c.source_column or "", value_converter(c), c) for c in columns]
+    steps = [(c.source_column or "", value_converter(c), canonical_function(c)) for c in columns]
 
     def form(image: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(canonical(c, convert(image.get(name))) for name, convert, c in steps)
+        return tuple(same(convert(image.get(name))) for name, convert, same in steps)
 
     return form
 
@@ -102,8 +128,10 @@ def source_row_form(columns: Sequence[PlannedColumn]) -> RowForm:
 def target_row_form(columns: Sequence[PlannedColumn]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
     """A fetched target row (values in ``columns`` order) -> canonical values."""
 
+    functions = [canonical_function(c) for c in columns]
+
     def form(row: Sequence[Any]) -> tuple[Any, ...]:
-        return tuple(canonical(c, v) for c, v in zip(columns, row, strict=True))
+        return tuple(same(v) for same, v in zip(functions, row, strict=True))
 
     return form
 
