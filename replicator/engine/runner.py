@@ -205,9 +205,13 @@ def run_pipeline(pipeline: Pipeline, options: RunOptions, *, spark: Any = None) 
     from replicator.engine.transform import BatchApplier
     from replicator.sink import open_sink
     from replicator.source.positions import ensure_available
+    from replicator.source.preflight import require_replication_settings
 
     notice = options.on_notice or (lambda message: None)
     result = RunResult()
+    # Before anything is copied: a STATEMENT binlog (or binlog off, ...) would let the run copy
+    # the tables and then stream nothing, forever, without a word.
+    require_replication_settings(pipeline.source)
     catalog, plan = load_plan(pipeline)
     checkpoint = CheckpointDir(pipeline.checkpoint_dir)
     checkpoint.create()
@@ -269,9 +273,15 @@ def _stream_with_retries(
     connection, a warehouse resuming): it resumes from Spark's checkpoint, and the sink skips
     what was applied. Terminal errors stop the run. Forever mode retries forever with capped
     backoff; ``--until-caught-up`` gives up after a few attempts."""
+    from replicator.source.preflight import require_replication_settings
+
     attempt = 0
     while True:
         try:
+            if attempt:
+                # The server may have come back with other settings (a restart that lost a
+                # SET GLOBAL binlog_format = ROW): re-check before reading again.
+                require_replication_settings(pipeline.source)
             _stream(spark, pipeline, applier, checkpoint, state, options, flag, result)
             return
         except ReplicatorError as exc:

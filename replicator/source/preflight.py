@@ -253,3 +253,37 @@ def source_checks(pipeline: Pipeline) -> tuple[list[CheckResult], Catalog | None
         return results, None
     results.extend(table_checks(pipeline, catalog))
     return results, catalog
+
+
+# Settings without which a run would replicate wrongly or silently nothing: a STATEMENT/MIXED
+# binlog has no row events (the reader sees 0 changes), MINIMAL/NOBLOB images lack columns,
+# MINIMAL metadata misnames columns after DDL, PARTIAL_JSON logs diffs, compressed payloads
+# cannot be read. Retention is only a warning: it matters for long pauses, not correctness.
+REPLICATION_CHECKS = frozenset({
+    "log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata",
+    "binlog_row_value_options", "binlog_transaction_compression",
+})
+
+
+def replication_failures(variables: dict[str, str], *, mariadb: bool) -> list[CheckResult]:
+    """The FAIL results of ``binlog_checks`` that make replication wrong."""
+    return [result for result in binlog_checks(variables, mariadb=mariadb)
+            if result.status == "fail" and result.check in REPLICATION_CHECKS]
+
+
+def require_replication_settings(source: Any) -> None:
+    """Raise a SourceError naming the fix when the server's binlog settings would make a run
+    replicate wrongly; the same checks (and fixes) as ``replicator check``."""
+    with connect(source) as connection:
+        mariadb = is_mariadb(connection)
+        variables = server_variables(connection)
+    failures = replication_failures(variables, mariadb=mariadb)
+    if not failures:
+        return
+    where = f"{source.host}:{source.port}"
+    raise SourceError(
+        f"the MySQL server {where} cannot be replicated as configured: "
+        + "; ".join(result.detail for result in failures),
+        hint="; ".join(dict.fromkeys(result.fix for result in failures if result.fix))
+        + " (then `replicator check PIPELINE.yaml` must pass)",
+    )
