@@ -3,7 +3,7 @@
 Runs on the driver, inside ``foreachBatch`` (and for each snapshot chunk). For every table of
 a micro-batch: decode the row images (exact JSON -> typed values), compact to the last change
 per key (``model.compaction.compact``: ordered by binlog position, delete wins, key updates
-split), map the columns (``sink.staging.stage_changes``) and hand the Arrow table to
+split; changelog, log_table and scd2 tables keep every change), map the columns (``sink.staging.stage_changes``) and hand the Arrow table to
 ``sink.apply`` with the batch id, which is exactly-once through the sink's state table.
 
 Compaction runs on the driver, not as a Spark window: the sink runs on the driver and takes
@@ -178,10 +178,14 @@ class BatchApplier:
         report = TableReport(table=table_plan.source_name, changes=len(events))
         started = time.perf_counter()
         source_columns = [c.source_column for c in table_plan.data_columns if c.source_column]
-        compacted = compact(_complete_images(events, source_columns), table_plan.source_key)
+        completed = _complete_images(events, source_columns)
+        # Changelog, log_table and scd2 tables need every change of the batch (docs/modes.md):
+        # only a plain merged table is compacted here (stage_changes decides per mode).
+        if table_plan.mode == "merge" and not table_plan.keeps_every_change:
+            completed = compact(completed, table_plan.source_key)
         report.seconds_transform = time.perf_counter() - started
         started = time.perf_counter()
-        staged = stage_changes(table_plan, compacted)
+        staged = stage_changes(table_plan, completed)
         staged_seconds = time.perf_counter() - started
         result = self.sink.apply(table_plan, batch_id, end_offset or {}, staged)
         report.rows = int(result.rows)
