@@ -12,7 +12,7 @@ os.environ.setdefault("NO_COLOR", "1")
 
 pytest_plugins = [
     name
-    for name in ("tests.fixtures.mariadb", "tests.fixtures.spark")
+    for name in ("tests.fixtures.mariadb", "tests.fixtures.spark", "tests.fixtures.spark_cluster")
     if importlib.util.find_spec(name) is not None
 ]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -80,13 +81,63 @@ def command(
     log_format: Annotated[
         LogFormat, typer.Option("--log-format", help="Per-batch log lines: text or json.")
     ] = LogFormat.text,
+    decode_partitions: Annotated[
+        int | None, typer.Option("--decode-partitions", min=1,
+                                 help="Spark tasks decoding one micro-batch (default: "
+                                 "engine.decode_partitions).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the spark-submit command a cluster master "
+                           "runs (and build the code zip it ships), then exit.")
+    ] = False,
 ) -> None:
+    import os
+
     from replicator.config import load_pipeline
-    from replicator.engine.metrics import BatchReport, format_json, format_text
-    from replicator.engine.runner import RunOptions, run_pipeline
+    from replicator.engine.launch import SUBMITTED_ENV, master_kind
 
     spark_conf = parse_conf(conf or [])
     pipeline = load_pipeline(file)
+    if decode_partitions is not None:
+        pipeline = replace(pipeline, engine=replace(pipeline.engine,
+                                                    decode_partitions=decode_partitions))
+    spark_master = master or pipeline.engine.master
+    kind = master_kind(spark_master)
+    if kind != "local" and not os.environ.get(SUBMITTED_ENV):
+        run_args = [*(["--until-caught-up"] if until_caught_up else []),
+                    "--snapshot", snapshot.value, "--log-format", log_format.value,
+                    *(["--decode-partitions", str(decode_partitions)] if decode_partitions else []),
+                    *(arg for pair in conf or [] for arg in ("--conf", pair))]
+        _submit(file, pipeline, spark_master, spark_conf, run_args, dry_run=dry_run)
+        return
+    if dry_run:
+        render.info(f"{spark_master} runs Spark inside this process: there is no spark-submit "
+                    "command (use a cluster master: spark://, yarn, k8s://)")
+        return
+    _run(pipeline, until_caught_up=until_caught_up, snapshot=snapshot, master=master,
+         spark_conf=spark_conf, log_format=log_format)
+
+
+def _submit(file: Path, pipeline: Any, master: str, spark_conf: dict[str, str],
+            run_args: list[str], *, dry_run: bool) -> None:
+    """Hand the run to spark-submit (replacing this process), or print the command."""
+    from replicator.engine.launch import exec_submit, package_zip, submit_command
+
+    code_zip = package_zip(Path(pipeline.checkpoint_dir) / "package")
+    command = submit_command(master, {**pipeline.engine.conf, **spark_conf}, run_args,
+                             code_zip=code_zip.resolve(), pipeline_file=file,
+                             app_name=f"replicator-{pipeline.name}")
+    if dry_run:
+        print(command.shell())
+        return
+    exec_submit(command)
+
+
+def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, master: str | None,
+         spark_conf: dict[str, str], log_format: LogFormat) -> None:
+    from replicator.engine.metrics import BatchReport, format_json, format_text
+    from replicator.engine.runner import RunOptions, run_pipeline
+
     formatter = format_json if log_format is LogFormat.json else format_text
     display = render.run_display(pipeline.name) if log_format is LogFormat.text else None
 
