@@ -158,20 +158,43 @@ def _skip_ahead(
 
 
 def split_range(
-    source: MySQLSource, start: BinlogPosition, end: BinlogPosition, parts: int
+    source: MySQLSource, start: BinlogPosition, end: BinlogPosition, parts: int,
+    *, part_rows: int = 0,
 ) -> list[tuple[BinlogPosition, BinlogPosition]]:
-    """``[start, end]`` cut into at most ``parts`` ranges of about equal rows, at boundaries."""
+    """``[start, end]`` cut into at most ``parts`` ranges of about equal rows, at boundaries.
+
+    ``part_rows`` (from the batching policy: ``max_rows / decode_partitions``) is the size
+    a part is worth: a batch smaller than ``parts * part_rows`` gets fewer parts, so a small
+    batch does not pay for several binlog connections. Lists every event header of the range
+    (``scan_boundaries``): exact, and measured ~2 s per 50k single-row transactions.
+    """
     if parts <= 1 or start >= end:
         return [(start, end)]
-    boundaries = list(scan_boundaries(source, start, end))
+    return cut_range(list(scan_boundaries(source, start, end)), start, end, parts,
+                     part_rows=part_rows)
+
+
+def cut_range(
+    boundaries: list[Boundary], start: BinlogPosition, end: BinlogPosition, parts: int,
+    *, part_rows: int = 0,
+) -> list[tuple[BinlogPosition, BinlogPosition]]:
+    """The cutting of ``split_range`` given the range's boundaries (``end`` last, holding the
+    total): each cut is the boundary nearest to ``total * i / parts`` rows, cuts strictly
+    increasing, so the parts are contiguous, in order, and never split a transaction (one
+    huge transaction stays one part)."""
     total = boundaries[-1].rows_before if boundaries else 0
+    if part_rows > 0:
+        parts = min(parts, max(1, -(-total // part_rows)))
+    inner = [b for b in boundaries if start < b.position < end]
     cuts: list[BinlogPosition] = []
     for index in range(1, parts):
         wanted = total * index / parts
-        for boundary in boundaries:
-            if boundary.rows_before >= wanted and boundary.position < end:
-                if (not cuts or boundary.position > cuts[-1]) and boundary.position > start:
-                    cuts.append(boundary.position)
-                break
+        candidates = [b for b in inner if not cuts or b.position > cuts[-1]]
+        if not candidates:
+            break
+        nearest = min(candidates, key=lambda b: (abs(b.rows_before - wanted), b.position))
+        if nearest.rows_before <= 0 or nearest.rows_before >= total:
+            continue  # an empty part on either side
+        cuts.append(nearest.position)
     edges = [start, *cuts, end]
     return [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]

@@ -38,6 +38,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from replicator.engine.errors import carried
 from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
 from replicator.model.pipeline import MySQLSource, StartPosition
 from replicator.model.values import encode_image
@@ -64,6 +65,8 @@ CHANGE_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 CHANGE_SCHEMA = ", ".join(f"`{name}` {kind}" for name, kind in CHANGE_COLUMNS)
 ARROW_BATCH_ROWS = 4_096
+# With no batching.max_rows, a part must be worth a binlog connection and a task.
+MIN_PARTITION_ROWS = 5_000
 
 # Options (lower case: Spark lower-cases option keys before the reader sees them).
 OPT_SOURCE = "source"  # JSON of the MySQLSource fields except the password
@@ -100,6 +103,14 @@ def reader_options(
         OPT_MAX_ROWS: str(max_rows),
         OPT_PARTITIONS: str(decode_partitions),
     }
+
+
+def partition_rows(max_rows: int, decode_partitions: int) -> int:
+    """The rows one decode partition is worth: a full batch (``batching.max_rows``) makes
+    ``decode_partitions`` parts, a smaller one fewer. Unbounded batches: MIN_PARTITION_ROWS."""
+    if max_rows <= 0:
+        return MIN_PARTITION_ROWS
+    return max(1, -(-max_rows // max(1, decode_partitions)))
 
 
 def source_from_options(options: Mapping[str, str]) -> MySQLSource:
@@ -155,6 +166,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_rows) if self.max_rows > 0 else ReadAllAvailable()
 
+    @carried  # its ReplicatorError reaches the driver with its hint
     def prepareForTriggerAvailableNow(self) -> None:
         from replicator.source.positions import current_position
 
@@ -167,6 +179,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         return current_position(self._source())
 
+    @carried  # its ReplicatorError reaches the driver with its hint
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = BinlogPosition.from_offset(start)
         head = self._head()
@@ -178,6 +191,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return boundary_after_rows(self._source(), begin, head, limit.max_rows).to_offset()
         return head.to_offset()
 
+    @carried  # its ReplicatorError reaches the driver with its hint
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[BinlogRange]:
         begin, finish = BinlogPosition.from_offset(start), BinlogPosition.from_offset(end)
         if begin >= finish:
@@ -186,7 +200,8 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.decode_partitions > 1:
             from replicator.engine.binlog_ranges import split_range
 
-            ranges = split_range(self._source(), begin, finish, self.decode_partitions)
+            ranges = split_range(self._source(), begin, finish, self.decode_partitions,
+                                 part_rows=partition_rows(self.max_rows, self.decode_partitions))
         return [
             BinlogRange(index, a.to_offset(), b.to_offset()) for index, (a, b) in enumerate(ranges)
         ]
@@ -196,6 +211,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- executor side ---------------------------------------------------------------------
 
+    @carried  # its ReplicatorError reaches the driver with its hint
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, BinlogRange)
         from replicator.source.binlog import read_changes
