@@ -164,6 +164,7 @@ def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, mast
         conf=spark_conf,
         on_report=on_report,
         on_notice=on_notice,
+        debug=render.settings.debug,
     )
     with display if display is not None else render.nothing():
         result = run_pipeline(pipeline, options)

@@ -54,6 +54,8 @@ class RunOptions:
     on_report: Callable[[BatchReport], None] | None = None
     on_notice: Notice | None = None  # one-line progress messages
     handle_signals: bool = True
+    # Keep Spark's logs of failed tasks (Java stacks); otherwise the run's one error says it.
+    debug: bool = False
     # Set it to stop like SIGTERM does (for embedding the runner, and tests).
     stop: threading.Event | None = None
 
@@ -200,6 +202,7 @@ def _cover_new_tables(
 
 def run_pipeline(pipeline: Pipeline, options: RunOptions, *, spark: Any = None) -> RunResult:
     """Run one pipeline until caught up, stopped by a signal, or failed."""
+    from replicator.engine.errors import quiet_task_failures
     from replicator.engine.session import register_sources, spark_session
     from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
     from replicator.engine.transform import BatchApplier
@@ -241,6 +244,8 @@ def run_pipeline(pipeline: Pipeline, options: RunOptions, *, spark: Any = None) 
                                   app_name=f"replicator-{pipeline.name}")
         else:
             register_sources(spark)
+        if not options.debug:
+            quiet_task_failures(spark)
         with _signals(flag, options.handle_signals):
             if state.snapshot == "pending":
                 notice(f"snapshot of {len(plan.tables)} table(s) at {state.position}")
@@ -351,25 +356,27 @@ def _unwrap(failure: BaseException, applier: Any) -> ReplicatorError:
     """The user-facing error behind a failed streaming query.
 
     A ReplicatorError raised in foreachBatch (driver) is kept by the applier; one raised on an
-    executor or in the source's planner reaches us only as text inside Spark's error.
+    executor or in the source's planner reaches us only as text inside Spark's error, carrying
+    its class, message, hint and transient flag (``engine.errors``).
     """
+    from replicator.engine.errors import driver_error, recover
+
     cause = getattr(applier, "failure", None)
     if isinstance(cause, ReplicatorError):
         return cause
+    text = str(failure)
+    carried = recover(text)
+    if carried is not None:
+        return carried
     import replicator.errors as errors
 
-    text = str(failure)
+    # Raised by code that does not carry its error (no payload): the class and message only.
     for match in _ERROR_LINE.finditer(text):
         kind = getattr(errors, match.group("kind"), None)
         if isinstance(kind, type) and issubclass(kind, ReplicatorError):
             return kind(match.group("message").strip(),
                         hint="the run resumes from the last applied batch once this is fixed")
-    first = text.strip().splitlines()[0][:500] if text.strip() else type(failure).__name__
-    return EngineError(
-        f"the streaming query failed: {first}",
-        hint="run again with --debug for the full Spark error; the run resumes from the last "
-        "applied batch",
-    )
+    return driver_error(failure, doing="the streaming query")
 
 
 _ERROR_LINE = re.compile(r"(?:replicator\.errors\.)?(?P<kind>\w+Error): (?P<message>[^\n]+)")

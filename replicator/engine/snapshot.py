@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from replicator.engine.checkpoint import CheckpointDir, StartState
-from replicator.errors import EngineError
+from replicator.errors import EngineError, ReplicatorError
 
 if TYPE_CHECKING:
     from replicator.engine.transform import BatchApplier
@@ -32,10 +32,25 @@ def read_chunk_events(
     source: MySQLSource, table: SourceTable, item: tuple[int, Any], position: BinlogPosition
 ) -> tuple[int, list[ChangeEvent]]:
     """Executor side: one chunk's rows as ChangeEvents (pickled back exactly)."""
+    from replicator.engine.errors import carry_errors
     from replicator.source.snapshot import read_chunk
 
     index, chunk = item
-    return index, list(read_chunk(source, table, chunk, position=position))
+    with carry_errors():
+        return index, list(read_chunk(source, table, chunk, position=position))
+
+
+def _collect(chunks: Any, table: str) -> list[tuple[int, list[ChangeEvent]]]:
+    """Run the chunk reads; an executor's error comes back as the ReplicatorError it was
+    (message, hint, transient), not as Spark's PythonException with a Java stack."""
+    from replicator.engine.errors import driver_error
+
+    try:
+        return list(chunks.collect())
+    except ReplicatorError:
+        raise
+    except Exception as failure:  # Py4J/PySpark wrap whatever the executor raised
+        raise driver_error(failure, doing=f"copying {table}") from None
 
 
 def run_snapshot(
@@ -75,10 +90,10 @@ def run_snapshot(
             if should_stop():
                 return False
             wave = [(index, chunks[index]) for index in pending[wave_start : wave_start + parallelism]]
-            results = (
+            results = _collect(
                 spark.sparkContext.parallelize(wave, len(wave))
-                .map(lambda item, t=source_table: read_chunk_events(source, t, item, position))
-                .collect()
+                .map(lambda item, t=source_table: read_chunk_events(source, t, item, position)),
+                name,
             )
             for index, events in sorted(results, key=lambda result: result[0]):
                 applier.apply_snapshot_chunk(table_plan, index, events, position)
