@@ -8,12 +8,15 @@ only classifies.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from replicator.errors import BinlogGoneError, SourceError, TransientSourceError
 from replicator.model.pipeline import MySQLSource
 
 if TYPE_CHECKING:
+    import ssl
+
     import pymysql
 
 # MySQL/MariaDB error codes (https://mariadb.com/kb/en/mariadb-error-code-reference/).
@@ -136,8 +139,26 @@ def connection_settings(source: MySQLSource, *, database: str | None = None) -> 
     if database:
         settings["database"] = database
     if source.ssl:
-        settings["ssl"] = {"check_hostname": False}
+        # Verified: the server's certificate must chain to the system's trusted CAs and name
+        # the host we connect to. (A dict like {"check_hostname": False} without a CA makes
+        # PyMySQL encrypt WITHOUT verifying, which a man in the middle passes.)
+        settings["ssl"] = verified_tls_context()
+    else:
+        # Without it PyMySQL builds an SSL context on every connect to offer TLS
+        # (measured 0.13 s per connect under load).
+        settings["ssl_disabled"] = True
     return settings
+
+
+@functools.cache
+def verified_tls_context() -> ssl.SSLContext:
+    """One verifying TLS context per process (loading the CA store is the costly part)."""
+    import ssl
+
+    context = ssl.create_default_context()
+    context.check_hostname = True
+    context.verify_mode = ssl.CERT_REQUIRED
+    return context
 
 
 def connect(source: MySQLSource, *, database: str | None = None) -> pymysql.Connection:
