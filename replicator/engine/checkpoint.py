@@ -8,7 +8,8 @@ and binlog positions):
   and the *epoch* (see below);
 - ``snapshot/``   — the chunk plan of each table, kept so a resumed snapshot reuses the same
   key ranges (re-planning while the table changes could shift them);
-- ``stream/``     — Spark's own streaming checkpoint (offsets/ and commits/ logs).
+- ``stream/``     — Spark's own streaming checkpoint (offsets/ and commits/ logs);
+- ``run.lock``    — held (flock) by the one run of the pipeline; it holds that run's PID.
 
 Epochs: Spark numbers micro-batches from 0 in every new checkpoint, and the sink skips a batch
 id it has recorded. When a pipeline starts over (``--snapshot always``, or a checkpoint that was
@@ -19,10 +20,12 @@ ones, so sink batch ids are ``epoch * EPOCH_SPAN + spark_batch_id`` (snapshot ch
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -119,6 +122,40 @@ class CheckpointDir:
                 f"cannot create the checkpoint directory {self.path}: {exc.strerror}",
                 hint="set engine.checkpoint in the pipeline YAML to a writable directory",
             ) from exc
+
+    @property
+    def lock_file(self) -> Path:
+        return self.path / "run.lock"
+
+    @contextlib.contextmanager
+    def lock(self, pipeline_name: str) -> Iterator[None]:
+        """Hold the pipeline's run lock, or fail at once naming the PID that holds it.
+
+        Two runs of one pipeline would both apply batches (against Snowflake, whose state
+        table does not enforce its key, both can apply the same one) and race on the
+        checkpoint. flock is released by the OS when the process dies, so a crashed run never
+        leaves a stale lock.
+        """
+        import fcntl
+
+        self.create()
+        descriptor = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(descriptor, 64, 0).decode(errors="replace").strip() or "?"
+                raise EngineError(
+                    f"pipeline {pipeline_name} is already running (PID {holder} holds "
+                    f"{self.lock_file})",
+                    hint=f"stop that run first (kill -TERM {holder} stops it after its "
+                    "current batch); run one process per pipeline",
+                ) from None
+            os.ftruncate(descriptor, 0)
+            os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(descriptor)  # releases the lock
 
     # -- start state -----------------------------------------------------------------------
 

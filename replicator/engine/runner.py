@@ -201,7 +201,16 @@ def _cover_new_tables(
 
 
 def run_pipeline(pipeline: Pipeline, options: RunOptions, *, spark: Any = None) -> RunResult:
-    """Run one pipeline until caught up, stopped by a signal, or failed."""
+    """Run one pipeline until caught up, stopped by a signal, or failed.
+
+    Holds the pipeline's run lock throughout: a second run of the same pipeline fails at once
+    (naming the PID of the first) instead of applying batches beside it.
+    """
+    with CheckpointDir(pipeline.checkpoint_dir).lock(pipeline.name):
+        return _run_locked(pipeline, options, spark)
+
+
+def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any) -> RunResult:
     from replicator.engine.errors import quiet_task_failures
     from replicator.engine.session import register_sources, spark_session
     from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
