@@ -161,17 +161,105 @@ def split_range(
     source: MySQLSource, start: BinlogPosition, end: BinlogPosition, parts: int,
     *, part_rows: int = 0,
 ) -> list[tuple[BinlogPosition, BinlogPosition]]:
-    """``[start, end]`` cut into at most ``parts`` ranges of about equal rows, at boundaries.
+    """``[start, end]`` cut into at most ``parts`` ranges of about equal size, at boundaries.
 
     ``part_rows`` (from the batching policy: ``max_rows / decode_partitions``) is the size
     a part is worth: a batch smaller than ``parts * part_rows`` gets fewer parts, so a small
-    batch does not pay for several binlog connections. Lists every event header of the range
-    (``scan_boundaries``): exact, and measured ~2 s per 50k single-row transactions.
+    batch does not pay for several binlog connections.
+
+    Inside one binlog file the cuts are found by bytes (``_split_file``: a sample and
+    ``LIMIT skip, n`` jumps, a few cheap queries); a range that crosses files is listed event
+    by event (``scan_boundaries``: exact, but measured 5.3 s for 60k rows in 200 transactions
+    on the loaded development machine, more than decoding them).
     """
     if parts <= 1 or start >= end:
         return [(start, end)]
+    if start.file == end.file:
+        found = _split_file(source, start, end, parts, part_rows)
+        if found is not None:
+            return found
     return cut_range(list(scan_boundaries(source, start, end)), start, end, parts,
                      part_rows=part_rows)
+
+
+def _split_file(
+    source: MySQLSource, start: BinlogPosition, end: BinlogPosition, parts: int, part_rows: int
+) -> list[tuple[BinlogPosition, BinlogPosition]] | None:
+    """Cuts near ``start + i * bytes / parts`` inside one file. The first events are listed as
+    a sample (events and rows per byte); a range that fits in the sample is cut exactly.
+    Otherwise each cut skips the sampled estimate of events (the server steps over them
+    without sending them) and takes the first transaction boundary at or after the byte target.
+    None when the answer needs the exact scan (a rotate inside the range)."""
+    from replicator.source.connection import connect
+
+    with connect(source) as connection, connection.cursor() as cursor:
+        file = connection.escape(start.file)
+        cursor.execute(f"SHOW BINLOG EVENTS IN {file} FROM {int(start.pos)} LIMIT {SAMPLE_EVENTS}")
+        sample = cursor.fetchall()
+        boundaries: list[Boundary] = []
+        rows, sample_end = 0, start.pos
+        for _log, event_pos, event_type, _server, end_log_pos, _info in sample:
+            here = BinlogPosition(start.file, int(event_pos))
+            kind = str(event_type).lower()
+            if here >= end:
+                break
+            if kind == "rotate":
+                return None
+            if kind in _BOUNDARY_EVENTS and here > start:
+                boundaries.append(Boundary(here, rows))
+            rows += _rows_in(kind, int(event_pos), int(end_log_pos))
+            sample_end = int(end_log_pos)
+        if len(sample) < SAMPLE_EVENTS or sample_end >= end.pos:
+            return cut_range([*boundaries, Boundary(end, rows)], start, end, parts,
+                             part_rows=part_rows)
+        sampled_bytes = max(1, sample_end - start.pos)
+        total_bytes = end.pos - start.pos
+        if part_rows > 0:
+            estimated_rows = total_bytes * rows / sampled_bytes
+            parts = min(parts, max(1, -(-int(estimated_rows) // part_rows)))
+        events_per_byte = len(sample) / sampled_bytes
+        cuts: list[BinlogPosition] = []
+        for index in range(1, parts):
+            target = start.pos + total_bytes * index // parts
+            origin = cuts[-1] if cuts else start
+            cut = _boundary_from(cursor, file, origin, end, target, events_per_byte)
+            if cut is None:
+                break
+            if cut > origin:
+                cuts.append(cut)
+    edges = [start, *cuts, end]
+    return [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
+
+
+def _boundary_from(
+    cursor: object, file: str, origin: BinlogPosition, end: BinlogPosition, target: int,
+    events_per_byte: float,
+) -> BinlogPosition | None:
+    """The first boundary at or after byte ``target`` (before ``end``), listing from the event
+    at ``origin``. Skips 90% of the estimated events so the page usually starts just short
+    of the target; a page that ends short moves on from its last event."""
+    pos = origin.pos
+    while pos < end.pos:
+        skip = max(0, int((target - pos) * events_per_byte * 0.9))
+        cursor.execute(  # type: ignore[attr-defined]
+            f"SHOW BINLOG EVENTS IN {file} FROM {int(pos)} LIMIT {skip}, {PAGE_EVENTS}"
+        )
+        events = cursor.fetchall()  # type: ignore[attr-defined]
+        if not events:
+            return None
+        for _log, event_pos, event_type, *_rest in events:
+            here = int(event_pos)
+            if here >= end.pos:
+                return None
+            kind = str(event_type).lower()
+            if kind == "rotate":
+                return None
+            if kind in _BOUNDARY_EVENTS and here >= target and here > origin.pos:
+                return BinlogPosition(origin.file, here)
+        pos = int(events[-1][4])  # end_log_pos of the page's last event: the next event
+        if len(events) < PAGE_EVENTS:
+            return None
+    return None
 
 
 def cut_range(
