@@ -34,6 +34,10 @@ from replicator.errors import EngineError
 from replicator.model.changes import BinlogPosition
 
 EPOCH_SPAN = 1_000_000_000_000
+# A table copied again within an epoch (removed from the YAML, then added back) must not reuse
+# the chunk batch ids of its earlier copy, which the sink would skip as applied: copy n of a
+# table numbers its chunks from n * COPY_SPAN (1,000 copies of 10^9 chunks fit in an epoch).
+COPY_SPAN = 1_000_000_000
 SnapshotStatus = Literal["pending", "done", "skipped"]
 
 
@@ -43,6 +47,11 @@ def sink_batch_id(epoch: int, spark_batch_id: int) -> int:
 
 def snapshot_batch_id(epoch: int, chunk_index: int) -> int:
     return -(epoch * EPOCH_SPAN) - 1 - chunk_index
+
+
+def snapshot_chunk_number(copy: int, chunk_index: int) -> int:
+    """The chunk number ``snapshot_batch_id`` takes, for chunk ``chunk_index`` of copy ``copy``."""
+    return copy * COPY_SPAN + chunk_index
 
 
 def epoch_of(batch_id: int) -> int:
@@ -63,6 +72,8 @@ class StartState:
     # The tables a pending snapshot copies ([] : every table of the plan) and from where.
     snapshot_tables: list[str] = field(default_factory=list)
     snapshot_position: BinlogPosition | None = None
+    # lower-case table name -> how many copies of it completed in this epoch (see COPY_SPAN)
+    copies: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -76,6 +87,7 @@ class StartState:
             "snapshot_position": (
                 self.snapshot_position.to_offset() if self.snapshot_position else None
             ),
+            "copies": self.copies,
         }
 
     @classmethod
@@ -91,10 +103,15 @@ class StartState:
                 BinlogPosition.from_offset(data["snapshot_position"])
                 if data.get("snapshot_position") else None
             ),
+            copies={k: int(v) for k, v in data.get("copies", {}).items()},
         )
 
     def covers(self, table: str) -> bool:
         return table.lower() in {name.lower() for name in self.tables}
+
+    def copy_number(self, table: str) -> int:
+        """Which copy of ``table`` a snapshot now takes (0: its first in this epoch)."""
+        return self.copies.get(table.lower(), 0)
 
 
 class CheckpointDir:
@@ -193,6 +210,10 @@ class CheckpointDir:
             return list(pickle.loads(self._chunks_file(table).read_bytes()))
         except FileNotFoundError:
             return None
+
+    def forget_chunks(self, table: str) -> None:
+        """A table copied again plans its chunks afresh."""
+        self._chunks_file(table).unlink(missing_ok=True)
 
     def save_chunks(self, table: str, chunks: list[Any]) -> None:
         self.snapshot_dir.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -183,8 +183,21 @@ def _cover_new_tables(
     """
     if state.snapshot == "pending" or not state.tables:
         return state
+    planned = {t.source_name.lower() for t in plan.tables}
+    dropped = [name for name in state.tables if name.lower() not in planned]
+    if dropped:
+        # Its changes are not applied from now on: it is no longer covered, so adding it back
+        # copies it again instead of silently missing what changed while it was out.
+        notice(f"table(s) {', '.join(dropped)} no longer in the pipeline: not followed any "
+               "more (adding them back copies them again)")
+        state.tables = [name for name in state.tables if name.lower() in planned]
+        for name in dropped:
+            state.chunks_applied.pop(name, None)
+            checkpoint.forget_chunks(name)
     new = [t.source_name for t in plan.tables if not state.covers(t.source_name)]
     if not new:
+        if dropped:
+            checkpoint.save_start(state)
         return state
     if mode == "never":
         notice(f"new table(s) {', '.join(new)}: streaming their changes only (--snapshot never)")

@@ -16,7 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from replicator.engine.checkpoint import CheckpointDir, StartState
+from replicator.engine.checkpoint import (
+    COPY_SPAN,
+    CheckpointDir,
+    StartState,
+    snapshot_chunk_number,
+)
 from replicator.errors import EngineError, ReplicatorError
 
 if TYPE_CHECKING:
@@ -53,6 +58,45 @@ def _collect(chunks: Any, table: str) -> list[tuple[int, list[ChangeEvent]]]:
         raise driver_error(failure, doing=f"copying {table}") from None
 
 
+def _remove_absent_rows(
+    applier: BatchApplier, source_table: SourceTable, table_plan: Any, position: BinlogPosition,
+    chunk_number: int,
+) -> int:
+    """After a copy into a target that had a life before (``--snapshot always``, a table added
+    back): delete the target rows whose keys the source no longer has. The copy upserted every
+    row the source has; rows deleted while nothing followed the binlog would otherwise stay.
+
+    The keys come from the same source/target comparison as ``replicator verify`` (key order,
+    soft deletes, SCD2 and changelog targets handled there); they are applied as delete
+    changes through the normal path, so each mode records a delete its own way, in one sink
+    transaction under a batch id of its own (exactly once; a crash before it commits leaves
+    the keys for the resumed run to find again). The stream resumes from before the copy, so
+    a key deleted here that comes back in the binlog is re-inserted by its replay.
+    """
+    from replicator.model.changes import ChangeEvent
+    from replicator.verify.compare import SEGMENT_ROWS, TableVerifier
+    from replicator.verify.normalize import source_parameter
+    from replicator.verify.report import TableReport
+
+    if not table_plan.source_key or any(c.mask for c in table_plan.key_columns):
+        return 0  # no key to compare by, or a hashed key that cannot be mapped back
+    verifier = TableVerifier(applier.pipeline, source_table, table_plan, applier.sink.connection,
+                             end_transaction=applier.plan.target_kind == "snowflake")
+    try:
+        report = TableReport(table_plan.source_name, "")
+        verifier.compare(report, SEGMENT_ROWS)
+    finally:
+        verifier.close()
+    events = [
+        ChangeEvent(table=table_plan.source_name, op="d", position=position, row_index=index,
+                    ts_ms=0, before={k: source_parameter(v) for k, v in difference.key.items()})
+        for index, difference in enumerate(d for d in report.differences if d.kind == "extra")
+    ]
+    if events:
+        applier.apply_snapshot_chunk(table_plan, chunk_number, events, position)
+    return len(events)
+
+
 def run_snapshot(
     spark: Any,
     applier: BatchApplier,
@@ -84,6 +128,7 @@ def run_snapshot(
         if chunks is None:
             chunks = plan_chunks(source, source_table, chunk_rows=chunk_rows)
             checkpoint.save_chunks(name, chunks)
+        copy = state.copy_number(name)
         done = state.chunks_applied.get(name, 0)
         pending = list(range(done, len(chunks)))
         for wave_start in range(0, len(pending), parallelism):
@@ -96,10 +141,18 @@ def run_snapshot(
                 name,
             )
             for index, events in sorted(results, key=lambda result: result[0]):
-                applier.apply_snapshot_chunk(table_plan, index, events, position)
+                applier.apply_snapshot_chunk(table_plan, snapshot_chunk_number(copy, index),
+                                             events, position)
                 state.chunks_applied[name] = index + 1
                 checkpoint.save_start(state)
+        if state.epoch > 0 or copy > 0:
+            _remove_absent_rows(applier, source_table, table_plan, position,
+                                snapshot_chunk_number(copy, COPY_SPAN - 1))
     state.snapshot = "done"
+    for table_plan in applier.plan.tables:
+        if not wanted or table_plan.source_name.lower() in wanted:
+            key = table_plan.source_name.lower()
+            state.copies[key] = state.copies.get(key, 0) + 1
     state.tables = sorted({*state.tables, *(t.source_name for t in applier.plan.tables)})
     state.snapshot_tables = []
     state.snapshot_position = None

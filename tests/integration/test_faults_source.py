@@ -154,15 +154,12 @@ def test_purged_binlog_names_the_gap_and_snapshot_always(server, spark, tmp_path
     assert "--snapshot always" in (gone.hint or "")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="engine: `run --snapshot always` upserts the fresh copy "
-                   "but keeps target rows deleted in the source during the purged gap (verify "
-                   "reports them as extra keys); the re-snapshot must also remove them")
 def test_snapshot_always_after_a_purged_gap_converges(server, spark, tmp_path):
     pipeline, _ = _purged_gap(server, spark, tmp_path, "purged_resnapshot")
     again = run(pipeline, spark, snapshot="always")
     assert again.snapshot_rows > 0
     report = verify_pipeline(pipeline)
-    assert {d.kind for t in report.tables for d in t.differences} <= {"extra"}  # the bug, exactly
+    # Rows deleted in the source during the gap are gone from the target too.
     assert report.equal, "\n".join(report.describe())
 
 
