@@ -121,7 +121,7 @@ def command(
 def _submit(file: Path, pipeline: Any, master: str, spark_conf: dict[str, str],
             run_args: list[str], *, dry_run: bool) -> None:
     """Hand the run to spark-submit (replacing this process), or print the command."""
-    from replicator.engine.launch import exec_submit, package_zip, submit_command
+    from replicator.engine.launch import package_zip, run_submit, submit_command
 
     code_zip = package_zip(Path(pipeline.checkpoint_dir) / "package")
     command = submit_command(master, {**pipeline.engine.conf, **spark_conf}, run_args,
@@ -130,7 +130,7 @@ def _submit(file: Path, pipeline: Any, master: str, spark_conf: dict[str, str],
     if dry_run:
         print(command.shell())
         return
-    exec_submit(command)
+    sys.exit(run_submit(command))
 
 
 def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, master: str | None,

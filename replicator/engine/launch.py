@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -184,9 +185,77 @@ def submit_command(
     return SubmitCommand(argv=argv, env=env)
 
 
-def exec_submit(command: SubmitCommand) -> None:
-    """Replace this process with spark-submit: signals (Ctrl-C, SIGTERM, SIGKILL) and the exit
-    status are the job's own, with no supervisor process in between."""
+def run_submit(command: SubmitCommand) -> int:
+    """Run spark-submit as a child and return its exit status, with this process's signals
+    keeping their meaning for the job.
+
+    The Java launcher would otherwise exit on the first Ctrl-C/SIGTERM and take the Python
+    driver under it down mid-batch. So spark-submit starts with SIGINT/SIGTERM ignored (a JVM
+    keeps ignored shutdown signals ignored), in its own session, and dies with this process
+    (``PR_SET_PDEATHSIG``; the driver does the same under the JVM: ``submit_main``): a SIGINT
+    or SIGTERM here is forwarded once to the Python driver, which finishes the batch in
+    progress and stops, a second one stops it at once, as for a local run; a SIGKILL here
+    takes the whole job down, as it does a local run.
+    """
+    import signal
+    import subprocess
+
+    def child_setup() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        die_with_parent()
+
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execvpe(command.argv[0], command.argv, {**os.environ, **command.env})
+    process = subprocess.Popen(command.argv, env={**os.environ, **command.env},
+                               preexec_fn=child_setup, start_new_session=True)
+
+    def forward(signum: int, frame: object) -> None:
+        for pid in _driver_pids(process.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while True:
+            try:
+                return process.wait()
+            except InterruptedError:  # pragma: no cover - PEP 475 retries; kept for clarity
+                continue
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent exits (no-op elsewhere)."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+
+
+def _driver_pids(root: int) -> list[int]:
+    """The Python driver(s) (``submit_main.py``) among the descendants of ``root``."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    found, stack = [], list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        stack.extend(children.get(pid, []))
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if SUBMIT_MAIN.name.encode() in cmdline and b"java" not in cmdline.split(b"\0")[0]:
+            found.append(pid)
+    return found

@@ -15,6 +15,9 @@ if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     os.environ["REPLICATOR_SUBMITTED"] = "1"
+    from replicator.engine.launch import die_with_parent
+
+    die_with_parent()  # the JVM that started us is gone: so is the job
     sys.argv = ["replicator", "run", *sys.argv[1:]]
     from replicator.cli.main import main
 
