@@ -22,6 +22,7 @@ class TableReport:
     seconds_transform: float = 0.0
     seconds_stage: float = 0.0
     seconds_merge: float = 0.0
+    last_ts_ms: int = 0  # newest source commit time in the batch (0: none, e.g. snapshot)
 
 
 @dataclass
@@ -32,6 +33,11 @@ class BatchReport:
     tables: list[TableReport] = field(default_factory=list)
     seconds: float = 0.0
     finished_at: float = field(default_factory=time.time)
+    pipeline: str = ""  # set by the applier, so every log line names its pipeline
+
+    @property
+    def last_ts_ms(self) -> int:
+        return max((table.last_ts_ms for table in self.tables), default=0)
 
     @property
     def changes(self) -> int:
@@ -49,7 +55,7 @@ def _position(offset: dict[str, Any] | None) -> str:
 def format_text(report: BatchReport) -> str:
     """One line per batch, then one per table: ``key=value`` pairs, grep- and awk-friendly."""
     lines = [
-        f"{report.kind} batch={report.batch_id} position={_position(report.end_offset)} "
+        f"{report.kind} pipeline={report.pipeline or '-'} batch={report.batch_id} position={_position(report.end_offset)} "
         f"changes={report.changes} rows={report.rows} seconds={report.seconds:.3f}"
     ]
     for table in report.tables:
@@ -63,6 +69,7 @@ def format_text(report: BatchReport) -> str:
 
 
 def format_json(report: BatchReport) -> str:
+    """One JSON object per batch: pipeline, kind, batch_id, end_offset, totals, per table."""
     data = asdict(report)
     data["changes"] = report.changes
     data["rows"] = report.rows

@@ -137,7 +137,8 @@ class BatchApplier:
         for row in rows:
             if row["op"] != "ddl":
                 by_table.setdefault(row["table"].lower(), []).append(row)
-        report = BatchReport("stream", sink_batch_id(self.epoch, spark_batch_id), end_offset)
+        report = BatchReport("stream", sink_batch_id(self.epoch, spark_batch_id), end_offset,
+                             pipeline=self.pipeline.name)
         for table_plan in self.plan.tables:
             table_rows = by_table.get(table_plan.source_name.lower())
             if not table_rows:
@@ -158,7 +159,8 @@ class BatchApplier:
     ) -> BatchReport:
         started = time.perf_counter()
         batch_id = snapshot_batch_id(self.epoch, chunk_index)
-        report = BatchReport("snapshot", batch_id, position.to_offset())
+        report = BatchReport("snapshot", batch_id, position.to_offset(),
+                             pipeline=self.pipeline.name)
         report.tables.append(self.apply_events(table_plan, events, batch_id, position.to_offset()))
         report.seconds = time.perf_counter() - started
         if self._on_report:
@@ -175,7 +177,8 @@ class BatchApplier:
         from replicator.sink.staging import stage_changes
 
         events = list(events)
-        report = TableReport(table=table_plan.source_name, changes=len(events))
+        report = TableReport(table=table_plan.source_name, changes=len(events),
+                             last_ts_ms=max((event.ts_ms for event in events), default=0))
         started = time.perf_counter()
         source_columns = [c.source_column for c in table_plan.data_columns if c.source_column]
         completed = _complete_images(events, source_columns)
