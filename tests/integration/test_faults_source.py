@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from replicator.demo.workload import apply_changes, create_schema, seed
-from replicator.errors import BinlogGoneError, TransientSourceError
+from replicator.errors import BinlogGoneError, SourceError
 from replicator.model.pipeline import DuckDBTarget
 from replicator.source.throwaway import ThrowawayMariaDB
 from replicator.verify import verify_pipeline
@@ -163,7 +163,7 @@ def test_snapshot_always_after_a_purged_gap_converges(server, spark, tmp_path):
     assert report.equal, "\n".join(report.describe())
 
 
-def _dropped_by_a_second_reader(server: ThrowawayMariaDB, name: str) -> TransientSourceError:
+def _dropped_by_a_second_reader(server: ThrowawayMariaDB, name: str) -> SourceError:
     """Two binlog readers with one server_id: MySQL drops the older one. Its error."""
     from replicator.source.binlog import read_changes
     from replicator.source.positions import current_position
@@ -182,7 +182,7 @@ def _dropped_by_a_second_reader(server: ThrowawayMariaDB, name: str) -> Transien
     second = list(read_changes(source, start=start, end=None, tables=tables, server_id=4242))
     if len(second) != 256:  # the newer reader wins
         raise SetupError(f"the second reader read {len(second)} changes, not 256")
-    with pytest.raises(TransientSourceError) as dropped:
+    with pytest.raises(SourceError) as dropped:
         for _ in first:
             pass
     return dropped.value
