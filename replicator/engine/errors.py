@@ -77,7 +77,7 @@ def _rebuild(data: dict[str, object]) -> ReplicatorError:
         error.diagnostics = []
     transient = bool(data.get("transient"))
     if transient != kind.transient:
-        error.transient = transient  # type: ignore[misc]
+        error.transient = transient
     return error
 
 
@@ -103,9 +103,9 @@ def carried(function: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(function)
         def generate(*args: P.args, **kwargs: P.kwargs) -> Any:
             with carry_errors():
-                yield from function(*args, **kwargs)  # type: ignore[misc]
+                yield from function(*args, **kwargs)
 
-        return generate  # type: ignore[return-value]
+        return generate
 
     @functools.wraps(function)
     def call(*args: P.args, **kwargs: P.kwargs) -> R:
