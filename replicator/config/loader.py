@@ -52,6 +52,8 @@ class LoadedDocument:
     keys: dict[JsonPath, Position] = field(default_factory=dict)  # where its key starts
     diagnostics: list[Diagnostic] = field(default_factory=list)
     interpolated: set[JsonPath] = field(default_factory=set)  # values that used ${...}
+    written: dict[JsonPath, str] = field(default_factory=dict)  # interpolated values as written
+    expanded: dict[JsonPath, str] = field(default_factory=dict)  # ... and their text after it
     yaml11_booleans: dict[JsonPath, str] = field(default_factory=dict)  # path -> text as written
 
     def position(self, path: JsonPath) -> Position:
@@ -248,6 +250,8 @@ class _Builder:
         result = interpolate(node.value, self.environ)
         if result.references:
             self.document.interpolated.add(path)
+            self.document.written[path] = node.value
+            self.document.expanded[path] = result.value
         start = _position(node)
         plain = _is_plain(node)
         quote = 0 if plain else 1 if node.style in ("'", '"') else None

@@ -104,6 +104,39 @@ def check_schema(document: LoadedDocument) -> None:
         _report(document, error)
 
 
+# Schema checks about a value itself (not about keys), and the code each is reported under.
+_VALUE_CHECKS = {
+    "type": "R102", "enum": "R104", "const": "R104", "pattern": "R104", "format": "R104",
+    "minimum": "R105", "maximum": "R105", "exclusiveMinimum": "R105", "exclusiveMaximum": "R105",
+    "minLength": "R105", "maxLength": "R105", "oneOf": "R106", "anyOf": "R106",
+}
+
+
+def _wants_string(schema: dict[str, Any]) -> bool:
+    kind = schema.get("type")
+    return kind == "string" or (isinstance(kind, list) and "string" in kind)
+
+
+def _set_value(data: Any, path: JsonPath, value: str | None) -> bool:
+    if value is None or not path:
+        return False
+    parent = data
+    for step in path[:-1]:
+        parent = parent[step]
+    parent[path[-1]] = value
+    return True
+
+
+def _expected(schema: dict[str, Any]) -> str:
+    """What the schema wants, in words, without the offending value."""
+    if "enum" in schema:
+        return "one of " + ", ".join(str(v) for v in schema["enum"])
+    kind = schema.get("type")
+    if kind:
+        return "expected " + (" or ".join(kind) if isinstance(kind, list) else str(kind))
+    return "see `replicator schema`"
+
+
 def _report(document: LoadedDocument, error: Any) -> None:
     path: JsonPath = tuple(error.absolute_path)
     where = render_path(path)
@@ -113,6 +146,20 @@ def _report(document: LoadedDocument, error: Any) -> None:
     kind = error.validator
     hint: str | None
 
+    # An unquoted ${VAR} is re-read as YAML so `port: ${PORT}` is a number; a field that
+    # wants text (a password of digits, say) keeps the text the variable expanded to.
+    if (path in document.interpolated and kind == "type" and _wants_string(schema)
+            and _set_value(document.data, path, document.expanded.get(path))):
+        return
+    if path in document.interpolated and kind in _VALUE_CHECKS:
+        # The value came from the environment and may be a secret put in the wrong field:
+        # name the reference as written, never the value it expanded to.
+        written = document.written.get(path, "${...}")
+        code = _VALUE_CHECKS[kind]
+        document.add(document.position(path), code,
+                     f"{where}: the value of {written} is not valid here ({_expected(schema)})",
+                     f"check what {written} is set to in the environment")
+        return
     if kind == "additionalProperties":
         allowed = sorted(schema.get("properties", {}))
         for key in sorted(set(instance) - set(allowed)):

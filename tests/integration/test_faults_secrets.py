@@ -117,11 +117,6 @@ def _assert_no_secret(runs: dict[str, subprocess.CompletedProcess], values) -> N
             assert value[3:] not in output, f"{name}: part of a secret is in the output"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="config: a diagnostic quotes the "
-                   "offending value after ${VAR} interpolation, so a secret interpolated into "
-                   "the wrong field (port: ${MYSQL_PASSWORD}) is printed by validate/run "
-                   "(\"source.mysql.port: 'pw-...' is not an integer\"); values that came from "
-                   "variables should be shown as ${MYSQL_PASSWORD}")
 def test_no_secret_in_a_diagnostic_about_the_field_it_was_put_in(setup):
     env, wrong = setup["env"], setup["wrong"]
     runs = {
