@@ -12,6 +12,8 @@ batch ids (-1 - chunk_index).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -45,6 +47,18 @@ class Sink(Protocol):
         """{"batch_id", "end_offset", "applied_at"} of the table's newest state row."""
 
     def close(self) -> None: ...
+
+
+def state_from_row(row: Sequence[Any] | None) -> dict[str, Any] | None:
+    """A state table row (batch_id, end_offset JSON, applied_at) -> ``Sink.last_applied``'s dict."""
+    if row is None:
+        return None
+    batch_id, end_offset, applied_at = row
+    return {
+        "batch_id": int(batch_id),
+        "end_offset": json.loads(end_offset) if end_offset else None,
+        "applied_at": applied_at,
+    }
 
 
 def open_sink(pipeline: Pipeline, plan: Plan) -> Sink:

@@ -18,7 +18,7 @@ from replicator.errors import SinkError, TransientSinkError
 from replicator.plan import statements
 from replicator.plan.dialects import DUCKDB
 from replicator.plan.model import Plan, TablePlan
-from replicator.sink import ApplyResult
+from replicator.sink import ApplyResult, state_from_row
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -159,14 +159,7 @@ class DuckDBSink:
             raise _sink_error(exc, "read the state table") from exc
         finally:
             cursor.close()
-        if row is None:
-            return None
-        batch_id, end_offset, applied_at = row
-        return {
-            "batch_id": int(batch_id),
-            "end_offset": json.loads(end_offset) if end_offset else None,
-            "applied_at": applied_at,
-        }
+        return state_from_row(row)
 
     @property
     def connection(self) -> Any:

@@ -32,7 +32,7 @@ from replicator.plan import statements
 from replicator.plan.dialects import SNOWFLAKE
 from replicator.plan.identifiers import quote_identifier
 from replicator.plan.model import Plan, TablePlan
-from replicator.sink import ApplyResult
+from replicator.sink import ApplyResult, state_from_row
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -300,14 +300,7 @@ class SnowflakeSink:
                 raise _sink_error(exc, "read the state table") from None
             finally:
                 cursor.close()
-        if row is None:
-            return None
-        batch_id, end_offset, applied_at = row
-        return {
-            "batch_id": int(batch_id),
-            "end_offset": json.loads(end_offset) if end_offset else None,
-            "applied_at": applied_at,
-        }
+        return state_from_row(row)
 
     @property
     def connection(self) -> Any:
