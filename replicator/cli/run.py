@@ -90,6 +90,14 @@ def command(
         bool, typer.Option("--dry-run", help="Print the spark-submit command a cluster master "
                            "runs (and build the code zip it ships), then exit.")
     ] = False,
+    metrics_file: Annotated[
+        Path | None, typer.Option("--metrics-file", help="Write Prometheus metrics to this file "
+                                  "after every batch (textfile collector format).")
+    ] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option("--metrics-port", min=0, max=65535,
+                                 help="Serve Prometheus metrics on http://127.0.0.1:PORT/metrics.")
+    ] = None,
 ) -> None:
     import os
 
@@ -107,6 +115,8 @@ def command(
         run_args = [*(["--until-caught-up"] if until_caught_up else []),
                     "--snapshot", snapshot.value, "--log-format", log_format.value,
                     *(["--decode-partitions", str(decode_partitions)] if decode_partitions else []),
+                    *(["--metrics-file", str(metrics_file)] if metrics_file else []),
+                    *(["--metrics-port", str(metrics_port)] if metrics_port is not None else []),
                     *(arg for pair in conf or [] for arg in ("--conf", pair))]
         _submit(file, pipeline, spark_master, spark_conf, run_args, dry_run=dry_run)
         return
@@ -115,7 +125,28 @@ def command(
                     "command (use a cluster master: spark://, yarn, k8s://)")
         return
     _run(pipeline, until_caught_up=until_caught_up, snapshot=snapshot, master=master,
-         spark_conf=spark_conf, log_format=log_format)
+         spark_conf=spark_conf, log_format=log_format,
+         metrics=_metrics(pipeline, metrics_file, metrics_port))
+
+
+def _metrics(pipeline: Any, path: Path | None, port: int | None) -> Any:
+    """Prometheus metrics of this run, or None when neither a file nor a port was asked for."""
+    if path is None and port is None:
+        return None
+    from replicator.engine.progress import lag_behind
+    from replicator.engine.prometheus import PipelineMetrics
+    from replicator.source.positions import current_position
+
+    metrics = PipelineMetrics(
+        pipeline.name,
+        head=lambda: current_position(pipeline.source),
+        lag_bytes=lambda position, head: lag_behind(pipeline.source, position, head).bytes,
+    )
+    metrics.file = path
+    if port is not None:
+        server = metrics.serve(port)
+        render.info(f"metrics on http://127.0.0.1:{server.server_address[1]}/metrics")
+    return metrics
 
 
 def _submit(file: Path, pipeline: Any, master: str, spark_conf: dict[str, str],
@@ -134,7 +165,7 @@ def _submit(file: Path, pipeline: Any, master: str, spark_conf: dict[str, str],
 
 
 def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, master: str | None,
-         spark_conf: dict[str, str], log_format: LogFormat) -> None:
+         spark_conf: dict[str, str], log_format: LogFormat, metrics: Any = None) -> None:
     from replicator.engine.metrics import BatchReport, format_json, format_text
     from replicator.engine.runner import RunOptions, run_pipeline
 
@@ -142,12 +173,18 @@ def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, mast
     display = render.run_display(pipeline.name) if log_format is LogFormat.text else None
 
     def on_report(report: BatchReport) -> None:
+        if metrics is not None:
+            metrics.observe(report)
+            if metrics.file is not None:
+                metrics.write_file(metrics.file)
         if display is not None and display.live:
             display.update(report, lag=_lag_text(pipeline, report))
         else:
             render.log_line(formatter(report))
 
     def on_notice(message: str) -> None:
+        if metrics is not None and message.startswith("transient error"):
+            metrics.error("transient")
         if display is not None and display.live and message.startswith("transient error"):
             display.error(message)
         if log_format is LogFormat.json:

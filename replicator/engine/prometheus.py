@@ -58,6 +58,7 @@ class PipelineMetrics:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.pipeline = pipeline
+        self.file: Path | None = None  # where `replicator run --metrics-file` writes it
         self._head = head
         self._lag_bytes = lag_bytes
         self._head_interval_s = head_interval_s

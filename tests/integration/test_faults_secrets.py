@@ -5,7 +5,9 @@ searched for the secret values."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -80,8 +82,9 @@ def _replicator(env, *args, timeout=300) -> subprocess.CompletedProcess:
                           cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
-def test_no_secret_in_any_output(setup):
+def test_no_secret_in_any_output(setup, tmp_path):
     env, duck, snow = setup["env"], setup["duck"], setup["snow"]
+    metrics = tmp_path / "metrics" / "replicator.prom"
     wrong_password = {**env, "MYSQL_PASSWORD": env["MYSQL_PASSWORD"] + "-wrong"}
     runs = {
         "validate": _replicator(env, "validate", duck, snow),
@@ -94,13 +97,21 @@ def test_no_secret_in_any_output(setup):
         "plan json": _replicator(env, "plan", "--format", "json", snow),
         "plan offline debug": _replicator(env, "--debug", "plan", "--offline", snow),
         "run wrong password": _replicator(wrong_password, "run", duck, "--until-caught-up"),
-        "run json": _replicator(env, "run", duck, "--until-caught-up", "--log-format", "json"),
+        "run json": _replicator(env, "run", duck, "--until-caught-up", "--log-format", "json",
+                                "--metrics-file", metrics),
         "status json": _replicator(env, "status", "--format", "json", duck),
         "verify": _replicator(env, "verify", duck),
         "verify json": _replicator(env, "verify", "--format", "json", duck),
         "verify wrong password": _replicator(wrong_password, "verify", duck),
     }
     assert runs["run json"].returncode == 0, runs["run json"].stderr[-3000:]
+    # The metrics file is output too: the run's counters are in it, its secrets are not.
+    exposition = metrics.read_text()
+    assert re.search(r'^replicator_rows_applied_total\{pipeline="[^"]+",table="[^"]+"\} [1-9]',
+                     exposition, re.M), exposition
+    assert not any(value in exposition for value in setup["secrets"])
+    for line in (json.loads(x) for x in runs["run json"].stdout.splitlines() if x.startswith("{")):
+        assert "notice" in line or line["pipeline"], line  # every batch line names its pipeline
     assert runs["verify json"].returncode == 0, runs["verify json"].stdout[-3000:]
     assert runs["check wrong password"].returncode != 0
     assert runs["run wrong password"].returncode != 0
