@@ -97,6 +97,15 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
         if "target_matches_source" in entry:
             yield (section, "target rows = source rows", str(entry["target_matches_source"]),
                    f"{entry['changes']:,} of {entry['expected_changes']:,} changes applied")
+    parts = results.get("decode_partitions")
+    if parts:
+        if "error" in parts:
+            yield ("decode partitions", "run", "error", parts["error"].splitlines()[0][:80])
+        else:
+            n = parts["partitions"]
+            yield ("decode partitions", f"1 vs {n} partitions, decode only",
+                   f"{parts['rows_per_s_1']:,} / {parts[f'rows_per_s_{n}']:,} rows/s = "
+                   f"{parts['ratio']}x", f"target >= 1.6x; load {parts['load_average'][0]}")
     latency = results.get("latency")
     if latency:
         if "error" in latency:

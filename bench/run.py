@@ -163,6 +163,11 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 # 1 vs N decode partitions: the e2e DuckDB run with engine.decode_partitions
                 # = the cores (the 1-partition figure is e2e.duckdb).
                 partitions = max(2, os.cpu_count() or 2)
+                from bench.decode_partitions import run_decode_partitions
+
+                _section(results, "decode_partitions", lambda: run_decode_partitions(
+                    ctx.source(), generated.start, generated.end, partitions=partitions,
+                    server_id=ctx.next_server_id()))
                 results.setdefault("e2e", {})
                 _section(results["e2e"], f"duckdb_{partitions}_partitions",
                          lambda: run_e2e(ctx, generated, "duckdb", library_rate,
