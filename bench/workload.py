@@ -351,7 +351,7 @@ def generate(
         tables = {spec.name: 0 for spec in TABLES}
         transactions = 0
         started = time.perf_counter()
-        for statements in generator.transactions(changes, connection.literal, rows):
+        for statements in generator.transactions(changes, connection.escape, rows):
             affected = _send_transaction(connection, statements)
             transactions += 1
             for statement, count in zip(statements, affected, strict=True):
@@ -409,7 +409,7 @@ class SteadyWriter:
         """``rate`` changes/s for ``seconds``, as transactions of ``transaction_rows`` rows."""
         interval = transaction_rows / rate
         count = max(1, round(seconds * rate / transaction_rows))
-        literal = self.connection.literal
+        literal = self.connection.escape
         committed: list[CommittedTransaction] = []
         started = time.perf_counter()
         for index in range(count):
