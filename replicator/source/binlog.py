@@ -82,6 +82,22 @@ def _unquote(identifier: str) -> str:
     return identifier
 
 
+def replicated_schema_change(
+    query: str, database: str, position: BinlogPosition, ts_ms: int,
+    wanted_schemas: Collection[str] | None,
+) -> SchemaChange | None:
+    """``schema_change``, kept only when it touches a replicated schema (lower-case names;
+    None: every schema). Both readers, the library's and the fast one, filter DDL by this."""
+    change = schema_change(query, database, position, ts_ms)
+    if change is None or wanted_schemas is None:
+        return change
+    if database.lower() in wanted_schemas or any(
+        table.split(".", 1)[0].lower() in wanted_schemas for table in change.tables
+    ):
+        return change
+    return None
+
+
 def schema_change(query: str, database: str, position: BinlogPosition, ts_ms: int) -> SchemaChange | None:
     """A DDL statement -> SchemaChange (None for anything that is not DDL)."""
     match = _DDL.match(query)
@@ -312,12 +328,9 @@ def read_changes(
                 database = event.schema.decode() if isinstance(event.schema, bytes) else event.schema
                 position = transaction.start
                 yield from finish(event)
-                change = schema_change(query, database, position, int(event.timestamp) * 1000)
-                if change is not None and (
-                    wanted_schemas is None
-                    or database.lower() in wanted_schemas
-                    or any(t.split(".", 1)[0].lower() in wanted_schemas for t in change.tables)
-                ):
+                change = replicated_schema_change(query, database, position,
+                                                  int(event.timestamp) * 1000, wanted_schemas)
+                if change is not None:
                     yield change
                 if boundary >= end:
                     return

@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterator
 from replicator.errors import SourceError, TransientSourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
 from replicator.model.pipeline import MySQLSource
-from replicator.source.binlog import schema_change
+from replicator.source.binlog import replicated_schema_change
 from replicator.source.connection import classify_error, connect, connection_settings
 from replicator.source.fast import tablemap
 from replicator.source.fast.counters import TOTALS, FastDecodeCounters
@@ -275,12 +275,9 @@ def read_changes_fast(
                         changes.clear()
                     position = tx_start
                     yield from finish(log_pos, timestamp)
-                    change = schema_change(query, schema, position, timestamp * 1000)
-                    if change is not None and (
-                        wanted_schemas is None
-                        or schema.lower() in wanted_schemas
-                        or any(t.split(".", 1)[0].lower() in wanted_schemas for t in change.tables)
-                    ):
+                    change = replicated_schema_change(query, schema, position, timestamp * 1000,
+                                                      wanted_schemas)
+                    if change is not None:
                         yield change
                     if boundary >= end:
                         return
