@@ -19,7 +19,7 @@ class TableReport:
     rows: int = 0  # rows sent to the sink after compaction, mapping and filter
     skipped: bool = False  # the sink had already applied this batch (a replay)
     seconds_decode: float = 0.0
-    seconds_transform: float = 0.0
+    seconds_transform: float = 0.0  # completing images (compaction is part of stage)
     seconds_stage: float = 0.0
     seconds_merge: float = 0.0
     last_ts_ms: int = 0  # newest source commit time in the batch (0: none, e.g. snapshot)

@@ -1,10 +1,12 @@
-"""The per-batch transform: change rows -> per-table compacted changes -> the sink.
+"""The per-batch transform: change rows -> typed changes per table -> the sink.
 
 Runs on the driver, inside ``foreachBatch`` (and for each snapshot chunk). For every table of
-a micro-batch: decode the row images (exact JSON -> typed values), compact to the last change
-per key (``model.compaction.compact``: ordered by binlog position, delete wins, key updates
-split; changelog, log_table and scd2 tables keep every change), map the columns (``sink.staging.stage_changes``) and hand the Arrow table to
-``sink.apply`` with the batch id, which is exactly-once through the sink's state table.
+a micro-batch: decode the row images (exact JSON -> typed values), fill columns added mid-
+stream into older images, and hand the changes to ``sink.staging.stage_changes``, which
+compacts them per the table's mode (last change per key by binlog position, delete wins, key
+updates split; changelog, log_table and scd2 tables keep every change) and maps the columns.
+The Arrow table goes to ``sink.apply`` with the batch id, exactly once through the sink's
+state table.
 
 Compaction runs on the driver, not as a Spark window: the sink runs on the driver and takes
 typed ``ChangeEvent``s anyway, so a window would add a shuffle per batch (~0.3-1 s locally)
@@ -173,7 +175,6 @@ class BatchApplier:
         self, table_plan: TablePlan, events: Iterable[ChangeEvent], batch_id: int,
         end_offset: dict[str, Any] | None,
     ) -> TableReport:
-        from replicator.model.compaction import compact
         from replicator.sink.staging import stage_changes
 
         events = list(events)
@@ -181,11 +182,9 @@ class BatchApplier:
                              last_ts_ms=max((event.ts_ms for event in events), default=0))
         started = time.perf_counter()
         source_columns = [c.source_column for c in table_plan.data_columns if c.source_column]
+        # stage_changes compacts (per the table's mode); compacting here too was the same
+        # per-row work twice.
         completed = _complete_images(events, source_columns)
-        # Changelog, log_table and scd2 tables need every change of the batch (docs/modes.md):
-        # only a plain merged table is compacted here (stage_changes decides per mode).
-        if table_plan.mode == "merge" and not table_plan.keeps_every_change:
-            completed = compact(completed, table_plan.source_key)
         report.seconds_transform = time.perf_counter() - started
         started = time.perf_counter()
         staged = stage_changes(table_plan, completed)
