@@ -54,6 +54,10 @@ def event_from_row(row: dict[str, Any]) -> ChangeEvent:
     )
 
 
+def _binlog_order(row: dict[str, Any]) -> tuple[int, int, int]:
+    return (row["file_seq"] or 0, row["pos"] or 0, row["row_index"] or 0)
+
+
 def _complete_images(events: list[ChangeEvent], columns: Sequence[str]) -> list[ChangeEvent]:
     """Images written before an added column lack it: it was NULL for them."""
     import dataclasses
@@ -120,7 +124,7 @@ class BatchApplier:
         self, rows: list[dict[str, Any]], spark_batch_id: int, end_offset: dict[str, Any] | None
     ) -> BatchReport:
         """Apply one micro-batch's change rows (any order) under its sink batch id."""
-        rows.sort(key=lambda row: (row["file_seq"] or 0, row["pos"] or 0, row["row_index"] or 0))
+        rows.sort(key=_binlog_order)
         if end_offset is None and rows:
             # The offset log is local to the driver; elsewhere the last transaction's end is
             # the best we know (it can lag the true end when trailing transactions are
@@ -142,9 +146,14 @@ class BatchApplier:
         report = BatchReport("stream", sink_batch_id(self.epoch, spark_batch_id), end_offset,
                              pipeline=self.pipeline.name)
         for table_plan in self.plan.tables:
-            table_rows = by_table.get(table_plan.source_name.lower())
+            # One source table can feed several targets (outbox routes) and one target can
+            # read several source tables (routing): each plan takes the rows it reads.
+            table_rows = [row for name, rows_of in by_table.items() if table_plan.reads(name)
+                          for row in rows_of]
             if not table_rows:
                 continue
+            if len(table_rows) > 1 and len(by_table) > 1:
+                table_rows.sort(key=_binlog_order)
             started = time.perf_counter()
             events = [event_from_row(row) for row in table_rows]
             decoded = time.perf_counter() - started
@@ -175,9 +184,10 @@ class BatchApplier:
         self, table_plan: TablePlan, events: Iterable[ChangeEvent], batch_id: int,
         end_offset: dict[str, Any] | None,
     ) -> TableReport:
+        from replicator.sink.adapt import adapt_events
         from replicator.sink.staging import stage_changes
 
-        events = list(events)
+        events = adapt_events(table_plan, list(events))
         report = TableReport(table=table_plan.source_name, changes=len(events),
                              last_ts_ms=max((event.ts_ms for event in events), default=0))
         started = time.perf_counter()

@@ -90,6 +90,11 @@ class TablePlan:
     def source_name(self) -> str:
         return f"{self.source_database}.{self.source_table}"
 
+    def reads(self, source_name: str) -> bool:
+        """Whether changes of the source table ``db.table`` feed this target table
+        (MySQL names compare case-insensitively)."""
+        return source_name.lower() == self.source_name.lower()
+
     @property
     def target_parts(self) -> tuple[str, ...]:
         return (*self.target_namespace, self.target_table)

@@ -1,0 +1,34 @@
+"""Per-table event adaptation: the changes a table's plan reads -> the changes it stages.
+
+The one place where a table's plan reshapes change events before ``stage_changes``: both the
+stream (``engine.transform.BatchApplier.apply_rows``) and the snapshot chunks go through it,
+so a mode that needs it (routing many source tables into one target, outbox flattening,
+computed columns) is applied the same way to copied and streamed rows.
+
+Each step is a pure function ``(TablePlan, list[ChangeEvent]) -> list[ChangeEvent]`` living
+in its own module and listed in ``_STEPS`` in the order they apply; a step returns its input
+unchanged for tables it does not concern (cheaply: no copy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from replicator.model.changes import ChangeEvent
+    from replicator.plan.model import TablePlan
+
+Step = Callable[["TablePlan", "list[ChangeEvent]"], "list[ChangeEvent]"]
+
+
+def _steps() -> tuple[Step, ...]:
+    # Imported lazily: the steps pull in sqlglot/json helpers that `validate` never needs.
+    return ()
+
+
+def adapt_events(table: TablePlan, events: list[ChangeEvent]) -> list[ChangeEvent]:
+    """The events ``table`` stages, after every adaptation step that concerns it."""
+    for step in _steps():
+        events = step(table, events)
+    return events
