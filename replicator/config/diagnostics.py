@@ -24,6 +24,7 @@ CODES: dict[str, str] = {
     "R004": "the top level is not a mapping",
     "R005": "duplicate key",
     "R006": "a YAML 1.1 boolean word (yes/no/on/off) where text was meant",
+    "R007": "the file is too large, nests too deep or its aliases expand too far",
     "R010": "an environment variable referenced with ${VAR} is not set",
     "R011": "a variable required with ${VAR:?message} is not set",
     "R012": "a malformed ${...} reference",

@@ -35,6 +35,13 @@ _YAML11_ONLY_BOOLEANS = frozenset({"yes", "no", "on", "off", "y", "n"})
 # C0 controls other than tab/newline/CR, and DEL: a sign of a binary file.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
+# Limits that keep a hostile or broken file from eating memory or the stack (docs/diagnostics.md,
+# R007). Real pipelines are far below them: 800 tables with 50 mapped columns each is 1.8 MB,
+# about 300,000 values and 5 levels deep.
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_DEPTH = 64  # nested mappings/lists (libyaml and the builder recurse per level)
+MAX_VALUES = 1_000_000  # values after expanding aliases (`*anchor`): stops "billion laughs"
+
 
 @dataclass(frozen=True)
 class Position:
@@ -76,9 +83,14 @@ class LoadedDocument:
 
 
 def read_text(path: str | Path) -> bytes:
-    """The file's bytes; ``UsageError`` (exit 2) when it cannot be read."""
+    """The file's bytes; ``UsageError`` (exit 2) when it cannot be read.
+
+    Reads at most ``MAX_FILE_BYTES + 1`` bytes (a FIFO or ``/dev/zero`` too): a longer file is
+    reported by ``load_document`` without being held in memory.
+    """
     try:
-        return Path(path).read_bytes()
+        with Path(path).open("rb") as handle:
+            return handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file", "check the path") from None
     except IsADirectoryError:
@@ -92,8 +104,16 @@ def load_document(
 ) -> LoadedDocument:
     raw = read_text(path) if content is None else content
     document = LoadedDocument(path=str(path))
+    if len(raw) > MAX_FILE_BYTES:
+        document.add(Position(1, 1), "R007",
+                     f"the file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB: not read",
+                     "a pipeline file is small: split it into several pipelines, or check "
+                     "that this is the file you meant")
+        return document
     text = _decode(raw, document)
     if text is None:
+        return document
+    if not _within_limits(text, document):
         return document
     try:
         root = yaml.compose(text, Loader=_Loader)
@@ -122,6 +142,60 @@ def load_document(
         return document
     document.data = data
     return document
+
+
+def _within_limits(text: str, document: LoadedDocument) -> bool:
+    """False (with an R007) when the YAML nests too deep or its aliases expand too far.
+
+    One pass over libyaml's event stream, before anything is built: it stops at the first
+    level past ``MAX_DEPTH`` (libyaml's composer would overflow the C stack on ten thousand
+    nested ``[``) and counts the values aliases would copy (``*a`` of a 10-item list of
+    10-item lists... is a billion values from 1 KB). Syntax errors are left to the composer.
+    """
+    depth = 0
+    total = 0  # values so far, aliases expanded
+    open_anchors: list[tuple[str | None, int]] = []
+    sizes: dict[str, int] = {}
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.AliasEvent):
+                total += sizes.get(event.anchor, 1)
+            elif isinstance(event, yaml.ScalarEvent):
+                total += 1
+                if event.anchor:
+                    sizes[event.anchor] = 1
+            elif isinstance(event, yaml.CollectionStartEvent):
+                total += 1
+                depth += 1
+                open_anchors.append((event.anchor, total))
+                if depth > MAX_DEPTH:
+                    document.add(_event_position(event), "R007",
+                                 f"mappings and lists nest more than {MAX_DEPTH} levels deep",
+                                 "a pipeline needs a handful of levels: check the brackets "
+                                 "and indentation")
+                    return False
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+                anchor, start = open_anchors.pop()
+                if anchor:
+                    sizes[anchor] = total - start + 1
+            else:
+                continue
+            if total > MAX_VALUES:
+                document.add(_event_position(event), "R007",
+                             f"the aliases (*name) expand the file to more than {MAX_VALUES:,} "
+                             "values",
+                             "an alias copies its anchor's whole value: write the settings "
+                             "out, or use fewer nested aliases")
+                return False
+    except yaml.YAMLError:
+        return True  # the composer reports it with its position
+    return True
+
+
+def _event_position(event: yaml.Event) -> Position:
+    mark = event.start_mark
+    return Position(mark.line + 1, mark.column + 1) if mark else Position(1, 1)
 
 
 def _decode(raw: bytes, document: LoadedDocument) -> str | None:
