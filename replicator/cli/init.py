@@ -73,6 +73,8 @@ def pipeline_name(database: str) -> str:
 
 def render_pipeline(source: MySQLSource, database: str, tables: list[SourceTable],
                     *, target: Target) -> str:
+    from replicator.config.semantic import format_source_name
+
     lines = [
         SCHEMA_MODELINE,
         "#",
@@ -98,7 +100,7 @@ def render_pipeline(source: MySQLSource, database: str, tables: list[SourceTable
         ]
     lines.append("tables:")
     for table in tables:
-        lines.append(f"  - source: {_scalar(f'{table.database}.{table.table}')}")
+        lines.append(f"  - source: {_scalar(format_source_name(table.database, table.table))}")
         if table.primary_key:
             keys = ", ".join(_scalar(column) for column in table.primary_key)
             lines.append(f"    key: [{keys}]   # the primary key")

@@ -35,7 +35,10 @@ from replicator.model.pipeline import (
 MAX_IDENTIFIER_LENGTH = 255
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h)\s*$")
 _DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
-_SOURCE_NAME = re.compile(r"^([^.\s`]+)\.([^.\s`]+)$")
+# database.table; a part with spaces, dots, quotes or backticks is written in MySQL's backticks
+# (a backtick inside doubled): `shop`.`order items`, `my db`.`x``y`.
+_NAME_PART = r"`(?:[^`]|``)+`|[^.\s`]+"
+_SOURCE_NAME = re.compile(rf"^({_NAME_PART})\.({_NAME_PART})$")
 SECRET_PATHS: tuple[JsonPath, ...] = (
     ("source", "mysql", "password"),
     ("target", "snowflake", "password"),
@@ -59,7 +62,29 @@ def split_source_name(text: Any) -> tuple[str, str] | None:
     if not isinstance(text, str):
         return None
     match = _SOURCE_NAME.match(text.strip())
-    return (match.group(1), match.group(2)) if match else None
+    if not match:
+        return None
+    database, table = (_unquote(part) for part in match.groups())
+    # "db.table" is how changes name their table inside replicator: a dot in the database
+    # name would be ambiguous there (MySQL allows it only in quoted names, rarely used).
+    if "." in database or not database.strip() or not table.strip():
+        return None
+    return database, table
+
+
+def _unquote(part: str) -> str:
+    if len(part) > 1 and part.startswith("`") and part.endswith("`"):
+        return part[1:-1].replace("``", "`")
+    return part
+
+
+def format_source_name(database: str, table: str) -> str:
+    """``database.table`` as ``tables[].source`` accepts it (backticks where needed)."""
+    def part(name: str) -> str:
+        if re.fullmatch(r"[^.\s`]+", name):
+            return name
+        return "`" + name.replace("`", "``") + "`"
+    return f"{part(database)}.{part(table)}"
 
 
 def fold_identifier(name: str, identifier_case: Any) -> str:
@@ -158,8 +183,9 @@ def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
         if isinstance(source, str) and parts is None:
             document.add(document.position((*base, "source")), "R207",
                          f"tables[{index}].source: {source!r} is not database.table",
-                         "write the database and the table, without quotes or backticks: "
-                         "source: shop.trips")
+                         "write the database and the table: source: shop.trips; a name "
+                         "with spaces, dots or quotes goes in backticks: "
+                         "source: '`my db`.`order items`'")
         if parts is not None:
             source_key = f"{parts[0]}.{parts[1]}".lower()
             if source_key in seen_sources:
