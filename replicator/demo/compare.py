@@ -105,11 +105,15 @@ def _compared_columns(table: TablePlan) -> list[PlannedColumn]:
     return [c for c in table.data_columns if c.source_column and not c.mask]
 
 
+def _backticked(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
 def read_source_rows(source_connection: Any, table: TablePlan) -> list[tuple[Any, ...]]:
     """Rows of the compared columns from MySQL (a PyMySQL connection), UTC for TIMESTAMP."""
     columns = _compared_columns(table)
-    names = ", ".join("`" + str(c.source_column).replace("`", "``") + "`" for c in columns)
-    name = f"`{table.source_database}`.`{table.source_table}`"
+    names = ", ".join(_backticked(str(c.source_column)) for c in columns)
+    name = f"{_backticked(table.source_database)}.{_backticked(table.source_table)}"
     with source_connection.cursor() as cursor:
         cursor.execute("SET time_zone = '+00:00'")
         cursor.execute(f"SELECT {names} FROM {name}")
