@@ -29,7 +29,14 @@ REGENERATE = ".venv/bin/python docs/gen_reference.py"
 
 # How the path of a list item and of a free-form mapping key are written.
 ITEM = "[]"
-PLACEHOLDERS = {"columns": "<source column>", "conf": "<spark setting>"}
+PLACEHOLDERS = {"columns": "<source column>", "conf": "<spark setting>", "routes": "<type value>"}
+
+
+def placeholder_for(path: str) -> str:
+    """The placeholder of the free-form keys of the mapping at ``path``."""
+    if path.endswith(".<type value>.columns"):
+        return "<route column>"  # an outbox route's columns are target columns
+    return PLACEHOLDERS.get(path.rsplit(".", 1)[-1], "<name>")
 PLACEHOLDER_EXAMPLES = {"<source column>": "DRIVERID", "<spark setting>": "spark.driver.memory"}
 # Shared string definitions whose name says more than "string" (their own description is
 # replaced by the key's, so the name carries the format).
@@ -100,7 +107,7 @@ def sections(schema: dict[str, Any]) -> Iterator[Section]:
                 section.rows.append(Row(child_path, resolve(child, schema), key in required))
                 children.append((child_path, child))
             if isinstance(extra, dict):
-                placeholder = PLACEHOLDERS.get(path.rsplit(".", 1)[-1], "<name>")
+                placeholder = placeholder_for(path)
                 child_path = _join(path, placeholder)
                 section.rows.append(Row(child_path, resolve(extra, schema), False))
                 children.append((child_path, extra))

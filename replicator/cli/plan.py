@@ -120,6 +120,10 @@ def _warn_declared_types_that_differ(pipeline: Pipeline, catalog: Catalog) -> No
 def _select_tables(plan: Plan, name: str | None) -> list[TablePlan]:
     if name is None:
         return list(plan.tables)
+    routes = [t for t in plan.tables if t.outbox is not None
+              and name.lower() in (t.source_name.lower(), t.label.lower())]
+    if routes:  # an outbox table: all its routes (or the one named db.outbox[route])
+        return routes
     try:
         return [plan.table(name)]
     except KeyError:
@@ -131,6 +135,11 @@ def _select_tables(plan: Plan, name: str | None) -> list[TablePlan]:
 
 
 def _say_where_columns_came_from(table_plan: TablePlan) -> None:
+    if table_plan.outbox is not None:
+        paths = ", ".join(f"{name} <- {path}" for name, path in table_plan.outbox.paths)
+        render.info("%s columns from the payload (%s): %s", table_plan.label,
+                    table_plan.outbox.payload_column, paths)
+        return
     data = table_plan.data_columns
     live = [c.source_column for c in data if c.origin == "live"]
     declared = [c.source_column for c in data if c.origin == "yaml"]
@@ -145,9 +154,18 @@ def _say_where_columns_came_from(table_plan: TablePlan) -> None:
 def _table_json(table_plan: TablePlan, dialect: Dialect) -> dict[str, Any]:
     from replicator.plan import table_statements
 
+    outbox = table_plan.outbox
     return {
         "source": table_plan.source_name,
         "target": ".".join(table_plan.target_parts),
+        "outbox": None if outbox is None else {
+            "route": outbox.route,
+            "type_column": outbox.type_column,
+            "payload_column": outbox.payload_column,
+            "paths": dict(outbox.paths),
+            "delete_when": outbox.delete_when,
+            "null_on_error": list(outbox.null_on_error),
+        },
         "key": list(table_plan.source_key),
         "key_origin": table_plan.key_origin,
         "deletes": table_plan.deletes,

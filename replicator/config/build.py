@@ -20,6 +20,9 @@ from replicator.model.pipeline import (
     DuckDBTarget,
     EngineConfig,
     MySQLSource,
+    OutboxColumn,
+    OutboxRoute,
+    OutboxSpec,
     Pipeline,
     SnowflakeTarget,
     StartPosition,
@@ -147,4 +150,41 @@ def _table(spec: dict[str, Any], defaults: dict[str, Any], batching: BatchPolicy
         mode=spec.get("mode", "merge"),
         log_table=bool(spec.get("log_table", False)),
         track_history=tuple(spec["track_history"]) if spec.get("track_history") else None,
+        outbox=_outbox(spec["outbox"], defaults) if spec.get("outbox") else None,
+    )
+
+
+def _on_error(spec: dict[str, Any], default: Any) -> Any:
+    """`on_error: null` (YAML's null) and `on_error: "null"` both mean: load NULL."""
+    if "on_error" not in spec:
+        return default
+    return spec["on_error"] or "null"
+
+
+def _outbox(spec: dict[str, Any], defaults: dict[str, Any]) -> OutboxSpec:
+    routes = []
+    for type_value, route in spec["routes"].items():
+        metadata = route.get("metadata", defaults.get("metadata", list(DEFAULT_METADATA)))
+        routes.append(OutboxRoute(
+            type_value=str(type_value),
+            target_table=route["target"],
+            key=tuple(route["key"]),
+            columns=tuple(
+                OutboxColumn(name=name, path=column["path"], type=column["type"],
+                             on_error=_on_error(column, None))
+                for name, column in route["columns"].items()
+            ),
+            mode=route.get("mode", "merge"),
+            # A pipeline-wide `deletes: soft` default means nothing to a changelog route.
+            deletes=route.get("deletes", defaults.get("deletes", "hard")
+                              if route.get("mode", "merge") == "merge" else "hard"),
+            metadata=tuple(metadata),
+            delete_when=route.get("delete_when"),
+            on_error=_on_error(route, "fail"),
+        ))
+    return OutboxSpec(
+        type_column=spec["type_column"],
+        payload_column=spec["payload_column"],
+        routes=tuple(routes),
+        unrouted=spec.get("unrouted", "ignore"),
     )

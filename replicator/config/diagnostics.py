@@ -50,6 +50,15 @@ CODES: dict[str, str] = {
     "R213": "an excluded column with other settings (warning)",
     "R214": "a table setting that does not apply to its mode",
     "R215": "track_history names a column that cannot be tracked",
+    "R230": "outbox: without mode: outbox, or mode: outbox without outbox:",
+    "R231": "a setting of an outbox table that belongs to its routes",
+    "R232": "an outbox route key column that is not a route column, or loads NULL",
+    "R233": "not a JSON path of the supported subset",
+    "R234": "unknown target type of an outbox route column",
+    "R235": "an outbox route lands in a target table already taken",
+    "R236": "an outbox route column lands in a target column already taken",
+    "R237": "an outbox route setting that does not apply to its mode",
+    "R238": "the outbox type or payload column is missing or of the wrong type",
 }
 
 

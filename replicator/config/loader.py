@@ -62,6 +62,7 @@ class LoadedDocument:
     written: dict[JsonPath, str] = field(default_factory=dict)  # interpolated values as written
     expanded: dict[JsonPath, str] = field(default_factory=dict)  # ... and their text after it
     yaml11_booleans: dict[JsonPath, str] = field(default_factory=dict)  # path -> text as written
+    quoted: dict[JsonPath, str] = field(default_factory=dict)  # scalars written in ' or "
 
     def position(self, path: JsonPath) -> Position:
         """Where the value at ``path`` starts, or its nearest ancestor that exists."""
@@ -309,6 +310,8 @@ class _Builder:
     def _scalar(self, node: ScalarNode, path: JsonPath) -> Any:
         text = node.value
         plain = _is_plain(node)
+        if node.style in ("'", '"'):
+            self.document.quoted[path] = node.style
         if "$" in text and node.tag != f"{_TAG}binary":
             return self._interpolated(node, path)
         if node.tag == f"{_TAG}bool" and plain and text.lower() in _YAML11_ONLY_BOOLEANS:

@@ -196,6 +196,14 @@ def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
             else:
                 seen_sources[source_key] = index
 
+        if table.get("mode") == "outbox" or "outbox" in table:
+            from replicator.config.outbox import check_outbox
+
+            check_outbox(document, base, table, defaults, identifier_case, seen_targets,
+                         state_table)
+            if table.get("mode") == "outbox":
+                continue  # the routes land in targets, the table itself does not
+
         target_table = table.get("target")
         if isinstance(target_table, str):
             _check_identifier(document, (*base, "target"), target_table, "target table name")

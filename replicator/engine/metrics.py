@@ -23,6 +23,7 @@ class TableReport:
     seconds_stage: float = 0.0
     seconds_merge: float = 0.0
     last_ts_ms: int = 0  # newest source commit time in the batch (0: none, e.g. snapshot)
+    unrouted: int = 0  # outbox events no route takes (ignored; reported by the first route)
 
 
 @dataclass
@@ -64,6 +65,7 @@ def format_text(report: BatchReport) -> str:
             f"skipped={str(table.skipped).lower()} decode_s={table.seconds_decode:.3f} "
             f"transform_s={table.seconds_transform:.3f} stage_s={table.seconds_stage:.3f} "
             f"merge_s={table.seconds_merge:.3f}"
+            + (f" unrouted={table.unrouted}" if table.unrouted else "")
         )
     return "\n".join(lines)
 

@@ -37,6 +37,7 @@ class _TableCounters:
     rows: int = 0
     batches: int = 0
     skipped: int = 0
+    unrouted: int = 0  # outbox events no route takes
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
 
 
@@ -88,6 +89,7 @@ class PipelineMetrics:
                 counters.rows += table.rows
                 counters.batches += 1
                 counters.skipped += int(table.skipped)
+                counters.unrouted += table.unrouted
                 counters.seconds["decode"] += table.seconds_decode
                 counters.seconds["transform"] += table.seconds_transform
                 counters.seconds["stage"] += table.seconds_stage
@@ -149,6 +151,12 @@ class PipelineMetrics:
             metric("replicator_table_batches_skipped_total", "counter",
                    "Batches skipped because the target already had them (replays).",
                    per_table("skipped"))
+            outboxes = [(f'{p},table="{_escape(t)}"', c.unrouted) for t, c in tables
+                         if c.unrouted]
+            if outboxes:
+                metric("replicator_outbox_unrouted_total", "counter",
+                       "Outbox events whose type no route takes (ignored), per outbox.",
+                       outboxes)
             metric("replicator_phase_seconds_total", "counter",
                    "Seconds spent per phase of applying batches, per table.",
                    [(f'{p},table="{_escape(t)}",phase="{phase}"', c.seconds[phase])

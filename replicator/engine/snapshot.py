@@ -80,6 +80,8 @@ def _remove_absent_rows(
 
     if not table_plan.source_key or any(c.mask for c in table_plan.key_columns):
         return 0  # no key to compare by, or a hashed key that cannot be mapped back
+    if table_plan.outbox is not None:
+        return 0  # an outbox route's rows come from events, not from rows still in the source
     verifier = TableVerifier(applier.pipeline, source_table, table_plan, applier.sink.connection,
                              end_transaction=applier.plan.target_kind == "snowflake")
     try:
@@ -114,10 +116,15 @@ def run_snapshot(
     position = state.snapshot_position or state.position
     parallelism = max(1, int(spark.sparkContext.defaultParallelism))
     wanted = {name.lower() for name in state.snapshot_tables}
+    copied: set[str] = set()
     for table_plan in applier.plan.tables:
         name = table_plan.source_name
-        if wanted and name.lower() not in wanted:
+        if (wanted and name.lower() not in wanted) or name.lower() in copied:
             continue
+        copied.add(name.lower())
+        # Every plan reading this source table (the routes of an outbox) gets each chunk;
+        # progress is per source table, so a chunk counts as applied once all of them have it.
+        readers = [t for t in applier.plan.tables if t.source_name.lower() == name.lower()]
         source_table = catalog.table(table_plan.source_database, table_plan.source_table)
         if source_table is None:
             raise EngineError(
@@ -141,18 +148,18 @@ def run_snapshot(
                 name,
             )
             for index, events in sorted(results, key=lambda result: result[0]):
-                applier.apply_snapshot_chunk(table_plan, snapshot_chunk_number(copy, index),
-                                             events, position)
+                for reader in readers:
+                    applier.apply_snapshot_chunk(reader, snapshot_chunk_number(copy, index),
+                                                 events, position)
                 state.chunks_applied[name] = index + 1
                 checkpoint.save_start(state)
         if state.epoch > 0 or copy > 0:
-            _remove_absent_rows(applier, source_table, table_plan, position,
-                                snapshot_chunk_number(copy, COPY_SPAN - 1))
+            for reader in readers:
+                _remove_absent_rows(applier, source_table, reader, position,
+                                    snapshot_chunk_number(copy, COPY_SPAN - 1))
     state.snapshot = "done"
-    for table_plan in applier.plan.tables:
-        if not wanted or table_plan.source_name.lower() in wanted:
-            key = table_plan.source_name.lower()
-            state.copies[key] = state.copies.get(key, 0) + 1
+    for key in copied:
+        state.copies[key] = state.copies.get(key, 0) + 1
     state.tables = sorted({*state.tables, *(t.source_name for t in applier.plan.tables)})
     state.snapshot_tables = []
     state.snapshot_position = None

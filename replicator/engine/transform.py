@@ -187,9 +187,16 @@ class BatchApplier:
         from replicator.sink.adapt import adapt_events
         from replicator.sink.staging import stage_changes
 
-        events = adapt_events(table_plan, list(events))
-        report = TableReport(table=table_plan.source_name, changes=len(events),
-                             last_ts_ms=max((event.ts_ms for event in events), default=0))
+        events = list(events)
+        unrouted = 0
+        if table_plan.outbox is not None and table_plan.outbox.first:
+            from replicator.sink.outbox import count_unrouted
+
+            unrouted = count_unrouted(table_plan, events)
+        events = adapt_events(table_plan, events)
+        report = TableReport(table=table_plan.label, changes=len(events),
+                             last_ts_ms=max((event.ts_ms for event in events), default=0),
+                             unrouted=unrouted)
         started = time.perf_counter()
         source_columns = [c.source_column for c in table_plan.data_columns if c.source_column]
         # stage_changes compacts (per the table's mode); compacting here too was the same
@@ -248,7 +255,8 @@ class BatchApplier:
         catalog = read_catalog(self.pipeline.source, tables)
         new_plan = build_plan(self.pipeline, catalog)
         for old in self.plan.tables:
-            new = new_plan.table(old.source_name)
+            # By target: the routes of an outbox all read one source table.
+            new = next(t for t in new_plan.tables if t.target_parts == old.target_parts)
             missing = {c.target_column for c in old.columns} - {c.target_column for c in new.columns}
             if missing:
                 raise EngineError(

@@ -17,7 +17,13 @@ StartKind = Literal["initial", "latest", "position", "gtid"]
 DeleteMode = Literal["hard", "soft"]
 # merge: one target row per key (upsert). changelog: append every change, never compacted.
 # scd2: one row per version of a key, with _VALID_FROM / _VALID_TO / _IS_CURRENT.
-TableMode = Literal["merge", "changelog", "scd2"]
+# outbox: the table is an outbox (see OutboxSpec); its routes are merge or changelog targets.
+TableMode = Literal["merge", "changelog", "scd2", "outbox"]
+RouteMode = Literal["merge", "changelog"]
+# What an outbox value that does not convert to its column's type does: stop the pipeline
+# with an error naming the row, route, column, path and value, or load NULL.
+OutboxOnError = Literal["fail", "null"]
+UnroutedPolicy = Literal["ignore", "fail"]
 MaskKind = Literal["sha256", "md5", "redact", "null"]
 IdentifierCase = Literal["upper", "preserve"]
 Tinyint1Policy = Literal["boolean", "integer"]
@@ -187,6 +193,47 @@ class ColumnMapping:
 
 
 @dataclass(frozen=True)
+class OutboxColumn:
+    """One target column of an outbox route: where its value is in the payload, its type."""
+
+    name: str  # the target column, as written (identifier_case applies)
+    path: str  # JSON path into the payload ($.a.b, $.a[0], $['odd key'])
+    type: str  # declared target type (plan.types.parse_target_type)
+    on_error: OutboxOnError | None = None  # None: the route's
+
+
+@dataclass(frozen=True)
+class OutboxRoute:
+    """Events whose type column holds ``type_value`` -> one target table."""
+
+    type_value: str
+    target_table: str
+    key: tuple[str, ...]  # names of route columns
+    columns: tuple[OutboxColumn, ...]
+    mode: RouteMode = "merge"
+    deletes: DeleteMode = "hard"
+    metadata: tuple[str, ...] = DEFAULT_METADATA
+    delete_when: str | None = None  # JSON path: a truthy value there deletes the key
+    on_error: OutboxOnError = "fail"  # default of the route's non-key columns
+
+    def column(self, name: str) -> OutboxColumn | None:
+        for column in self.columns:
+            if column.name == name:
+                return column
+        return None
+
+
+@dataclass(frozen=True)
+class OutboxSpec:
+    """``mode: outbox``: rows inserted into the table are events, flattened into routes."""
+
+    type_column: str  # source column whose value picks the route
+    payload_column: str  # source column holding the JSON document
+    routes: tuple[OutboxRoute, ...]
+    unrouted: UnroutedPolicy = "ignore"
+
+
+@dataclass(frozen=True)
 class TablePipeline:
     source_database: str
     source_table: str
@@ -205,6 +252,8 @@ class TablePipeline:
     # scd2 mode: source columns whose changes open a new version; changes to other columns
     # update the current version in place. None: every column is tracked.
     track_history: tuple[str, ...] | None = None
+    # mode outbox: the type/payload columns and the routes (None for every other mode).
+    outbox: OutboxSpec | None = None
 
     @property
     def source_name(self) -> str:

@@ -99,6 +99,11 @@ def build_plan(pipeline: Pipeline, catalog: Catalog) -> Plan:
                 hint="check the `source:` name of the table, and the replicator user's SELECT grant",
             )
             continue
+        if table.outbox is not None:  # one plan per route, all reading the outbox table
+            from replicator.plan.outbox import plan_outbox
+
+            tables += plan_outbox(pipeline, table, source_table, catalog.live, problems)
+            continue
         planned = _plan_table(pipeline, table, source_table, catalog.live, problems)
         if planned is not None:
             tables.append(planned)
@@ -404,11 +409,11 @@ def _check_target_collisions(tables: list[TablePlan], problems: _Problems) -> No
             folded = tuple(part.upper() for part in target)
             if folded in seen:
                 problems.add(
-                    f"{table.source_name} and {seen[folded]} both land in target table "
+                    f"{table.label} and {seen[folded]} both land in target table "
                     f"{target[-1]!r}",
                     hint="give one of them another `target:` name",
                 )
-            seen[folded] = table.source_name
+            seen[folded] = table.label
 
 
 def offline_catalog(pipeline: Pipeline) -> Catalog:
@@ -416,6 +421,11 @@ def offline_catalog(pipeline: Pipeline) -> Catalog:
     problems = _Problems()
     tables = []
     for table in pipeline.tables:
+        if table.outbox is not None:  # the routes' columns come from the YAML
+            from replicator.plan.outbox import offline_outbox_table
+
+            tables.append(offline_outbox_table(table, problems))
+            continue
         columns = []
         missing = []
         for ordinal, mapping in enumerate(table.columns, start=1):

@@ -62,6 +62,26 @@ class PlannedColumn:
 
 
 @dataclass(frozen=True)
+class OutboxPlan:
+    """What makes a TablePlan an outbox route (``sink.outbox`` flattens its events).
+
+    The route's data columns are named by the YAML (their ``source_column`` is the route
+    column's name, which is also the key of the route images ``sink.outbox`` builds).
+    """
+
+    route: str  # the type column's value whose events land here
+    type_column: str  # outbox table columns (the catalog's spelling)
+    payload_column: str
+    paths: tuple[tuple[str, str], ...]  # (route column, JSON path) per data column, in order
+    null_on_error: tuple[str, ...] = ()  # route columns that load NULL when a value fails
+    delete_when: str | None = None  # JSON path; a truthy value there deletes the key
+    outbox_key: tuple[str, ...] = ()  # the outbox table's primary key (names rows in errors)
+    routed: tuple[str, ...] = ()  # every routed type value of this outbox
+    unrouted: Literal["ignore", "fail"] = "ignore"
+    first: bool = True  # the outbox's first route: counts the unrouted events
+
+
+@dataclass(frozen=True)
 class TablePlan:
     pipeline_name: str
     source_database: str
@@ -85,10 +105,18 @@ class TablePlan:
     log_columns: tuple[PlannedColumn, ...] = ()
     # scd2: target columns whose changes open a new version (empty: every non-key column).
     track_history: tuple[str, ...] = ()
+    outbox: OutboxPlan | None = None  # set for an outbox route (several may read one table)
 
     @property
     def source_name(self) -> str:
         return f"{self.source_database}.{self.source_table}"
+
+    @property
+    def label(self) -> str:
+        """The table's name in messages: its source, or ``db.outbox[route]`` for a route."""
+        if self.outbox is None:
+            return self.source_name
+        return f"{self.source_name}[{self.outbox.route}]"
 
     def reads(self, source_name: str) -> bool:
         """Whether changes of the source table ``db.table`` feed this target table

@@ -40,7 +40,7 @@ def table_statements(table: TablePlan, dialect: Dialect) -> list[Statement]:
 
 def render_sql(table: TablePlan, dialect: Dialect) -> str:
     """One table's statements as a SQL script, each preceded by a comment saying why."""
-    parts = [f"-- {table.source_name} -> {'.'.join(table.target_parts)} ({dialect.name})"]
+    parts = [f"-- {table.label} -> {'.'.join(table.target_parts)} ({dialect.name})"]
     for statement in table_statements(table, dialect):
         parts.append(f"-- {statement.purpose}\n{statement.sql};")
     return "\n\n".join(parts) + "\n"

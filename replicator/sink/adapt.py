@@ -24,7 +24,9 @@ Step = Callable[["TablePlan", "list[ChangeEvent]"], "list[ChangeEvent]"]
 
 def _steps() -> tuple[Step, ...]:
     # Imported lazily: the steps pull in sqlglot/json helpers that `validate` never needs.
-    return ()
+    from replicator.sink.outbox import flatten_outbox
+
+    return (flatten_outbox,)
 
 
 def adapt_events(table: TablePlan, events: list[ChangeEvent]) -> list[ChangeEvent]:

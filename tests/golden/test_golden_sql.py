@@ -19,7 +19,7 @@ def rendered(pipeline_file: Path) -> dict[Path, str]:
     pipeline = load_pipeline(pipeline_file)
     plan = build_plan(pipeline, offline_catalog(pipeline))
     return {
-        GOLDEN / pipeline_file.stem / dialect.name / f"{table.source_name}.sql": render_sql(
+        GOLDEN / pipeline_file.stem / dialect.name / f"{table.label}.sql": render_sql(
             table, dialect
         )
         for dialect in DIALECTS.values()

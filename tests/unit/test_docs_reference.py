@@ -53,7 +53,9 @@ def _leaves(path: str, node: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]
         found += _leaves(child_path, child)
     extra = node.get("additionalProperties")
     if isinstance(extra, dict):
-        placeholder = {"columns": "<source column>", "conf": "<spark setting>"}[path.rsplit(".", 1)[-1]]
+        placeholder = ("<route column>" if path.endswith(".<type value>.columns") else {
+            "columns": "<source column>", "conf": "<spark setting>", "routes": "<type value>",
+        }[path.rsplit(".", 1)[-1]])
         found.append((f"{path}.{placeholder}", _deref(extra)))
         found += _leaves(f"{path}.{placeholder}", extra)
     if node.get("type") == "array" and isinstance(node.get("items"), dict):

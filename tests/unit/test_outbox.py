@@ -1,0 +1,406 @@
+"""Outbox: JSON path subset, exact conversions, outbox rows -> route events, plans, config."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replicator.config import load_pipeline
+from replicator.errors import PlanError
+from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
+from replicator.model.changes import BinlogPosition, ChangeEvent
+from replicator.model.jsonpath import MISSING, PathError, evaluate, format_steps, parse_path
+from replicator.plan import build_plan, offline_catalog
+from replicator.plan.types import parse_target_type
+from replicator.sink.adapt import adapt_events
+from replicator.sink.outbox import (
+    BadValue,
+    OutboxError,
+    converter,
+    count_unrouted,
+    json_text,
+    parse_payload,
+    truthy,
+)
+from replicator.sink.staging import stage_changes
+
+ROOT = Path(__file__).resolve().parents[2]
+PIPELINE = ROOT / "pipelines" / "outbox.yaml"
+
+# -- JSON path ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "steps"), [
+    ("$", ()),
+    ("$.id", ("id",)),
+    ("$.customer.id", ("customer", "id")),
+    ("$.lines[0].sku", ("lines", 0, "sku")),
+    ("$['odd key']", ("odd key",)),
+    ('$["a.b"][12]', ("a.b", 12)),
+    (r"$['it\'s']['back\\slash']", ("it's", "back\\slash")),
+    ("$.naïve_名前", ("naïve_名前",)),
+    ("$._x1", ("_x1",)),
+])
+def test_path_parses(text, steps):
+    assert parse_path(text).steps == steps
+
+
+@pytest.mark.parametrize(("text", "offset"), [
+    ("id", 0),
+    ("", 0),
+    ("$.", 1),
+    ("$..a", 2),
+    ("$.1a", 2),
+    ("$.a[*]", 4),
+    ("$.a[-1]", 4),
+    ("$.a[0", 4),
+    ("$['x", 2),
+    ("$['x'", 4),
+    ("$['x'y]", 5),
+    (r"$['a\n']", 4),
+    ("$.a b", 3),
+    ("$[1:2]", 3),
+])
+def test_bad_path_reports_the_offending_character(text, offset):
+    with pytest.raises(PathError) as caught:
+        parse_path(text)
+    assert caught.value.offset == offset
+    assert caught.value.hint
+
+
+def test_evaluate_missing_and_null():
+    doc = {"a": {"b": [1, {"c": None}]}, "n": None}
+    assert evaluate(("a", "b", 0), doc) == 1
+    assert evaluate(("a", "b", 1, "c"), doc) is None
+    assert evaluate(("n",), doc) is None
+    for steps in [("x",), ("a", "b", 2), ("a", "b", "c"), ("a", 0), ("n", "x")]:
+        assert evaluate(steps, doc) is MISSING
+
+
+_keys = st.one_of(st.integers(0, 10**6), st.text(min_size=0, max_size=12))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_keys, max_size=6))
+def test_format_then_parse_roundtrips(steps):
+    steps = tuple(steps)
+    assert parse_path(format_steps(steps)).steps == steps
+
+
+# -- conversions ---------------------------------------------------------------------------
+
+
+def convert(type_text: str, value):
+    return converter(parse_target_type(type_text))(value)
+
+
+def payload(text: str):
+    return parse_payload(text)
+
+
+@pytest.mark.parametrize(("type_text", "json_value", "expected"), [
+    ("NUMBER(20,0)", "18446744073709551615", Decimal("18446744073709551615")),
+    ("NUMBER(12,2)", "1234567890.12", Decimal("1234567890.12")),
+    ("NUMBER(12,2)", "1.5", Decimal("1.50")),
+    ("NUMBER(12,2)", '"7.25"', Decimal("7.25")),
+    ("NUMBER(38,10)", "1234567890123456789012345678.0123456789",
+     Decimal("1234567890123456789012345678.0123456789")),
+    ("NUMBER(10,0)", "3.0", 3),
+    ("INTEGER", "-9223372036854775808", -(2**63)),
+    ("INTEGER", '"42"', 42),
+    ("FLOAT", "0.1", 0.1),
+    ("VARCHAR", '"it\'s \\"q\\" \\\\ \\n 😀 \\u00e9"', 'it\'s "q" \\ \n 😀 é'),
+    ("VARCHAR", "1.50", "1.50"),
+    ("VARCHAR", "1e5", "100000"),
+    ("VARCHAR", "true", "true"),
+    ("VARCHAR", '{"a": [1, 2.50]}', '{"a":[1,2.50]}'),
+    ("VARCHAR", '"None"', "None"),
+    ("BOOLEAN", "true", True),
+    ("BOOLEAN", "0", False),
+    ("BOOLEAN", '"FALSE"', False),
+    ("DATE", '"2024-02-29"', dt.date(2024, 2, 29)),
+    ("TIMESTAMP_NTZ", '"2024-01-02T03:04:05.123456"', dt.datetime(2024, 1, 2, 3, 4, 5, 123456)),
+    ("TIMESTAMP_NTZ", '"2024-01-02 03:04:05+02:00"', dt.datetime(2024, 1, 2, 1, 4, 5)),
+    ("TIMESTAMP_NTZ(3)", '"2024-01-02T03:04:05.120"', dt.datetime(2024, 1, 2, 3, 4, 5, 120000)),
+    ("TIMESTAMP_TZ", '"2024-01-02T03:04:05Z"', dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC)),
+    ("TIMESTAMP_TZ", '"2024-01-02T03:04:05"', dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC)),
+    ("TIMESTAMP_TZ", '"2024-01-02T03:04:05-05:00"',
+     dt.datetime(2024, 1, 2, 8, 4, 5, tzinfo=dt.UTC)),
+    ("VARIANT", '{"b": 1, "a": [0.10, "x\\"y", null, {"😀": 12345678901234567890.5}]}',
+     '{"b":1,"a":[0.10,"x\\"y",null,{"😀":12345678901234567890.5}]}'),
+    ("VARIANT", '"text"', '"text"'),
+    ("VARIANT", "1E+400", "1E+400"),
+    ("BINARY", '"AAEC/w=="', b"\x00\x01\x02\xff"),
+])
+def test_conversion_is_exact(type_text, json_value, expected):
+    result = convert(type_text, payload(json_value))
+    assert result == expected
+    assert type(result) is type(expected)
+
+
+@pytest.mark.parametrize(("type_text", "json_value", "reason"), [
+    ("NUMBER(12,2)", "1.005", "decimal places"),
+    ("NUMBER(12,2)", "12345678901.5", "digits"),
+    ("NUMBER(12,2)", "1e400", "too large"),
+    ("NUMBER(12,2)", '"12,5"', "not a number"),
+    ("NUMBER(12,2)", "true", "a boolean"),
+    ("NUMBER(10,0)", "3.5", "fraction"),
+    ("NUMBER(10,0)", "12345678901", "out of range"),
+    ("INTEGER", "9223372036854775808", "out of range"),
+    ("INTEGER", '"4x"', "not an integer"),
+    ("INTEGER", "[1]", "an array"),
+    ("FLOAT", "true", "a boolean"),
+    ("FLOAT", "1e400", "too large"),
+    ("VARCHAR(3)", '"abcd"', "4 characters"),
+    ("VARCHAR", '"\\ud800"', "surrogate"),
+    ("BOOLEAN", '"yes"', "not a boolean"),
+    ("BOOLEAN", "2", "not a boolean"),
+    ("DATE", '"2024-02-30"', "not a valid date"),
+    ("DATE", '"2024-02-03T00:00:00"', "not an ISO-8601 date"),
+    ("TIMESTAMP_NTZ", "1700000000000", "not an ISO-8601 timestamp"),
+    ("TIMESTAMP_NTZ", '"yesterday"', "not an ISO-8601 timestamp"),
+    ("TIMESTAMP_NTZ(3)", '"2024-01-02T03:04:05.1234"', "more than 3 fractional digits"),
+    ("BINARY", '"not base64!"', "base64"),
+    ("BINARY", "12", "not base64"),
+])
+def test_conversion_refuses_what_it_cannot_keep(type_text, json_value, reason):
+    with pytest.raises(BadValue, match=reason):
+        convert(type_text, payload(json_value))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.decimals(allow_nan=False, allow_infinity=False, places=2,
+                   min_value=Decimal("-9999999999.99"), max_value=Decimal("9999999999.99")))
+def test_decimals_that_fit_come_back_exactly(number):
+    text = json.dumps({"v": str(number)})  # as text, and as a JSON number
+    assert convert("NUMBER(12,2)", parse_payload(text)["v"]) == number
+    assert convert("NUMBER(12,2)", parse_payload('{"v": ' + format(number, "f") + "}")["v"]) \
+        == number
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text()
+    | st.decimals(allow_nan=False, allow_infinity=False),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json)
+def test_json_text_parses_back_to_the_same_value(value):
+    try:
+        text = json_text(value)
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return  # unpaired surrogates: refused by the converters (tested above)
+    assert parse_payload(text) == value
+    assert json.loads(text) == json.loads(text)  # standard JSON
+
+
+def test_payload_parsing_is_strict():
+    assert parse_payload(b'{"a": 1}') == {"a": 1}
+    for bad in ("{", "NaN", '{"a": Infinity}', "", 12):
+        with pytest.raises(ValueError):
+            parse_payload(bad)
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (True, True), (False, False), (1, True), (0, False), (Decimal("0.0"), False),
+    ("true", True), ("YES", True), ("1", True), ("false", False), ("", False), (None, False),
+    ({}, False), ([1], False), (MISSING, False),
+])
+def test_truthy(value, expected):
+    assert truthy(value) is expected
+
+
+# -- outbox rows -> route events ------------------------------------------------------------
+
+
+def outbox_catalog() -> Catalog:
+    columns = (
+        SourceColumn("id", MySQLType.parse("bigint"), nullable=False, ordinal=1),
+        SourceColumn("aggregate_type", MySQLType.parse("varchar(64)"), ordinal=2),
+        SourceColumn("aggregate_id", MySQLType.parse("varchar(64)"), ordinal=3),
+        SourceColumn("payload", MySQLType.parse("json"), ordinal=4),
+    )
+    return Catalog(tables=(SourceTable("shop", "outbox", columns, ("id",)),), live=True)
+
+
+@pytest.fixture(scope="module")
+def plan():
+    pipeline = load_pipeline(PIPELINE, environ={})
+    return build_plan(pipeline, outbox_catalog())
+
+
+def row(id_: int, kind, body, op="c", pos=100, index=0) -> ChangeEvent:
+    image = {"id": id_, "aggregate_type": kind, "aggregate_id": "x",
+             "payload": body if isinstance(body, str) or body is None else json.dumps(body)}
+    return ChangeEvent(
+        table="shop.outbox", op=op, position=BinlogPosition("mysql-bin.000001", pos),
+        row_index=index, ts_ms=1_700_000_000_000,
+        before=image if op in ("u", "d") else None,
+        after=image if op != "d" else None,
+    )
+
+
+def test_plan_has_one_table_per_route(plan):
+    names = [(t.label, t.target_table, t.mode) for t in plan.tables]
+    assert names == [
+        ("shop.outbox[order]", "ORDERS", "merge"),
+        ("shop.outbox[customer]", "CUSTOMERS", "merge"),
+        ("shop.outbox[payment]", "PAYMENT_EVENTS", "changelog"),
+    ]
+    orders = plan.tables[0]
+    assert all(t.reads("SHOP.OUTBOX") for t in plan.tables)
+    assert orders.source_key == ("order_id",) and orders.target_key == ("ORDER_ID",)
+    assert orders.outbox.outbox_key == ("id",)
+    assert orders.outbox.null_on_error == ("gift_note",)
+    assert [c.target_column for c in orders.data_columns][:3] == ["ORDER_ID", "CUSTOMER_ID", "STATUS"]
+    assert plan.tables[1].deletes == "soft"
+
+
+def test_only_inserts_and_snapshot_rows_of_the_route_are_events(plan):
+    orders = plan.tables[0]
+    events = [
+        row(1, "order", {"id": 7, "status": "new", "total": "10.50"}, pos=100),
+        row(2, "customer", {"id": 7, "email": "a@b"}, pos=200),
+        row(1, "order", {"id": 7, "status": "paid"}, op="u", pos=300),  # ignored
+        row(1, "order", {"id": 7, "status": "x"}, op="d", pos=400),  # ignored: outbox cleanup
+        row(3, "order", {"id": 8, "status": "old"}, op="r", pos=50),
+        row(4, "unknown", {"id": 9}, pos=500),
+        row(5, None, {"id": 9}, pos=600),
+    ]
+    out = adapt_events(orders, events)
+    assert [(e.op, e.after["order_id"], e.after["status"]) for e in out] == [
+        ("c", Decimal(7), "new"), ("r", Decimal(8), "old")]
+    assert out[0].after["amount"] == Decimal("10.50")
+    assert out[0].after["placed_at"] is None and out[0].before is None
+    assert out[0].position == events[0].position  # binlog order is kept
+    assert count_unrouted(orders, events) == 2
+    customers = adapt_events(plan.tables[1], events)
+    assert [(e.op, e.after["customer_id"]) for e in customers] == [("c", Decimal(7))]
+
+
+def test_delete_when_deletes_the_key_and_last_event_wins(plan):
+    orders = plan.tables[0]
+    events = [
+        row(1, "order", {"id": 7, "status": "new"}, pos=100),
+        row(2, "order", {"id": 7, "status": "paid"}, pos=200),
+        row(3, "order", {"id": 8, "status": "new"}, pos=300),
+        row(4, "order", {"id": 8, "deleted": True}, pos=400),
+        row(5, "order", {"id": 9, "deleted": "false", "status": "kept"}, pos=500),
+    ]
+    out = adapt_events(orders, events)
+    assert [(e.op, (e.after or e.before)["order_id"]) for e in out] == [
+        ("c", 7), ("c", 7), ("c", 8), ("d", 8), ("c", 9)]
+    staged = stage_changes(orders, out).to_pylist()
+    assert [(r["ORDER_ID"], r["STATUS"], r["_REPLICATOR_OP"]) for r in staged] == [
+        (Decimal(7), "paid", "c"), (Decimal(8), None, "d"), (Decimal(9), "kept", "c")]
+
+
+def test_changelog_route_keeps_every_event(plan):
+    payments = plan.tables[2]
+    events = [
+        row(1, "payment", {"id": 1, "order_id": 7, "amount": 5, "paid_at": "2024-01-01T00:00:00Z"},
+            pos=100),
+        row(2, "payment", {"id": 1, "order_id": 7, "amount": "5.10"}, pos=200, index=1),
+    ]
+    staged = stage_changes(payments, adapt_events(payments, events)).to_pylist()
+    assert [(r["PAYMENT_ID"], r["AMOUNT"], r["_OP"], r["_BINLOG_POS"]) for r in staged] == [
+        (Decimal(1), Decimal("5.00"), "c", 100), (Decimal(1), Decimal("5.10"), "c", 200)]
+    assert staged[0]["PAID_AT"] == dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+
+
+def test_bad_value_error_names_row_route_column_path_and_value(plan):
+    orders = plan.tables[0]
+    with pytest.raises(OutboxError) as caught:
+        adapt_events(orders, [row(41, "order", {"id": 7, "total": "12.345"}, pos=1234)])
+    message = caught.value.message
+    for part in ("shop.outbox row id=41", "mysql-bin.000001:1234", "shop.outbox[order]",
+                 "ORDERS", "column amount", "$.total", '"12.345"', "decimal places"):
+        assert part in message, (part, message)
+    assert "on_error: null" in caught.value.hint
+
+
+def test_on_error_null_loads_null(plan):
+    orders = plan.tables[0]
+    out = adapt_events(orders, [row(1, "order", {"id": 7, "gift note": {"not": "text"}})])
+    assert out[0].after["gift_note"] == '{"not":"text"}'  # an object is JSON text in VARCHAR
+    out = adapt_events(orders, [row(1, "order", {"id": 7, "gift note": "\ud800"})])
+    assert out[0].after["gift_note"] is None
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"status": "no id"}, "key column order_id ($.id) is missing"),
+    ({"id": None}, "key column order_id ($.id) is null"),
+    ({"id": 1.5}, "fraction"),
+    ("not json", "is not JSON"),
+    (None, "is not JSON: it is NULL"),
+    ('"a string"', "not a JSON object"),
+])
+def test_rows_that_cannot_be_events_stop_with_a_clear_error(plan, body, message):
+    with pytest.raises(OutboxError, match=message.replace("$", r"\$").replace("(", r"\(")
+                       .replace(")", r"\)")):
+        adapt_events(plan.tables[0], [row(1, "order", body)])
+
+
+def test_unrouted_fail(plan):
+    from dataclasses import replace
+
+    strict = replace(plan.tables[0], outbox=replace(plan.tables[0].outbox, unrouted="fail"))
+    assert adapt_events(strict, [row(1, "customer", {"id": 1})]) == []  # routed elsewhere
+    with pytest.raises(OutboxError, match="no route for aggregate_type = 'refund'"):
+        adapt_events(strict, [row(1, "refund", {"id": 1})])
+
+
+def test_other_tables_pass_through(plan):
+    from dataclasses import replace
+
+    plain = replace(plan.tables[0], outbox=None)
+    events = [row(1, "order", {"id": 7})]
+    assert adapt_events(plain, events) is events
+
+
+# -- plan checks ------------------------------------------------------------------------------
+
+
+def test_live_outbox_without_payload_column_is_a_plan_error():
+    pipeline = load_pipeline(PIPELINE, environ={})
+    catalog = Catalog(tables=(SourceTable("shop", "outbox", (
+        SourceColumn("id", MySQLType.parse("bigint"), ordinal=1),
+        SourceColumn("aggregate_type", MySQLType.parse("datetime"), ordinal=2),
+    ), ("id",)),), live=True)
+    with pytest.raises(PlanError) as caught:
+        build_plan(pipeline, catalog)
+    assert "type_column 'aggregate_type' is datetime" in caught.value.message
+    assert "payload_column 'payload' is not a column of the table in MySQL" in caught.value.message
+
+
+def test_offline_plan_uses_declared_outbox_columns():
+    pipeline = load_pipeline(PIPELINE, environ={})
+    catalog = offline_catalog(pipeline)
+    assert [c.name for c in catalog.tables[0].columns] == [
+        "id", "aggregate_type", "aggregate_id", "payload"]
+    plan = build_plan(pipeline, catalog)
+    assert len(plan.tables) == 3 and plan.tables[0].outbox.outbox_key == ()
+
+
+def test_config_builds_routes():
+    pipeline = load_pipeline(PIPELINE, environ={})
+    spec = pipeline.tables[0].outbox
+    assert pipeline.tables[0].mode == "outbox"
+    assert (spec.type_column, spec.payload_column, spec.unrouted) == (
+        "aggregate_type", "payload", "ignore")
+    order = spec.routes[0]
+    assert (order.type_value, order.target_table, order.key, order.delete_when) == (
+        "order", "ORDERS", ("order_id",), "$.deleted")
+    assert order.column("gift_note").on_error == "null"  # a bare YAML null
+    assert spec.routes[2].mode == "changelog" and spec.routes[2].deletes == "hard"
