@@ -106,6 +106,10 @@ def command(
 
     spark_conf = parse_conf(conf or [])
     pipeline = load_pipeline(file)
+    # Everything this run creates (checkpoint, Spark's logs and temp files, the metrics file,
+    # a new DuckDB warehouse) is its user's only: it holds positions and copies of source
+    # rows that MySQL shows only to granted users. docs/running.md, files and permissions.
+    os.umask(0o077)
     if decode_partitions is not None:
         pipeline = replace(pipeline, engine=replace(pipeline.engine,
                                                     decode_partitions=decode_partitions))

@@ -191,7 +191,7 @@ class CheckpointDir:
         """Atomically (write + rename): a crash never leaves half a file."""
         self.create()
         scratch = self.start_file.with_suffix(".tmp")
-        scratch.write_text(json.dumps(state.to_json(), indent=2) + "\n")
+        write_private(scratch, (json.dumps(state.to_json(), indent=2) + "\n").encode())
         os.replace(scratch, self.start_file)
 
     def reset_stream(self) -> None:
@@ -219,7 +219,7 @@ class CheckpointDir:
         self.snapshot_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         target = self._chunks_file(table)
         scratch = target.with_suffix(".tmp")
-        scratch.write_bytes(pickle.dumps(chunks))
+        write_private(scratch, pickle.dumps(chunks))
         os.replace(scratch, target)
 
     # -- Spark's streaming log -------------------------------------------------------------
@@ -244,6 +244,15 @@ class CheckpointDir:
             return committed[1]
         start = self.load_start()
         return start.position if start else None
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write ``path`` readable by this user only (0600), whatever the umask: checkpoint files
+    hold binlog positions and source key values (docs/running.md, files and permissions)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        os.fchmod(handle.fileno(), 0o600)  # an older file of that name keeps its mode
+        handle.write(data)
 
 
 def _numbered(directory: Path) -> list[int]:

@@ -32,6 +32,10 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
     # The streaming query's own metadata logs are small; keep only a few.
     "spark.sql.streaming.minBatchesToRetain": "20",
+    # Spark's offset/commit logs under the checkpoint directory: user-only. Hadoop's local
+    # file system chmods what it creates to 0666/0777 minus *this* umask (default 022), not
+    # the process's.
+    "spark.hadoop.fs.permissions.umask-mode": "077",
 }
 
 

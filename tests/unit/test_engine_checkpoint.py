@@ -53,3 +53,33 @@ def test_epoch_zero_is_the_sink_contract_and_epochs_never_collide():
     assert sink_batch_id(1, 0) == EPOCH_SPAN
     assert {epoch_of(sink_batch_id(3, 12)), epoch_of(snapshot_batch_id(3, 12))} == {3}
     assert epoch_of(snapshot_batch_id(0, 10**6)) == 0
+
+
+def test_files_replicator_writes_are_user_only_under_umask_022(tmp_path):
+    import os
+
+    from replicator.engine.prometheus import PipelineMetrics
+    from replicator.engine.session import DEFAULT_CONF
+
+    previous = os.umask(0o022)
+    try:
+        checkpoint = CheckpointDir(tmp_path / "pipe")
+        checkpoint.create()
+        checkpoint.start_file.write_text("{}")  # an older, looser file is replaced
+        os.chmod(checkpoint.start_file, 0o644)
+        checkpoint.save_start(StartState(BinlogPosition("mysql-bin.000001", 4), "pending"))
+        checkpoint.save_chunks("shop.orders", [1, 2])
+        with checkpoint.lock("pipe"):
+            pass
+        metrics = tmp_path / "metrics.prom"
+        PipelineMetrics("pipe").write_file(metrics)
+    finally:
+        os.umask(previous)
+    paths = [checkpoint.path, *checkpoint.path.rglob("*"), metrics]
+    assert {p.name for p in paths} >= {"start.json", "run.lock", "snapshot",
+                                        "shop.orders.chunks.pickle", "metrics.prom"}
+    loose = [(p.name, oct(stat.S_IMODE(p.stat().st_mode))) for p in paths
+             if stat.S_IMODE(p.stat().st_mode) & 0o077]
+    assert loose == []
+    # Spark's own logs under the checkpoint: Hadoop applies its umask setting, not ours.
+    assert DEFAULT_CONF["spark.hadoop.fs.permissions.umask-mode"] == "077"
