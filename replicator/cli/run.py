@@ -109,28 +109,34 @@ def command(
     # Everything this run creates (checkpoint, Spark's logs and temp files, the metrics file,
     # a new DuckDB warehouse) is its user's only: it holds positions and copies of source
     # rows that MySQL shows only to granted users. docs/running.md, files and permissions.
-    os.umask(0o077)
-    if decode_partitions is not None:
-        pipeline = replace(pipeline, engine=replace(pipeline.engine,
-                                                    decode_partitions=decode_partitions))
-    spark_master = master or pipeline.engine.master
-    kind = master_kind(spark_master)
-    if kind != "local" and not os.environ.get(SUBMITTED_ENV):
-        run_args = [*(["--until-caught-up"] if until_caught_up else []),
-                    "--snapshot", snapshot.value, "--log-format", log_format.value,
-                    *(["--decode-partitions", str(decode_partitions)] if decode_partitions else []),
-                    *(["--metrics-file", str(metrics_file)] if metrics_file else []),
-                    *(["--metrics-port", str(metrics_port)] if metrics_port is not None else []),
-                    *(arg for pair in conf or [] for arg in ("--conf", pair))]
-        _submit(file, pipeline, spark_master, spark_conf, run_args, dry_run=dry_run)
-        return
-    if dry_run:
-        render.info(f"{spark_master} runs Spark inside this process: there is no spark-submit "
-                    "command (use a cluster master: spark://, yarn, k8s://)")
-        return
-    _run(pipeline, until_caught_up=until_caught_up, snapshot=snapshot, master=master,
-         spark_conf=spark_conf, log_format=log_format,
-         metrics=_metrics(pipeline, metrics_file, metrics_port))
+    # (Restored afterwards for callers that run the command in-process, like the tests.)
+    previous_umask = os.umask(0o077)
+    try:
+        if decode_partitions is not None:
+            pipeline = replace(pipeline, engine=replace(pipeline.engine,
+                                                        decode_partitions=decode_partitions))
+        spark_master = master or pipeline.engine.master
+        kind = master_kind(spark_master)
+        if kind != "local" and not os.environ.get(SUBMITTED_ENV):
+            run_args = [*(["--until-caught-up"] if until_caught_up else []),
+                        "--snapshot", snapshot.value, "--log-format", log_format.value,
+                        *(["--decode-partitions", str(decode_partitions)]
+                          if decode_partitions else []),
+                        *(["--metrics-file", str(metrics_file)] if metrics_file else []),
+                        *(["--metrics-port", str(metrics_port)]
+                          if metrics_port is not None else []),
+                        *(arg for pair in conf or [] for arg in ("--conf", pair))]
+            _submit(file, pipeline, spark_master, spark_conf, run_args, dry_run=dry_run)
+            return
+        if dry_run:
+            render.info(f"{spark_master} runs Spark inside this process: there is no "
+                        "spark-submit command (use a cluster master: spark://, yarn, k8s://)")
+            return
+        _run(pipeline, until_caught_up=until_caught_up, snapshot=snapshot, master=master,
+             spark_conf=spark_conf, log_format=log_format,
+             metrics=_metrics(pipeline, metrics_file, metrics_port))
+    finally:
+        os.umask(previous_umask)
 
 
 def _metrics(pipeline: Any, path: Path | None, port: int | None) -> Any:
