@@ -8,12 +8,18 @@ Exactly once: ``apply`` first looks the (pipeline, table, batch_id) up in the st
 skips a batch already there; otherwise it stages, MERGEs and inserts the state row in one
 transaction, so a batch Spark replays after a crash is a no-op. Snapshot chunks use negative
 batch ids (-1 - chunk_index).
+
+A batch is staged as one Arrow table or as an iterable of slices (a big transaction streamed
+in bounded pieces, ``engine.transform``): the sink checks the state table BEFORE it pulls the
+first slice (a replayed batch costs no decoding), appends every slice to the staging table,
+then runs ONE MERGE over all of them and the state row. The slices' ``STAGE_SEQ`` values are
+global across the batch, so the MERGE's "last change per key" spans slices.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,14 +40,24 @@ class ApplyResult:
     seconds_merge: float
 
 
+def slices_of(staged: pa.Table | Iterable[pa.Table]) -> Iterator[pa.Table]:
+    """The slices of a staged batch: one Arrow table is a single slice."""
+    if hasattr(staged, "num_rows"):
+        yield staged  # type: ignore[misc]
+    else:
+        yield from staged  # type: ignore[misc]
+
+
 class Sink(Protocol):
     def prepare(self) -> None:
         """CREATE target and state tables if missing; ALTER TABLE for added columns."""
 
     def apply(
-        self, table: TablePlan, batch_id: int, end_offset: dict[str, Any], staged: pa.Table
+        self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
+        staged: pa.Table | Iterable[pa.Table],
     ) -> ApplyResult:
-        """Stage, MERGE and record the batch in ONE transaction; skip a batch already applied."""
+        """Stage (every slice), MERGE and record the batch in ONE transaction; skip a batch
+        already applied without pulling a slice."""
 
     def last_applied(self, table: TablePlan) -> dict[str, Any] | None:
         """{"batch_id", "end_offset", "applied_at"} of the table's newest state row."""
@@ -74,4 +90,4 @@ def open_sink(pipeline: Pipeline, plan: Plan) -> Sink:
     raise SinkError(f"unknown target kind {kind!r}", hint="target: snowflake or duckdb")
 
 
-__all__ = ["ApplyResult", "Sink", "open_sink"]
+__all__ = ["ApplyResult", "Sink", "open_sink", "slices_of"]

@@ -2,7 +2,7 @@
 
 Per batch, on its own cursor (a connection of its own, so tables of one batch can be applied
 from several threads): BEGIN; skip if the batch is in the state table; Arrow -> a TEMP staging
-table; MERGE; state row; COMMIT. DuckDB 2.0 quirks (DESIGN.md): TEMP tables cannot be
+table (slice by slice for a big batch); MERGE; state row; COMMIT. DuckDB 2.0 quirks (DESIGN.md): TEMP tables cannot be
 qualified and shadow permanent tables of the same name (staging tables carry a prefix), one
 ALTER action per statement, one writer process per file.
 """
@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from replicator.errors import SinkError, TransientSinkError
 from replicator.plan import statements
 from replicator.plan.dialects import DUCKDB
 from replicator.plan.model import Plan, TablePlan
-from replicator.sink import ApplyResult, state_from_row
+from replicator.sink import ApplyResult, slices_of, state_from_row
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -103,26 +104,33 @@ class DuckDBSink:
         return [c for c in columns if c.target_column.lower() not in existing]
 
     def apply(
-        self, table: TablePlan, batch_id: int, end_offset: dict[str, Any], staged: pa.Table
+        self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
+        staged: pa.Table | Iterable[pa.Table],
     ) -> ApplyResult:
         import duckdb
 
         cursor = self._connection.cursor()
         key = [self.pipeline_name, table.target_table, batch_id]
+        rows = 0
+        stage_seconds = 0.0
         try:
             cursor.execute("BEGIN TRANSACTION")
             if cursor.execute(statements.state_lookup(table, self.dialect), key).fetchone():
                 cursor.execute("ROLLBACK")
                 return ApplyResult(skipped=True, rows=0, seconds_stage=0.0, seconds_merge=0.0)
-            started = time.perf_counter()
             cursor.execute(statements.create_staging_table(table, self.dialect))
             cursor.execute(statements.clear_staging(table, self.dialect))
-            cursor.register(_ARROW_VIEW, staged)
-            cursor.execute(
-                f"INSERT INTO {statements.staging_name(table, self.dialect)} "
-                f"SELECT * FROM {_ARROW_VIEW}"
-            )
-            cursor.unregister(_ARROW_VIEW)
+            insert = (f"INSERT INTO {statements.staging_name(table, self.dialect)} "
+                      f"SELECT * FROM {_ARROW_VIEW}")
+            # Slices are produced (decoded) while the transaction is open: only the time of
+            # loading them counts as staging here.
+            for piece in slices_of(staged):
+                started = time.perf_counter()
+                cursor.register(_ARROW_VIEW, piece)
+                cursor.execute(insert)
+                cursor.unregister(_ARROW_VIEW)
+                rows += piece.num_rows
+                stage_seconds += time.perf_counter() - started
             staged_at = time.perf_counter()
             for _purpose, sql in statements.batch_statements(table, self.dialect):
                 cursor.execute(sql)
@@ -135,12 +143,17 @@ class DuckDBSink:
             with contextlib.suppress(duckdb.Error):  # the failed transaction may be gone
                 cursor.execute("ROLLBACK")
             raise _sink_error(exc, f"apply batch {batch_id} to {table.target_table}") from exc
+        except BaseException:
+            # A slice failed to decode (source error, interrupt): nothing of the batch stays.
+            with contextlib.suppress(duckdb.Error):
+                cursor.execute("ROLLBACK")
+            raise
         finally:
             cursor.close()
         return ApplyResult(
             skipped=False,
-            rows=staged.num_rows,
-            seconds_stage=staged_at - started,
+            rows=rows,
+            seconds_stage=stage_seconds,
             seconds_merge=merged_at - staged_at,
         )
 

@@ -8,8 +8,9 @@ who we are: ``application=replicator`` and a ``QUERY_TAG`` naming the pipeline, 
 query is findable in QUERY_HISTORY.
 
 Per batch: create the TEMP staging table (DDL commits implicitly, so before anything else),
-skip the batch if the state table has it, load staging with ``write_pandas`` and commit (the
-staging table is private to the session, so this commit publishes nothing), then MERGE and
+skip the batch if the state table has it, load staging with ``write_pandas`` (once per slice
+for a big batch) and commit (the staging table is private to the session, so this commit
+publishes nothing), then MERGE and
 the state row in ONE transaction and COMMIT. The MERGE opens that transaction because
 fakesnow cannot run a MERGE inside an explicit BEGIN (DESIGN.md); on Snowflake it is the
 same transaction either way (``autocommit=False``). One session runs one batch at a time.
@@ -22,7 +23,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from replicator import __version__
@@ -32,7 +33,7 @@ from replicator.plan import statements
 from replicator.plan.dialects import SNOWFLAKE
 from replicator.plan.identifiers import quote_identifier
 from replicator.plan.model import Plan, TablePlan
-from replicator.sink import ApplyResult, state_from_row
+from replicator.sink import ApplyResult, slices_of, state_from_row
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -232,13 +233,14 @@ class SnowflakeSink:
         self._staging_layouts[table.staging_table] = layout
 
     def apply(
-        self, table: TablePlan, batch_id: int, end_offset: dict[str, Any], staged: pa.Table
+        self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
+        staged: pa.Table | Iterable[pa.Table],
     ) -> ApplyResult:
-        import pandas as pd
         from snowflake.connector import errors
-        from snowflake.connector.pandas_tools import write_pandas
 
         key = [self.pipeline_name, table.target_table, batch_id]
+        rows = 0
+        stage_seconds = 0.0
         with self._lock:
             cursor = self._connection.cursor()
             try:
@@ -246,19 +248,14 @@ class SnowflakeSink:
                 if cursor.execute(statements.state_lookup(table, self.dialect), key).fetchone():
                     self._connection.rollback()
                     return ApplyResult(skipped=True, rows=0, seconds_stage=0.0, seconds_merge=0.0)
-                started = time.perf_counter()
                 cursor.execute(statements.clear_staging(table, self.dialect))
-                if staged.num_rows:
-                    # ArrowDtype keeps NULL ints NULL (not NaN) and decimals exact.
-                    frame = staged.to_pandas(types_mapper=pd.ArrowDtype)
-                    write_pandas(
-                        self._connection,
-                        frame,
-                        quote_identifier(table.staging_table),  # fakesnow wants it pre-quoted
-                        quote_identifiers=False,
-                        auto_create_table=False,
-                        use_logical_type=True,
-                    )
+                # Slices are produced (decoded) between loads: only loading counts as staging.
+                for piece in slices_of(staged):
+                    started = time.perf_counter()
+                    if piece.num_rows:
+                        self._load_staging(table, piece)
+                    rows += piece.num_rows
+                    stage_seconds += time.perf_counter() - started
                 self._connection.commit()
                 staged_at = time.perf_counter()
                 for _purpose, sql in statements.batch_statements(table, self.dialect):
@@ -272,13 +269,35 @@ class SnowflakeSink:
                 with contextlib.suppress(errors.Error):  # a dead session took it along
                     self._connection.rollback()
                 raise _sink_error(exc, f"apply batch {batch_id} to {table.target_table}") from None
+            except BaseException:
+                # A slice failed to decode: the target is untouched (staging is private to
+                # the session and cleared by the next attempt).
+                with contextlib.suppress(errors.Error):
+                    self._connection.rollback()
+                raise
             finally:
                 cursor.close()
         return ApplyResult(
             skipped=False,
-            rows=staged.num_rows,
-            seconds_stage=staged_at - started,
+            rows=rows,
+            seconds_stage=stage_seconds,
             seconds_merge=merged_at - staged_at,
+        )
+
+    def _load_staging(self, table: TablePlan, piece: pa.Table) -> None:
+        """Append one slice to the session's staging table (write_pandas: a stage + COPY)."""
+        import pandas as pd
+        from snowflake.connector.pandas_tools import write_pandas
+
+        # ArrowDtype keeps NULL ints NULL (not NaN) and decimals exact.
+        frame = piece.to_pandas(types_mapper=pd.ArrowDtype)
+        write_pandas(
+            self._connection,
+            frame,
+            quote_identifier(table.staging_table),  # fakesnow wants it pre-quoted
+            quote_identifiers=False,
+            auto_create_table=False,
+            use_logical_type=True,
         )
 
     def last_applied(self, table: TablePlan) -> dict[str, Any] | None:

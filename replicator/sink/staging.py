@@ -105,7 +105,12 @@ def _ms_time(ms: int | None) -> dt.datetime | None:
     return None if ms is None else _EPOCH + dt.timedelta(milliseconds=ms)
 
 
-def stage_changes(table: TablePlan, events: Sequence[ChangeEvent]) -> pa.Table:
+def stage_changes(
+    table: TablePlan, events: Sequence[ChangeEvent], *, first_seq: int = 0
+) -> pa.Table:
+    """The staging rows of ``events``; ``first_seq``: the batch's staged rows before these (a
+    big batch is staged in slices and the MERGE orders a key's changes by ``STAGE_SEQ``
+    across all of them)."""
     passes = _row_filter(table)
     extra: dict[str, list[Any]] = {}
     if table.mode == "scd2":
@@ -128,7 +133,7 @@ def stage_changes(table: TablePlan, events: Sequence[ChangeEvent]) -> pa.Table:
                 op = "d"  # the row no longer matches: remove its key from the target
             rows.append((op, image, event))
         times = [event.ts_ms for _, _, event in rows]
-    return _to_arrow(table, rows, times, extra)
+    return _to_arrow(table, rows, times, extra, first_seq)
 
 
 def _to_arrow(
@@ -136,6 +141,7 @@ def _to_arrow(
     rows: Sequence[tuple[str, dict[str, Any], ChangeEvent]],
     times: Sequence[int],
     extra: dict[str, list[Any]],
+    first_seq: int = 0,
 ) -> pa.Table:
     import pyarrow as pa
 
@@ -154,7 +160,7 @@ def _to_arrow(
             value_of = _metadata_value(column)
             columns[column.staging_name] = [value_of(event) for _, _, event in rows]
     columns[STAGE_OP] = ops
-    columns[STAGE_SEQ] = list(range(len(rows)))
+    columns[STAGE_SEQ] = list(range(first_seq, first_seq + len(rows)))
     columns[STAGE_TS] = [_ms_time(ms) for ms in times]
     columns.update(extra)
     schema = staging_schema(table)

@@ -161,6 +161,7 @@ def read_changes(
     server_id: int,
     stats: ValueStats | None = None,
     fast: bool | None = None,
+    rows: bool = True,
 ) -> Iterator[ChangeEvent | SchemaChange]:
     """Changes of the transactions committed after ``start`` and at or before ``end``.
 
@@ -169,6 +170,7 @@ def read_changes(
     changes are yielded for their databases. ``server_id`` must be distinct per reader.
     ``stats`` counts zero dates loaded as NULL. ``fast``: decode with ``source.fast`` (the
     same events, ~10x faster); None: on unless the environment sets REPLICATOR_FAST_DECODE=0.
+    ``rows=False``: schema changes only (the fast path skips rows events undecoded).
     """
     if fast is None:
         fast = os.environ.get("REPLICATOR_FAST_DECODE", "1").strip().lower() not in (
@@ -177,7 +179,12 @@ def read_changes(
         from replicator.source.fast.reader import read_changes_fast
 
         yield from read_changes_fast(source, start=start, end=end, tables=tables,
-                                     server_id=server_id, stats=stats)
+                                     server_id=server_id, stats=stats, rows=rows)
+        return
+    if not rows:
+        yield from (change for change in read_changes(
+            source, start=start, end=end, tables=tables, server_id=server_id, stats=stats,
+            fast=False) if isinstance(change, SchemaChange))
         return
     import pymysql
     from pymysqlreplication import BinLogStreamReader

@@ -40,6 +40,9 @@ class BinlogStream:
             # MariaDB: a capability < 4 makes 10.6+ replace GTID events with dummies (the
             # library sets the same); MySQL ignores it.
             cursor.execute("SET @mariadb_slave_capability = 4")
+            # The consumer may pause reading for as long as applying a big transaction's
+            # slices takes; the server's default 60 s write timeout would drop the dump.
+            cursor.execute("SET SESSION net_write_timeout = 3600")
         name = file.encode()
         command = (
             struct.pack("<i", len(name) + 11) + bytes([COM_BINLOG_DUMP])
