@@ -259,7 +259,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any) -> RunResul
         sink.prepare()
         state = resolve_start(pipeline, plan, sink, checkpoint, options.snapshot, notice)
         applier = BatchApplier(pipeline, plan, sink, checkpoint, epoch=state.epoch,
-                               open_sink=open_sink, on_report=report)
+                               open_sink=open_sink, on_report=report, on_notice=notice,
+                               stream_start=state.position)
         if spark is None:
             spark = spark_session(options.master or pipeline.engine.master,
                                   {**pipeline.engine.conf, **options.conf},

@@ -11,14 +11,21 @@ state table.
 Compaction runs on the driver, not as a Spark window: the sink runs on the driver and takes
 typed ``ChangeEvent``s anyway, so a window would add a shuffle per batch (~0.3-1 s locally)
 to save decoding rows that the driver then decodes regardless. The rows of a batch are bounded
-by ``batching.max_rows``.
+by ``batching.max_rows`` -- except that a batch never splits a transaction, so one huge
+transaction is one huge batch. Collecting that through Spark holds it whole in the driver JVM
+(its default 1 GiB heap runs out near 1M rows) and several times over in Python. So a batch
+whose binlog range exceeds ``engine.large_batch_bytes`` is never evaluated by Spark: the
+driver reads the range itself, table by table, and streams each table's changes to the sink
+in slices of ``SLICE_ROWS`` inside ONE sink transaction (``apply_range``; the reasoning and
+the measurements are in docs/architecture.md).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
@@ -33,6 +40,12 @@ if TYPE_CHECKING:
     from replicator.plan.model import Plan, TablePlan
 
 ReportCallback = Callable[[BatchReport], None]
+Notice = Callable[[str], None]
+
+# Changes per slice of a big batch: ~50-100 MB of ChangeEvents and staging rows on the
+# driver, and few enough slices that the per-slice cost (an Arrow table, a staging insert,
+# a write_pandas COPY on Snowflake) stays small next to the rows themselves.
+SLICE_ROWS = 50_000
 
 
 def event_from_row(row: dict[str, Any]) -> ChangeEvent:
@@ -89,6 +102,8 @@ class BatchApplier:
         epoch: int = 0,
         open_sink: Callable[[Pipeline, Plan], Any] | None = None,
         on_report: ReportCallback | None = None,
+        on_notice: Notice | None = None,
+        stream_start: BinlogPosition | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.plan = plan
@@ -97,6 +112,10 @@ class BatchApplier:
         self.epoch = epoch
         self._open_sink = open_sink
         self._on_report = on_report
+        self._on_notice = on_notice
+        # Where the streaming query's first micro-batch starts (its later batches start at
+        # the previous batch's end offset): the big-batch path needs each batch's range.
+        self.stream_start = stream_start
         self.in_batch = False
         self.batches = 0
         self.failure: ReplicatorError | None = None  # kept: Spark wraps it in its own error
@@ -107,9 +126,14 @@ class BatchApplier:
         self.in_batch = True
         try:
             started = time.perf_counter()
-            rows = frame.toArrow().to_pylist()
             end_offset = self.checkpoint.batch_end_offset(spark_batch_id)
-            report = self.apply_rows(rows, spark_batch_id, end_offset)
+            big = self._large_range(spark_batch_id, end_offset)
+            if big is not None:
+                # The frame is never evaluated: Spark does not read this range at all.
+                report = self.apply_range(big[0], big[1], spark_batch_id, end_offset)
+            else:
+                rows = frame.toArrow().to_pylist()
+                report = self.apply_rows(rows, spark_batch_id, end_offset)
             report.seconds = time.perf_counter() - started
             self.batches += 1
             if self._on_report:
@@ -119,6 +143,41 @@ class BatchApplier:
             raise
         finally:
             self.in_batch = False
+
+    def _batch_range(
+        self, spark_batch_id: int, end_offset: dict[str, Any] | None
+    ) -> tuple[BinlogPosition, BinlogPosition] | None:
+        """(start, end) of a micro-batch from Spark's offset log; None when unknown."""
+        if end_offset is None:
+            return None
+        if spark_batch_id == 0:
+            start = self.stream_start
+        else:
+            previous = self.checkpoint.batch_end_offset(spark_batch_id - 1)
+            start = BinlogPosition.from_offset(previous) if previous else None
+        if start is None:
+            return None
+        return start, BinlogPosition.from_offset(end_offset)
+
+    def _large_range(
+        self, spark_batch_id: int, end_offset: dict[str, Any] | None
+    ) -> tuple[BinlogPosition, BinlogPosition] | None:
+        """The batch's range if it is too big to collect through Spark, else None."""
+        limit = self.pipeline.engine.large_batch_bytes
+        found = self._batch_range(spark_batch_id, end_offset) if limit > 0 else None
+        if found is None or found[0] >= found[1]:
+            return None
+        from replicator.engine.binlog_ranges import range_bytes
+
+        size = range_bytes(self.pipeline.source, *found)
+        if size <= limit:
+            return None
+        if self._on_notice:
+            self._on_notice(
+                f"batch {spark_batch_id}: {size / 2**20:.0f} MiB of binlog ({found[0]} -> "
+                f"{found[1]}, over engine.large_batch_bytes): reading it on the driver and "
+                f"applying it in slices of {SLICE_ROWS:,} changes")
+        return found
 
     def apply_rows(
         self, rows: list[dict[str, Any]], spark_batch_id: int, end_offset: dict[str, Any] | None
@@ -162,6 +221,114 @@ class BatchApplier:
             report.tables.append(table_report)
         return report
 
+    # -- a big batch, read on the driver ---------------------------------------------------
+
+    def apply_range(
+        self, start: BinlogPosition, end: BinlogPosition, spark_batch_id: int,
+        end_offset: dict[str, Any] | None,
+    ) -> BatchReport:
+        """Apply the micro-batch (start, end] without Spark, in bounded memory.
+
+        Schema changes first, as ``apply_rows`` does (a pass that skips every row event);
+        then one pass per table: its changes, read in binlog order, are staged slice by slice
+        into ONE sink transaction. Reading the range once per table keeps one sink
+        transaction open at a time (a Snowflake session has one); a reader skips the other
+        tables' row events without decoding them.
+        """
+        report = BatchReport("stream", sink_batch_id(self.epoch, spark_batch_id), end_offset,
+                             pipeline=self.pipeline.name)
+        ddl = [_schema_change_row(change) for change in self._read(start, end, rows=False)]
+        if ddl:
+            self._follow_schema_changes(ddl)
+        names = self._stream_tables()
+        for table_plan in self.plan.tables:
+            sources = [name for name in names if table_plan.reads(name)]
+            decode = _Timer()
+            slices = decode.wrap(_event_slices(self._read(start, end, tables=sources), SLICE_ROWS))
+            first = next(slices, None)
+            if first is None:
+                continue  # none of its changes in this batch (apply_rows skips it too)
+            table_report = self.apply_event_slices(
+                table_plan, itertools.chain([first], slices), report.batch_id, end_offset)
+            table_report.seconds_decode = decode.seconds
+            report.tables.append(table_report)
+        return report
+
+    def _stream_tables(self) -> list[str]:
+        """The source tables the streaming query reads (``runner._stream``'s list; the
+        routes of an outbox share one)."""
+        return list(dict.fromkeys(table.source_name for table in self.plan.tables))
+
+    def _read(
+        self, start: BinlogPosition, end: BinlogPosition, *, tables: Sequence[str] | None = None,
+        rows: bool = True,
+    ) -> Iterator[Any]:
+        """The range's row changes of ``tables`` (ChangeEvents), or only its schema changes."""
+        from replicator.model.changes import SchemaChange
+        from replicator.source.binlog import read_changes
+
+        # pipeline.server_id is the executors' first reader: no read task runs while a batch
+        # is applied (micro-batches are sequential), so no second connection uses it.
+        events = read_changes(self.pipeline.source, start=start, end=end,
+                              tables=self._stream_tables() if tables is None else tables,
+                              server_id=self.pipeline.server_id, rows=rows)
+        wanted = ChangeEvent if rows else SchemaChange
+        return (event for event in events if isinstance(event, wanted))
+
+    def apply_event_slices(
+        self, table_plan: TablePlan, slices: Iterable[list[ChangeEvent]], batch_id: int,
+        end_offset: dict[str, Any] | None,
+    ) -> TableReport:
+        """One table's changes of a batch, staged slice by slice, applied in ONE transaction.
+
+        The sink pulls the slices only after its replay check. ``STAGE_SEQ`` continues across
+        slices, so the MERGE's "last change per key" (QUALIFY ROW_NUMBER() ... ORDER BY
+        STAGE_SEQ DESC) compacts across them; changelog and log tables keep every change in
+        order. scd2 versions need all of a key's changes in the batch at once
+        (``sink.versions``), so an scd2 table is staged whole: unbounded, as before.
+        """
+        report = TableReport(table=table_plan.label, changes=0)
+        if table_plan.mode == "scd2":
+            slices = [[event for piece in slices for event in piece]]
+
+        def staged() -> Iterator[Any]:
+            staged_rows = 0
+            for events in slices:
+                table = self._stage(table_plan, events, report, first_seq=staged_rows)
+                staged_rows += table.num_rows
+                yield table
+
+        result = self.sink.apply(table_plan, batch_id, end_offset or {}, staged())
+        report.rows = int(result.rows)
+        report.skipped = bool(result.skipped)
+        report.seconds_stage += float(result.seconds_stage)
+        report.seconds_merge = float(result.seconds_merge)
+        return report
+
+    def _stage(
+        self, table_plan: TablePlan, events: list[ChangeEvent], report: TableReport, *,
+        first_seq: int = 0,
+    ) -> Any:
+        """Adapt, complete and stage some of a table's changes; counts them into ``report``."""
+        from replicator.sink.adapt import adapt_events
+        from replicator.sink.staging import stage_changes
+
+        if table_plan.outbox is not None and table_plan.outbox.first:
+            from replicator.sink.outbox import count_unrouted
+
+            report.unrouted += count_unrouted(table_plan, events)
+        events = adapt_events(table_plan, events)
+        report.changes += len(events)
+        report.last_ts_ms = max(report.last_ts_ms, max((e.ts_ms for e in events), default=0))
+        started = time.perf_counter()
+        source_columns = [c.source_column for c in table_plan.data_columns if c.source_column]
+        completed = _complete_images(events, source_columns)
+        staged_at = time.perf_counter()
+        report.seconds_transform += staged_at - started
+        table = stage_changes(table_plan, completed, first_seq=first_seq)
+        report.seconds_stage += time.perf_counter() - staged_at
+        return table
+
     # -- snapshot chunks -------------------------------------------------------------------
 
     def apply_snapshot_chunk(
@@ -184,32 +351,12 @@ class BatchApplier:
         self, table_plan: TablePlan, events: Iterable[ChangeEvent], batch_id: int,
         end_offset: dict[str, Any] | None,
     ) -> TableReport:
-        from replicator.sink.adapt import adapt_events
-        from replicator.sink.staging import stage_changes
-
-        events = list(events)
-        unrouted = 0
-        if table_plan.outbox is not None and table_plan.outbox.first:
-            from replicator.sink.outbox import count_unrouted
-
-            unrouted = count_unrouted(table_plan, events)
-        events = adapt_events(table_plan, events)
-        report = TableReport(table=table_plan.label, changes=len(events),
-                             last_ts_ms=max((event.ts_ms for event in events), default=0),
-                             unrouted=unrouted)
-        started = time.perf_counter()
-        source_columns = [c.source_column for c in table_plan.data_columns if c.source_column]
-        # stage_changes compacts (per the table's mode); compacting here too was the same
-        # per-row work twice.
-        completed = _complete_images(events, source_columns)
-        report.seconds_transform = time.perf_counter() - started
-        started = time.perf_counter()
-        staged = stage_changes(table_plan, completed)
-        staged_seconds = time.perf_counter() - started
+        report = TableReport(table=table_plan.label, changes=0)
+        staged = self._stage(table_plan, list(events), report)
         result = self.sink.apply(table_plan, batch_id, end_offset or {}, staged)
         report.rows = int(result.rows)
         report.skipped = bool(result.skipped)
-        report.seconds_stage = staged_seconds + float(result.seconds_stage)
+        report.seconds_stage += float(result.seconds_stage)
         report.seconds_merge = float(result.seconds_merge)
         return report
 
@@ -269,3 +416,34 @@ class BatchApplier:
             self.sink = self._open_sink(self.pipeline, new_plan)
         self.plan = new_plan
         self.sink.prepare()
+
+
+def _schema_change_row(change: Any) -> dict[str, Any]:
+    """A SchemaChange as the data source's DDL row (what ``_follow_schema_changes`` reads)."""
+    from replicator.engine.datasource import schema_change_row
+
+    return schema_change_row(change)
+
+
+def _event_slices(events: Iterator[ChangeEvent], size: int) -> Iterator[list[ChangeEvent]]:
+    """Consecutive lists of at most ``size`` events (the last one shorter)."""
+    while piece := list(itertools.islice(events, size)):
+        yield piece
+
+
+class _Timer:
+    """Seconds spent inside an iterator's ``next`` (reading and decoding a range's slices)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def wrap(self, items: Iterator[Any]) -> Iterator[Any]:
+        while True:
+            started = time.perf_counter()
+            try:
+                item = next(items)
+            except StopIteration:
+                self.seconds += time.perf_counter() - started
+                return
+            self.seconds += time.perf_counter() - started
+            yield item
