@@ -148,7 +148,11 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
                    "target < 3 GiB, all processes; "
                    + ", ".join(f"{k} {v:.0f} MiB" for k, v in big["usage"]["peak_rss_mib_by_role"].items()))
             yield ("big txn", "changes/s (wall)", _fmt(big["changes_per_s"]),
-                   f"{big['batches']} batch(es), wall {big['wall_seconds']:.1f} s")
+                   f"{big['batches']} batch(es), wall {big['wall_seconds']:.1f} s; read on the "
+                   f"driver in slices: {big.get('read_on_driver')}")
+            if "target_matches_source" in big:
+                yield ("big txn", "target rows = source rows", str(big["target_matches_source"]),
+                       f"{big['target_rows'] or 0:,} of {big['rows']:,} rows")
     startup = results.get("startup")
     if startup:
         for command in ("validate", "plan_offline", "python_baseline"):

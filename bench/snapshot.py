@@ -141,4 +141,10 @@ def run_big_transaction(ctx: BenchContext, rows: int,
     result["changes_per_s"] = round(split["changes"] / outcome.wall_seconds, 1)
     result["usage"] = outcome.usage.to_json()
     result["peak_rss_gib"] = round(outcome.usage.peak_rss_bytes / 2**30, 3)
+    # The engine's big-batch path (engine.large_batch_bytes) says so in a notice.
+    result["read_on_driver"] = any("reading it on the driver" in text
+                                   for _, text in notices(outcome))
+    target = duckdb_counts(ctx.workdir / f"{name}.duckdb", ["orders"])
+    result["target_rows"] = target.get("orders")
+    result["target_matches_source"] = target.get("orders") == rows
     return result
