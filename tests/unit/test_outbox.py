@@ -404,3 +404,43 @@ def test_config_builds_routes():
         "order", "ORDERS", ("order_id",), "$.deleted")
     assert order.column("gift_note").on_error == "null"  # a bare YAML null
     assert spec.routes[2].mode == "changelog" and spec.routes[2].deletes == "hard"
+
+
+# -- plan CLI and metrics ------------------------------------------------------------------
+
+
+def test_plan_cli_prints_every_route_of_an_outbox_and_one_by_name():
+    from tests.unit.test_plan_cli import run_plan
+
+    done = run_plan(PIPELINE, "--table", "shop.outbox", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    tables = json.loads(done.stdout)["tables"]
+    assert [(t["target"], t["outbox"]["route"]) for t in tables] == [
+        ("MAIN.ORDERS", "order"), ("MAIN.CUSTOMERS", "customer"),
+        ("MAIN.PAYMENT_EVENTS", "payment")]
+    assert tables[0]["outbox"]["paths"]["lines"] == "$.lines"
+    assert tables[0]["outbox"]["delete_when"] == "$.deleted"
+    one = run_plan(PIPELINE, "--table", "shop.outbox[payment]")
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.startswith("-- shop.outbox[payment] -> MAIN.PAYMENT_EVENTS (duckdb)")
+    assert "MAIN.ORDERS" not in one.stdout
+
+
+def test_unrouted_events_reach_the_log_line_and_the_metrics():
+    from replicator.engine.metrics import BatchReport, TableReport, format_text
+    from replicator.engine.prometheus import PipelineMetrics
+
+    report = BatchReport("stream", 7, None, pipeline="outbox", tables=[
+        TableReport("shop.outbox[order]", changes=3, rows=2, unrouted=2),
+        TableReport("shop.outbox[customer]", changes=1, rows=1)])
+    text = format_text(report)
+    assert "table=shop.outbox[order] changes=3 rows=2" in text and "unrouted=2" in text
+    assert text.count("unrouted=") == 1
+    metrics = PipelineMetrics("outbox")
+    metrics.observe(report)
+    metrics.observe(report)
+    rendered = metrics.render()
+    assert ('replicator_outbox_unrouted_total{pipeline="outbox",table="shop.outbox[order]"} 4'
+            in rendered)
+    assert 'replicator_outbox_unrouted_total{pipeline="outbox",table="shop.outbox[customer]"' \
+        not in rendered
