@@ -76,18 +76,36 @@ def parse_payload(value: Any) -> Any:
                       parse_constant=_reject_constant)
 
 
+class _HasDecimal(Exception):
+    pass
+
+
+def _refuse_decimal(value: Any) -> Any:
+    raise _HasDecimal
+
+
+# The C encoder, for documents without fractional numbers (most); it stops at a Decimal.
+_FAST = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_refuse_decimal)
+
+
 def json_text(value: Any) -> str:
     """Parsed JSON -> compact JSON text; Decimals keep their digits, text stays unescaped."""
+    try:
+        return _FAST.encode(value)
+    except _HasDecimal:
+        return _json_text(value)
+
+
+def _json_text(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ",".join(
-            json.dumps(key, ensure_ascii=False) + ":" + json_text(item)
-            for key, item in value.items()
+            _FAST.encode(key) + ":" + _json_text(item) for key, item in value.items()
         ) + "}"
     if isinstance(value, list):
-        return "[" + ",".join(json_text(item) for item in value) + "]"
+        return "[" + ",".join(_json_text(item) for item in value) + "]"
     if isinstance(value, Decimal):
         return str(value)  # from the JSON text: finite, a valid JSON number (1.50, 1E+5)
-    return json.dumps(value, ensure_ascii=False)
+    return _FAST.encode(value)
 
 
 def _valid_text(text: str) -> str:
