@@ -54,6 +54,8 @@ ENVIRONMENT = {
     "host": "SNOWFLAKE_HOST",
 }
 SECRETS = frozenset({"password", "token", "private_key_file_pwd", "private_key"})
+# What proves who we are; taken together from one place (see connection_parameters).
+CREDENTIALS = ("password", "token", "private_key_file")
 APPLICATION = "replicator"
 
 
@@ -70,10 +72,10 @@ def connection_parameters(
 ) -> dict[str, Any]:
     """The keyword arguments of ``snowflake.connector.connect`` (pure; holds secrets)."""
     environ = os.environ if environ is None else environ
-    parameters: dict[str, Any] = {
+    from_environment = {
         name: environ[variable] for name, variable in ENVIRONMENT.items() if environ.get(variable)
     }
-    parameters.update({k: v for k, v in (named or {}).items() if v not in (None, "")})
+    from_named = {k: v for k, v in (named or {}).items() if v not in (None, "")}
     explicit = {
         "account": target.account,
         "user": target.user,
@@ -85,7 +87,28 @@ def connection_parameters(
         "private_key_file": target.private_key_file,
         "private_key_file_pwd": target.private_key_file_pwd,
     }
-    parameters.update({k: v for k, v in explicit.items() if v not in (None, "")})
+    from_yaml = {k: v for k, v in explicit.items() if v not in (None, "")}
+    layers = (from_environment, from_named, from_yaml)  # weakest first
+    parameters: dict[str, Any] = {}
+    for layer in layers:
+        parameters.update(layer)
+    # The credential comes whole from the strongest place that gives one: a password in the
+    # YAML is not turned into OAuth by a SNOWFLAKE_TOKEN left in the shell, and a weaker
+    # place's secret is not carried (or sent) along with it.
+    # (An authenticator from a weaker place than that credential goes too.)
+    with_credential = [i for i, layer in enumerate(layers) if any(k in layer for k in CREDENTIALS)]
+    if with_credential:
+        chosen = layers[with_credential[-1]]
+        for name in CREDENTIALS:
+            if name in chosen:
+                parameters[name] = chosen[name]
+            else:
+                parameters.pop(name, None)
+        if "private_key_file" not in chosen:
+            parameters.pop("private_key_file_pwd", None)
+        with_authenticator = [i for i, layer in enumerate(layers) if "authenticator" in layer]
+        if with_authenticator and with_authenticator[-1] < with_credential[-1]:
+            parameters.pop("authenticator")
     if "authenticator" not in parameters:
         if parameters.get("token"):
             parameters["authenticator"] = "oauth"
