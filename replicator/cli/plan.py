@@ -85,9 +85,10 @@ def command(
 def _live_catalog(pipeline: Pipeline) -> Catalog:
     from replicator.source.catalog import read_catalog
 
-    pairs = [(t.source_database, t.source_table) for t in pipeline.tables]
-    render.detail("reading the MySQL schema of %d table(s)", len(pairs))
-    return read_catalog(pipeline.source, pairs)
+    pairs = pipeline.fixed_tables
+    render.detail("reading the MySQL schema of %d table(s)%s", len(pairs),
+                  " and the tables `sources:` selects" if pipeline.selections else "")
+    return read_catalog(pipeline.source, pairs, pipeline.selections)
 
 
 def _warn_declared_types_that_differ(pipeline: Pipeline, catalog: Catalog) -> None:
@@ -157,6 +158,8 @@ def _table_json(table_plan: TablePlan, dialect: Dialect) -> dict[str, Any]:
     outbox = table_plan.outbox
     return {
         "source": table_plan.source_name,
+        **({"sources": {**table_plan.selection.to_json(), "matched": list(table_plan.sources)}}
+           if table_plan.selection is not None else {}),
         "target": ".".join(table_plan.target_parts),
         "outbox": None if outbox is None else {
             "route": outbox.route,

@@ -133,7 +133,15 @@ def _column(source_column: str, spec: dict[str, Any] | None) -> ColumnMapping:
 
 
 def _table(spec: dict[str, Any], defaults: dict[str, Any], batching: BatchPolicy) -> TablePipeline:
-    parts = split_source_name(spec["source"])
+    selection = None
+    if "sources" in spec:  # semantic checked: no `source`, a `target`, patterns compile
+        from replicator.model.selection import TableSelection
+
+        sources = spec["sources"]
+        selection = TableSelection(tuple(sources["include"]), tuple(sources.get("exclude") or ()))
+        parts: tuple[str, str] | None = ("", "")
+    else:
+        parts = split_source_name(spec["source"])
     assert parts is not None  # checked by semantic (R207) before build
     key = spec.get("key")
     metadata = spec.get("metadata", defaults.get("metadata", list(DEFAULT_METADATA)))
@@ -152,6 +160,7 @@ def _table(spec: dict[str, Any], defaults: dict[str, Any], batching: BatchPolicy
         log_table=bool(spec.get("log_table", False)),
         track_history=tuple(spec["track_history"]) if spec.get("track_history") else None,
         outbox=_outbox(spec["outbox"], defaults) if spec.get("outbox") else None,
+        selection=selection,
     )
 
 

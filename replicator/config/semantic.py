@@ -28,6 +28,7 @@ from replicator.model.pipeline import (
     METADATA_COLUMNS,
     SCD2_COLUMNS,
     SOFT_DELETE_COLUMNS,
+    SOURCE_TABLE_COLUMN,
 )
 
 # https://docs.snowflake.com/en/sql-reference/identifiers-syntax : quoted identifiers hold
@@ -174,12 +175,24 @@ def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
             if isinstance(value, str):
                 _check_identifier(document, ("target", kind, name), value, f"{kind} {name}")
 
-    for index, table in enumerate(_list(data.get("tables"))):
+    tables = _list(data.get("tables"))
+    selections = _check_sources(document, tables)
+    for index, table in enumerate(tables):
         if not isinstance(table, dict):
             continue
         base: JsonPath = ("tables", index)
         source = table.get("source")
+        if "sources" in table and isinstance(source, str):
+            source = None  # R221 reported it; the entry is a selection
         parts = split_source_name(source)
+        if parts is not None:
+            for other, selection in selections:
+                if selection.matches(f"{parts[0]}.{parts[1]}"):
+                    document.add(document.position((*base, "source")), "R224",
+                                 f"tables[{index}].source: {source} is also selected by "
+                                 f"tables[{other}].sources, so its rows land in both targets",
+                                 f"add it to tables[{other}].sources.exclude if it should land "
+                                 "in one of them only", severity="warning")
         if isinstance(source, str) and parts is None:
             document.add(document.position((*base, "source")), "R207",
                          f"tables[{index}].source: {source!r} is not database.table",
@@ -204,6 +217,8 @@ def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
             if table.get("mode") == "outbox":
                 continue  # the routes land in targets, the table itself does not
 
+        if "sources" in table:
+            source = f"tables[{index}].sources"
         target_table = table.get("target")
         if isinstance(target_table, str):
             _check_identifier(document, (*base, "target"), target_table, "target table name")
@@ -236,6 +251,92 @@ def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
 
         _check_mode(document, base, table, defaults)
         _check_columns(document, base, table, defaults, identifier_case)
+
+
+# A `.` that is neither escaped nor inside a character class, nor followed by a quantifier:
+# most likely meant as the database/table separator (`shop_1.orders`), where it matches any
+# character. `.*`, `.+`, `.?`, `.{n}` are meant as wildcards.
+_BARE_DOT = re.compile(r"(?<!\\)\.(?![*+?{])")
+
+
+def _bare_dot(pattern: str) -> bool:
+    depth = 0
+    escaped = False
+    for position, char in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "[":
+            depth += 1
+        elif char == "]" and depth:
+            depth -= 1
+        elif char == "." and not depth and _BARE_DOT.match(pattern, position):
+            return True
+    return False
+
+
+def _check_sources(document: LoadedDocument, tables: list[Any]) -> list[tuple[int, Any]]:
+    """`source:` xor `sources:` (R221), a target for a selection (R222), patterns that compile
+    (R220) or hold a bare `.` (R223). Returns the selections that compiled, by entry index."""
+    from replicator.model.selection import PatternError, TableSelection, compile_pattern
+
+    found: list[tuple[int, Any]] = []
+    for index, table in enumerate(tables):
+        if not isinstance(table, dict):
+            continue
+        base: JsonPath = ("tables", index)
+        has_source, has_sources = "source" in table, "sources" in table
+        if has_source and has_sources:
+            document.add(document.key_position((*base, "sources")), "R221",
+                         f"tables[{index}] has both `source:` and `sources:`",
+                         "keep `source: db.table` for one table, or `sources: {include: [...]}` "
+                         "to merge every matching table into one target")
+        elif not has_source and not has_sources:
+            document.add(document.position(base), "R221",
+                         f"tables[{index}] names no source table",
+                         "add `source: shop.trips`, or `sources: {include: ['shop_[0-9]+\\.orders']}`")
+        if not has_sources:
+            continue
+        if table.get("mode") == "outbox":
+            document.add(document.key_position((*base, "sources")), "R221",
+                         f"tables[{index}] is an outbox: it reads one table, not a selection",
+                         "name the outbox table with `source: db.outbox`")
+        if not isinstance(table.get("target"), str):
+            document.add(document.key_position((*base, "sources")), "R222",
+                         f"tables[{index}] selects its source tables by pattern but names no "
+                         "target table", "add `target: ORDERS`: the one table every selected "
+                         "source table lands in")
+        sources = _dict(table.get("sources"))
+        lists: dict[str, list[str]] = {}
+        valid = True
+        for part in ("include", "exclude"):
+            lists[part] = []
+            for position, pattern in enumerate(_list(sources.get(part))):
+                if not isinstance(pattern, str):
+                    valid = False
+                    continue  # the schema reported it
+                where = document.position((*base, "sources", part, position))
+                try:
+                    compile_pattern(pattern)
+                except PatternError as exc:
+                    valid = False
+                    document.add(where, "R220", f"tables[{index}].sources.{part}[{position}]: {exc}",
+                                 "write a regular expression over database.table, e.g. "
+                                 "'shop_[0-9]+\\.orders' (escape literal dots and brackets)")
+                    continue
+                lists[part].append(pattern)
+                if _bare_dot(pattern):
+                    document.add(where, "R223",
+                                 f"tables[{index}].sources.{part}[{position}]: the `.` in "
+                                 f"'{pattern}' matches any character, not just the dot "
+                                 "between database and table",
+                                 "escape it: '" + re.sub(r"(?<!\\)\.(?![*+?{])", r"\\.", pattern)
+                                 + "' (in single quotes, YAML keeps the backslash as written)",
+                                 severity="warning")
+        if valid and lists["include"]:
+            found.append((index, TableSelection(tuple(lists["include"]), tuple(lists["exclude"]))))
+    return found
 
 
 def _check_mode(document: LoadedDocument, base: JsonPath, table: dict[str, Any],
@@ -369,6 +470,9 @@ def _check_target_columns(document: LoadedDocument, base: JsonPath, table: dict[
     if mode == "changelog" or table.get("log_table") is True:
         for column in CHANGELOG_COLUMNS:
             taken.setdefault(fold_identifier(column, identifier_case), "a changelog column")
+    if "sources" in table:
+        taken[fold_identifier(SOURCE_TABLE_COLUMN, identifier_case)] = (
+            "the column that names each row's source table")
     if mode == "scd2":
         for column in SCD2_COLUMNS:
             taken[fold_identifier(column, identifier_case)] = "an scd2 column"

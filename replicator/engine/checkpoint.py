@@ -38,6 +38,12 @@ EPOCH_SPAN = 1_000_000_000_000
 # the chunk batch ids of its earlier copy, which the sink would skip as applied: copy n of a
 # table numbers its chunks from n * COPY_SPAN (1,000 copies of 10^9 chunks fit in an epoch).
 COPY_SPAN = 1_000_000_000
+# A routed target (`sources:`) records the chunks of MANY source tables under its one set of
+# state rows, so two of them must never share a chunk number: each copy of a source table
+# takes the target's next *slot* and numbers its chunks from slot * SLOT_SPAN (10^6 copies of
+# up to 10^6 chunks each fit in an epoch; the last number of a slot is its absent-row delete).
+SLOT_SPAN = 1_000_000
+MAX_SLOTS = EPOCH_SPAN // SLOT_SPAN
 SnapshotStatus = Literal["pending", "done", "skipped"]
 
 
@@ -52,6 +58,11 @@ def snapshot_batch_id(epoch: int, chunk_index: int) -> int:
 def snapshot_chunk_number(copy: int, chunk_index: int) -> int:
     """The chunk number ``snapshot_batch_id`` takes, for chunk ``chunk_index`` of copy ``copy``."""
     return copy * COPY_SPAN + chunk_index
+
+
+def routed_chunk_number(slot: int, chunk_index: int) -> int:
+    """The chunk number of chunk ``chunk_index`` of the copy that took ``slot`` (routed)."""
+    return slot * SLOT_SPAN + chunk_index
 
 
 def epoch_of(batch_id: int) -> int:
@@ -74,6 +85,11 @@ class StartState:
     snapshot_position: BinlogPosition | None = None
     # lower-case table name -> how many copies of it completed in this epoch (see COPY_SPAN)
     copies: dict[str, int] = field(default_factory=dict)
+    # Routed targets (see SLOT_SPAN): lower-case target -> its next free slot, and lower-case
+    # "target<TAB>source table" -> the slot of that copy in progress (kept until the copy
+    # completes, so a resumed copy keeps its chunk numbers).
+    slots: dict[str, int] = field(default_factory=dict)
+    copy_slots: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -88,6 +104,8 @@ class StartState:
                 self.snapshot_position.to_offset() if self.snapshot_position else None
             ),
             "copies": self.copies,
+            "slots": self.slots,
+            "copy_slots": self.copy_slots,
         }
 
     @classmethod
@@ -104,6 +122,8 @@ class StartState:
                 if data.get("snapshot_position") else None
             ),
             copies={k: int(v) for k, v in data.get("copies", {}).items()},
+            slots={k: int(v) for k, v in data.get("slots", {}).items()},
+            copy_slots={k: int(v) for k, v in data.get("copy_slots", {}).items()},
         )
 
     def covers(self, table: str) -> bool:
@@ -112,6 +132,27 @@ class StartState:
     def copy_number(self, table: str) -> int:
         """Which copy of ``table`` a snapshot now takes (0: its first in this epoch)."""
         return self.copies.get(table.lower(), 0)
+
+    def routed_slot(self, target: str, table: str) -> int:
+        """The slot of the copy of source ``table`` into routed ``target``: the one its copy
+        in progress took, else the target's next (save the state before using it)."""
+        key = f"{target}\t{table}".lower()
+        if key in self.copy_slots:
+            return self.copy_slots[key]
+        slot = self.slots.get(target.lower(), 0)
+        if slot >= MAX_SLOTS:
+            raise EngineError(
+                f"{target}: {MAX_SLOTS} source table copies in one epoch, no chunk numbers left",
+                hint="start a new epoch: `replicator run PIPELINE.yaml --snapshot always`",
+            )
+        self.slots[target.lower()] = slot + 1
+        self.copy_slots[key] = slot
+        return slot
+
+    def forget_slots(self, table: str) -> None:
+        """The copy of ``table`` completed (or will start afresh): later copies take new slots."""
+        for key in [k for k in self.copy_slots if k.split("\t", 1)[-1] == table.lower()]:
+            del self.copy_slots[key]
 
 
 class CheckpointDir:

@@ -41,6 +41,7 @@ from pyspark.sql.streaming.datasource import (
 from replicator.engine.errors import carried
 from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
 from replicator.model.pipeline import MySQLSource, StartPosition
+from replicator.model.selection import TableSelection, TableSelector
 from replicator.model.values import encode_image
 
 SOURCE_FORMAT = "replicator_binlog"
@@ -71,7 +72,7 @@ MIN_PARTITION_ROWS = 5_000
 # Options (lower case: Spark lower-cases option keys before the reader sees them).
 OPT_SOURCE = "source"  # JSON of the MySQLSource fields except the password
 OPT_PASSWORD = "password"  # its own key, so Spark's redaction regex hides it in plans
-OPT_TABLES = "tables"  # JSON list of "db.table"
+OPT_TABLES = "tables"  # TableSelector JSON: "db.table" names and `sources:` selections
 OPT_KEYS = "keys"  # JSON {"db.table": [key columns]}
 OPT_SERVER_ID = "server_id"
 OPT_START = "start"  # JSON offset, resolved once by the runner
@@ -82,7 +83,7 @@ OPT_PARTITIONS = "decode_partitions"
 def reader_options(
     source: MySQLSource,
     *,
-    tables: Sequence[str],
+    tables: Sequence[str | TableSelection],
     keys: Mapping[str, Sequence[str]],
     server_id: int,
     start: BinlogPosition,
@@ -96,7 +97,7 @@ def reader_options(
     return {
         OPT_SOURCE: json.dumps(fields),
         OPT_PASSWORD: source.password or "",
-        OPT_TABLES: json.dumps(list(tables)),
+        OPT_TABLES: TableSelector.of(tables).to_json(),
         OPT_KEYS: json.dumps({table: list(columns) for table, columns in keys.items()}),
         OPT_SERVER_ID: str(server_id),
         OPT_START: json.dumps(start.to_offset()),
@@ -151,7 +152,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.max_rows = int(self.options.get(OPT_MAX_ROWS, "0") or 0)
         self.decode_partitions = max(1, int(self.options.get(OPT_PARTITIONS, "1") or 1))
         self.server_id = int(self.options[OPT_SERVER_ID])
-        self.tables = list(json.loads(self.options[OPT_TABLES]))
+        self.tables = TableSelector.from_json(self.options[OPT_TABLES])
         self.keys = {t: list(c) for t, c in json.loads(self.options.get(OPT_KEYS, "{}")).items()}
         self._until: BinlogPosition | None = None  # set by prepareForTriggerAvailableNow
 

@@ -72,16 +72,23 @@ class RunResult:
 
 
 def table_names(pipeline: Pipeline) -> list[tuple[str, str]]:
-    return [(table.source_database, table.source_table) for table in pipeline.tables]
+    """The (database, table) pairs named by `source:` (see ``read_pipeline_catalog``)."""
+    return pipeline.fixed_tables
+
+
+def read_pipeline_catalog(pipeline: Pipeline) -> Catalog:
+    """The live catalog of the named tables and of every table a `sources:` selection matches."""
+    from replicator.source.catalog import read_catalog
+
+    return read_catalog(pipeline.source, pipeline.fixed_tables, pipeline.selections)
 
 
 def load_plan(pipeline: Pipeline) -> tuple[Catalog, Plan]:
     from replicator.plan import build_plan
-    from replicator.source.catalog import read_catalog
 
-    catalog = read_catalog(pipeline.source, table_names(pipeline))
-    missing = [t.source_name for t in pipeline.tables
-               if catalog.table(t.source_database, t.source_table) is None]
+    catalog = read_pipeline_catalog(pipeline)
+    missing = [t.source_name for t in pipeline.tables if not t.routed
+               and catalog.table(t.source_database, t.source_table) is None]
     if missing:
         raise EngineError(
             f"source tables not found: {', '.join(missing)}",
@@ -165,7 +172,7 @@ def resolve_start(
         position = current_position(pipeline.source)
     state = StartState(position=position, snapshot="pending" if snapshot else "skipped",
                        epoch=epoch,
-                       tables=[] if snapshot else [t.source_name for t in plan.tables])
+                       tables=[] if snapshot else plan.source_names())
     checkpoint.save_start(state)
     notice(f"starting pipeline {pipeline.name} at {position}"
            + (" after a snapshot" if snapshot else " (no snapshot)"))
@@ -183,18 +190,20 @@ def _cover_new_tables(
     """
     if state.snapshot == "pending" or not state.tables:
         return state
-    planned = {t.source_name.lower() for t in plan.tables}
+    planned = {name.lower() for name in plan.source_names()}
     dropped = [name for name in state.tables if name.lower() not in planned]
     if dropped:
         # Its changes are not applied from now on: it is no longer covered, so adding it back
-        # copies it again instead of silently missing what changed while it was out.
+        # copies it again instead of silently missing what changed while it was out. (A table
+        # a `sources:` selection stops matching keeps its rows in the target: docs/routing.md.)
         notice(f"table(s) {', '.join(dropped)} no longer in the pipeline: not followed any "
                "more (adding them back copies them again)")
         state.tables = [name for name in state.tables if name.lower() in planned]
         for name in dropped:
             state.chunks_applied.pop(name, None)
+            state.forget_slots(name)  # a later copy takes a fresh slot
             checkpoint.forget_chunks(name)
-    new = [t.source_name for t in plan.tables if not state.covers(t.source_name)]
+    new = [name for name in plan.source_names() if not state.covers(name)]
     if not new:
         if dropped:
             checkpoint.save_start(state)
@@ -209,8 +218,23 @@ def _cover_new_tables(
         state.snapshot_position = checkpoint.resume_position() or state.position
         for name in new:
             state.chunks_applied.pop(name, None)
+            state.forget_slots(name)
+            checkpoint.forget_chunks(name)
     checkpoint.save_start(state)
     return state
+
+
+def _covered(checkpoint: CheckpointDir, state: StartState, names: list[str],
+             notice: Notice) -> None:
+    """Tables a selection matched mid-stream (CREATE TABLE): streamed from their creation on,
+    so covered without a copy; saved before their rows are applied (a crash replays the
+    batch, CREATE included, from before it)."""
+    fresh = [name for name in names if not state.covers(name)]
+    if not fresh:
+        return
+    notice(f"new table(s) {', '.join(fresh)} match a `sources:` selection: streaming them")
+    state.tables = sorted({*state.tables, *fresh})
+    checkpoint.save_start(state)
 
 
 def run_pipeline(pipeline: Pipeline, options: RunOptions, *, spark: Any = None) -> RunResult:
@@ -260,7 +284,9 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any) -> RunResul
         state = resolve_start(pipeline, plan, sink, checkpoint, options.snapshot, notice)
         applier = BatchApplier(pipeline, plan, sink, checkpoint, epoch=state.epoch,
                                open_sink=open_sink, on_report=report, on_notice=notice,
-                               stream_start=state.position)
+                               stream_start=state.position,
+                               on_new_sources=lambda names: _covered(checkpoint, state, names,
+                                                                     notice))
         if spark is None:
             spark = spark_session(options.master or pipeline.engine.master,
                                   {**pipeline.engine.conf, **options.conf},
@@ -337,8 +363,8 @@ def _stream(
     plan = applier.plan
     reader = reader_options(
         pipeline.source,
-        tables=[table.source_name for table in plan.tables],
-        keys={table.source_name: table.source_key for table in plan.tables},
+        tables=[table.selection or table.source_name for table in plan.tables],
+        keys={table.source_name: table.source_key for table in plan.tables if not table.routed},
         server_id=pipeline.server_id,
         start=state.position,
         max_rows=pipeline.batching.max_rows,

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from replicator.engine.checkpoint import (
     COPY_SPAN,
+    SLOT_SPAN,
     CheckpointDir,
     StartState,
+    routed_chunk_number,
     snapshot_chunk_number,
 )
 from replicator.errors import EngineError, ReplicatorError
@@ -82,15 +84,17 @@ def _remove_absent_rows(
         return 0  # no key to compare by, or a hashed key that cannot be mapped back
     if table_plan.outbox is not None:
         return 0  # an outbox route's rows come from events, not from rows still in the source
+    # A routed target: only the rows of this source table (its _SOURCE_TABLE) are compared.
     verifier = TableVerifier(applier.pipeline, source_table, table_plan, applier.sink.connection,
-                             end_transaction=applier.plan.target_kind == "snowflake")
+                             end_transaction=applier.plan.target_kind == "snowflake",
+                             source_name=source_table.name if table_plan.routed else None)
     try:
         report = TableReport(table_plan.source_name, "")
         verifier.compare(report, SEGMENT_ROWS)
     finally:
         verifier.close()
     events = [
-        ChangeEvent(table=table_plan.source_name, op="d", position=position, row_index=index,
+        ChangeEvent(table=source_table.name, op="d", position=position, row_index=index,
                     ts_ms=0, before={k: source_parameter(v) for k, v in difference.key.items()})
         for index, difference in enumerate(d for d in report.differences if d.kind == "extra")
     ]
@@ -117,15 +121,16 @@ def run_snapshot(
     parallelism = max(1, int(spark.sparkContext.defaultParallelism))
     wanted = {name.lower() for name in state.snapshot_tables}
     copied: set[str] = set()
-    for table_plan in applier.plan.tables:
-        name = table_plan.source_name
+    for name in applier.plan.source_names():
         if (wanted and name.lower() not in wanted) or name.lower() in copied:
             continue
         copied.add(name.lower())
-        # Every plan reading this source table (the routes of an outbox) gets each chunk;
-        # progress is per source table, so a chunk counts as applied once all of them have it.
-        readers = [t for t in applier.plan.tables if t.source_name.lower() == name.lower()]
-        source_table = catalog.table(table_plan.source_database, table_plan.source_table)
+        # Every plan reading this source table (the routes of an outbox; a routed target and
+        # a named one) gets each chunk; progress is per source table, so a chunk counts as
+        # applied once all of them have it.
+        readers = [t for t in applier.plan.tables
+                   if any(n.lower() == name.lower() for n in t.source_names)]
+        source_table = next((t for t in catalog.tables if t.name.lower() == name.lower()), None)
         if source_table is None:
             raise EngineError(
                 f"source table {name} does not exist",
@@ -136,6 +141,22 @@ def run_snapshot(
             chunks = plan_chunks(source, source_table, chunk_rows=chunk_rows)
             checkpoint.save_chunks(name, chunks)
         copy = state.copy_number(name)
+        numbers: dict[int, Callable[[int], int]] = {}
+        for reader in readers:
+            if reader.routed:
+                # Many sources, one target's state rows: this copy's chunks get a slot of
+                # their own in that target (checkpoint.SLOT_SPAN), saved before any chunk is
+                # applied under it.
+                if len(chunks) >= SLOT_SPAN - 1:
+                    raise EngineError(
+                        f"{name}: {len(chunks)} snapshot chunks, more than a routed copy holds",
+                        hint="copy with larger chunks (run --chunk-rows N)",
+                    )
+                slot = state.routed_slot(".".join(reader.target_parts), name)
+                numbers[id(reader)] = lambda index, slot=slot: routed_chunk_number(slot, index)
+            else:
+                numbers[id(reader)] = lambda index, copy=copy: snapshot_chunk_number(copy, index)
+        checkpoint.save_start(state)
         done = state.chunks_applied.get(name, 0)
         pending = list(range(done, len(chunks)))
         for wave_start in range(0, len(pending), parallelism):
@@ -149,18 +170,20 @@ def run_snapshot(
             )
             for index, events in sorted(results, key=lambda result: result[0]):
                 for reader in readers:
-                    applier.apply_snapshot_chunk(reader, snapshot_chunk_number(copy, index),
-                                                 events, position)
+                    applier.apply_snapshot_chunk(reader, numbers[id(reader)](index), events,
+                                                 position)
                 state.chunks_applied[name] = index + 1
                 checkpoint.save_start(state)
         if state.epoch > 0 or copy > 0:
             for reader in readers:
+                last = SLOT_SPAN - 1 if reader.routed else COPY_SPAN - 1
                 _remove_absent_rows(applier, source_table, reader, position,
-                                    snapshot_chunk_number(copy, COPY_SPAN - 1))
+                                    numbers[id(reader)](last))
     state.snapshot = "done"
     for key in copied:
         state.copies[key] = state.copies.get(key, 0) + 1
-    state.tables = sorted({*state.tables, *(t.source_name for t in applier.plan.tables)})
+        state.forget_slots(key)
+    state.tables = sorted({*state.tables, *applier.plan.source_names()})
     state.snapshot_tables = []
     state.snapshot_position = None
     checkpoint.save_start(state)

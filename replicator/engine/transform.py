@@ -36,6 +36,7 @@ from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.values import decode_image
 
 if TYPE_CHECKING:
+    from replicator.model.selection import TableSelection
     from replicator.model.pipeline import Pipeline
     from replicator.plan.model import Plan, TablePlan
 
@@ -104,6 +105,7 @@ class BatchApplier:
         on_report: ReportCallback | None = None,
         on_notice: Notice | None = None,
         stream_start: BinlogPosition | None = None,
+        on_new_sources: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.plan = plan
@@ -116,6 +118,9 @@ class BatchApplier:
         # Where the streaming query's first micro-batch starts (its later batches start at
         # the previous batch's end offset): the big-batch path needs each batch's range.
         self.stream_start = stream_start
+        # Called with the source tables a `sources:` selection starts matching mid-stream
+        # (the runner records them as covered: streamed from their CREATE, no copy needed).
+        self._on_new_sources = on_new_sources
         self.in_batch = False
         self.batches = 0
         self.failure: ReplicatorError | None = None  # kept: Spark wraps it in its own error
@@ -242,7 +247,10 @@ class BatchApplier:
             self._follow_schema_changes(ddl)
         names = self._stream_tables()
         for table_plan in self.plan.tables:
-            sources = [name for name in names if table_plan.reads(name)]
+            # A routed target reads what its selection matches (also tables created in this
+            # batch); the others the named tables they read.
+            sources = ([table_plan.selection] if table_plan.selection is not None else
+                       [name for name in names if isinstance(name, str) and table_plan.reads(name)])
             decode = _Timer()
             slices = decode.wrap(_event_slices(self._read(start, end, tables=sources), SLICE_ROWS))
             first = next(slices, None)
@@ -254,13 +262,15 @@ class BatchApplier:
             report.tables.append(table_report)
         return report
 
-    def _stream_tables(self) -> list[str]:
+    def _stream_tables(self) -> list[str | TableSelection]:
         """The source tables the streaming query reads (``runner._stream``'s list; the
-        routes of an outbox share one)."""
-        return list(dict.fromkeys(table.source_name for table in self.plan.tables))
+        routes of an outbox share one; a routed target reads by its selection)."""
+        return list(dict.fromkeys(table.selection or table.source_name
+                                  for table in self.plan.tables))
 
     def _read(
-        self, start: BinlogPosition, end: BinlogPosition, *, tables: Sequence[str] | None = None,
+        self, start: BinlogPosition, end: BinlogPosition, *,
+        tables: Sequence[str | TableSelection] | None = None,
         rows: bool = True,
     ) -> Iterator[Any]:
         """The range's row changes of ``tables`` (ChangeEvents), or only its schema changes."""
@@ -363,28 +373,47 @@ class BatchApplier:
     # -- schema changes --------------------------------------------------------------------
 
     def _replicated(self) -> dict[str, TablePlan]:
-        return {table.source_name.lower(): table for table in self.plan.tables}
+        return {table.source_name.lower(): table for table in self.plan.tables
+                if not table.routed}
+
+    def _routed(self, name: str) -> bool:
+        """Whether ``db.table`` feeds a routed target (matches a `sources:` selection)."""
+        return any(table.routed and table.reads(name) for table in self.plan.tables)
 
     def _follow_schema_changes(self, ddl_rows: list[dict[str, Any]]) -> None:
+        from replicator.engine.routing import follow_routed_change
+
         replicated = self._replicated()
+        known = {name.lower() for t in self.plan.tables if t.routed for name in t.sources}
         evolve = False
         for row in ddl_rows:
             details = json.loads(row["after"])
-            touched = [t for t in details.get("tables", []) if t.lower() in replicated]
+            tables = [str(t) for t in details.get("tables", [])]
+            sql = str(details.get("sql", "")).strip()
+            where = f"{row['file']}:{row['pos']}" if row.get("file") else "the binlog"
+            # Tables a `sources:` selection matches (or matched) come and go by design.
+            routed = [t for t in tables if t.lower() in known or self._routed(t)]
             database = str(details.get("database") or "").lower()
+            if routed and follow_routed_change(str(details.get("kind")), tables, routed, known,
+                                               sql, where):
+                evolve = True
+                continue
+            touched = [t for t in tables if t.lower() in replicated]
             if not details.get("tables") and details.get("kind") == "drop" and any(
                 name.split(".", 1)[0] == database for name in replicated
             ):
                 touched = [database]  # DROP DATABASE of a replicated schema
-            if not touched:
+            if not details.get("tables") and details.get("kind") == "drop" and any(
+                name.split(".", 1)[0] == database for name in known
+            ):
+                evolve = True  # DROP DATABASE of a shard: its tables stop being read
+            if not touched and not routed:
                 continue  # DDL on a table this pipeline does not replicate
-            sql = str(details.get("sql", "")).strip()
             if adds_columns_only(sql):
                 evolve = True
                 continue
-            where = f"{row['file']}:{row['pos']}" if row.get("file") else "the binlog"
             raise EngineError(
-                f"schema change on {', '.join(touched)} at {where} cannot be followed "
+                f"schema change on {', '.join(touched or routed)} at {where} cannot be followed "
                 f"automatically: {sql[:200]}",
                 hint="added columns are followed; for anything else update the pipeline YAML if "
                 "needed, then re-copy the table with `replicator run PIPELINE.yaml "
@@ -395,15 +424,21 @@ class BatchApplier:
 
     def _evolve(self) -> None:
         """Re-read the catalog, rebuild the plan, let the sink ALTER the target."""
+        from replicator.engine.runner import read_pipeline_catalog
         from replicator.plan import build_plan
-        from replicator.source.catalog import read_catalog
 
-        tables = [(t.source_database, t.source_table) for t in self.plan.tables]
-        catalog = read_catalog(self.pipeline.source, tables)
+        catalog = read_pipeline_catalog(self.pipeline)
         new_plan = build_plan(self.pipeline, catalog)
+        fresh: list[str] = []
         for old in self.plan.tables:
             # By target: the routes of an outbox all read one source table.
             new = next(t for t in new_plan.tables if t.target_parts == old.target_parts)
+            if old.routed:
+                # A column only a dropped (or renamed away) table had leaves the union: its
+                # target column stays, NULL for new rows.
+                before = {name.lower() for name in old.sources}
+                fresh += [name for name in new.sources if name.lower() not in before]
+                continue
             missing = {c.target_column for c in old.columns} - {c.target_column for c in new.columns}
             if missing:
                 raise EngineError(
@@ -416,6 +451,8 @@ class BatchApplier:
             self.sink = self._open_sink(self.pipeline, new_plan)
         self.plan = new_plan
         self.sink.prepare()
+        if fresh and self._on_new_sources is not None:
+            self._on_new_sources(fresh)
 
 
 def _schema_change_row(change: Any) -> dict[str, Any]:

@@ -11,7 +11,10 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from replicator.model.selection import TableSelection
 
 StartKind = Literal["initial", "latest", "position", "gtid"]
 DeleteMode = Literal["hard", "soft"]
@@ -39,6 +42,9 @@ METADATA_COLUMNS: Mapping[str, tuple[str, ...]] = {
     "transaction": ("_TRANSACTION_ID", "_TRANSACTION_ORDER"),  # GTID/xid, order inside it
     "source_table": ("_SOURCE_TABLE",),  # db.table the row came from
 }
+# The column a table fed by a `sources:` selection keys its rows by (the first key column):
+# the same column, and value, as `metadata: [source_table]` (sink.staging.METADATA_VALUES).
+SOURCE_TABLE_COLUMN = METADATA_COLUMNS["source_table"][0]
 DEFAULT_METADATA: tuple[str, ...] = ("op", "ts", "synced_at")
 # Columns a soft-deleting table gets in its target.
 SOFT_DELETE_COLUMNS: tuple[str, ...] = ("_DELETED", "_DELETED_AT")
@@ -238,6 +244,8 @@ class OutboxSpec:
 
 @dataclass(frozen=True)
 class TablePipeline:
+    # One source table; for a table fed by a `sources:` selection both are empty and
+    # ``selection`` says which tables feed it (see ``routed``).
     source_database: str
     source_table: str
     target_table: str | None = None  # None: the source table name under the identifier policy
@@ -257,9 +265,20 @@ class TablePipeline:
     track_history: tuple[str, ...] | None = None
     # mode outbox: the type/payload columns and the routes (None for every other mode).
     outbox: OutboxSpec | None = None
+    # `sources: {include, exclude}`: every matching source table lands in target_table,
+    # keyed by (SOURCE_TABLE_COLUMN, *key).
+    selection: TableSelection | None = None
+
+    @property
+    def routed(self) -> bool:
+        """Fed by a pattern selection of source tables rather than one named table."""
+        return self.selection is not None
 
     @property
     def source_name(self) -> str:
+        """``db.table``; for a routed table, its selection's patterns (for messages)."""
+        if self.selection is not None:
+            return self.selection.describe()
         return f"{self.source_database}.{self.source_table}"
 
     def mapping_for(self, source_column: str) -> ColumnMapping | None:
@@ -298,4 +317,16 @@ class Pipeline:
         for table in self.tables:
             if name.lower() in (table.source_name.lower(), (table.target_table or "").lower()):
                 return table
+        for table in self.tables:
+            if table.selection is not None and table.selection.matches(name):
+                return table
         raise KeyError(name)
+
+    @property
+    def fixed_tables(self) -> list[tuple[str, str]]:
+        """(database, table) of the tables named by `source:`."""
+        return [(t.source_database, t.source_table) for t in self.tables if not t.routed]
+
+    @property
+    def selections(self) -> list[TableSelection]:
+        return [t.selection for t in self.tables if t.selection is not None]

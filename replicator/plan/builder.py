@@ -18,6 +18,7 @@ from replicator.model.pipeline import (
     METADATA_COLUMNS,
     SCD2_COLUMNS,
     SOFT_DELETE_COLUMNS,
+    SOURCE_TABLE_COLUMN,
     DuckDBTarget,
     IdentifierCase,
     Pipeline,
@@ -92,6 +93,16 @@ def build_plan(pipeline: Pipeline, catalog: Catalog) -> Plan:
     problems = _Problems()
     tables = []
     for table in pipeline.tables:
+        if table.routed:
+            from replicator.plan.routing import plan_routed
+
+            routed = plan_routed(pipeline, table, catalog, problems)
+            if routed is not None:
+                source_table, sources = routed
+                planned = _plan_table(pipeline, table, source_table, catalog.live, problems)
+                if planned is not None:
+                    tables.append(dataclasses.replace(planned, sources=sources))
+            continue
         source_table = catalog.table(table.source_database, table.source_table)
         if source_table is None:
             problems.add(
@@ -147,6 +158,13 @@ def _plan_table(
     key, key_origin = _resolve_key(table, source_table, problems)
     columns: list[PlannedColumn] = []
     excluded: list[str] = []
+    if table.routed:
+        # Rows of many source tables: which one a row came from leads the key, so equal keys
+        # of different shards stay distinct rows (routing.source_table_column).
+        from replicator.plan.routing import source_table_column
+
+        columns.append(source_table_column(case))
+        key = (SOURCE_TABLE_COLUMN, *key)
     for source_column in sorted(source_table.columns, key=lambda c: c.ordinal):
         declared = table.mapping_for(source_column.name)
         if declared is not None and declared.exclude:
@@ -166,6 +184,8 @@ def _plan_table(
     data_columns = list(columns)
     # A changelog table carries the fixed changelog columns instead of `metadata:`.
     for metadata in table.metadata if table.mode != "changelog" else ():
+        if metadata == "source_table" and table.routed:
+            continue  # a routed table has the column already, as its first key column
         if metadata not in METADATA_COLUMNS:
             problems.add(
                 f"{name}: unknown metadata {metadata!r}",
@@ -219,7 +239,8 @@ def _plan_table(
         from replicator.plan.filters import FilterError, compile_filter
 
         try:
-            compile_filter(table.filter, [c.name for c in source_table.columns])
+            compile_filter(table.filter, [c.name for c in source_table.columns]
+                           + ([SOURCE_TABLE_COLUMN] if table.routed else []))
         except FilterError as exc:
             problems.add(f"{name}: filter {table.filter!r}: {exc}", hint=exc.hint)
 
@@ -233,8 +254,8 @@ def _plan_table(
     )
     return TablePlan(
         pipeline_name=pipeline.name,
-        source_database=source_table.database,
-        source_table=source_table.table,
+        source_database="" if table.routed else source_table.database,
+        source_table="" if table.routed else source_table.table,
         target_namespace=_namespace(pipeline),
         target_table=target_table,
         columns=tuple(columns),
@@ -250,6 +271,7 @@ def _plan_table(
         log_table=log_table,
         log_columns=tuple(log_columns),
         track_history=track_history,
+        selection=table.selection,
     )
 
 
@@ -464,8 +486,10 @@ def offline_catalog(pipeline: Pipeline) -> Catalog:
             )
         tables.append(
             SourceTable(
-                database=table.source_database,
-                table=table.source_table,
+                # A routed table: one placeholder named by its patterns stands for every
+                # table the selection will match (routing.plan_routed).
+                database="" if table.routed else table.source_database,
+                table=table.source_name if table.routed else table.source_table,
                 columns=tuple(columns),
                 primary_key=(),  # offline: only a declared `key:` is known
             )

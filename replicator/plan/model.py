@@ -13,6 +13,7 @@ from typing import Literal
 
 from replicator.model.catalog import MySQLType
 from replicator.model.pipeline import DeleteMode, IdentifierCase, MaskKind, TableMode
+from replicator.model.selection import TableSelection
 from replicator.plan.types import TargetType
 
 ColumnRole = Literal["data", "metadata", "soft_delete", "scd2"]
@@ -106,9 +107,21 @@ class TablePlan:
     # scd2: target columns whose changes open a new version (empty: every non-key column).
     track_history: tuple[str, ...] = ()
     outbox: OutboxPlan | None = None  # set for an outbox route (several may read one table)
+    # `sources:` (routing): the selection feeding this target, and the source tables it
+    # matched in the live catalog the plan was built from (empty offline). source_database
+    # and source_table are then empty; the key starts with SOURCE_TABLE_COLUMN.
+    selection: TableSelection | None = None
+    sources: tuple[str, ...] = ()
+
+    @property
+    def routed(self) -> bool:
+        return self.selection is not None
 
     @property
     def source_name(self) -> str:
+        """``db.table``; for a routed table its selection's patterns (reports, messages)."""
+        if self.selection is not None:
+            return self.selection.describe()
         return f"{self.source_database}.{self.source_table}"
 
     @property
@@ -118,9 +131,17 @@ class TablePlan:
             return self.source_name
         return f"{self.source_name}[{self.outbox.route}]"
 
+    @property
+    def source_names(self) -> tuple[str, ...]:
+        """The source tables (``db.table``) this plan copies and compares, one by one."""
+        return self.sources if self.selection is not None else (self.source_name,)
+
     def reads(self, source_name: str) -> bool:
         """Whether changes of the source table ``db.table`` feed this target table
-        (MySQL names compare case-insensitively)."""
+        (MySQL names compare case-insensitively). A routed table reads every table its
+        selection matches, also one created after the plan was built."""
+        if self.selection is not None:
+            return self.selection.matches(source_name)
         return source_name.lower() == self.source_name.lower()
 
     @property
@@ -196,4 +217,11 @@ class Plan:
                 table.target_table.lower(),
             ):
                 return table
+        for table in self.tables:  # a source table of a routed target
+            if table.routed and "." in name and table.reads(name):
+                return table
         raise KeyError(name)
+
+    def source_names(self) -> list[str]:
+        """Every source table the plan copies, as ``db.table``."""
+        return [name for table in self.tables for name in table.source_names]

@@ -41,6 +41,10 @@ def table_statements(table: TablePlan, dialect: Dialect) -> list[Statement]:
 def render_sql(table: TablePlan, dialect: Dialect) -> str:
     """One table's statements as a SQL script, each preceded by a comment saying why."""
     parts = [f"-- {table.label} -> {'.'.join(table.target_parts)} ({dialect.name})"]
+    if table.routed:
+        parts[0] += (
+            "\n-- sources: " + ", ".join(table.sources) if table.sources else
+            "\n-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE")
     for statement in table_statements(table, dialect):
         parts.append(f"-- {statement.purpose}\n{statement.sql};")
     return "\n\n".join(parts) + "\n"

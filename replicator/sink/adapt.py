@@ -25,8 +25,9 @@ Step = Callable[["TablePlan", "list[ChangeEvent]"], "list[ChangeEvent]"]
 def _steps() -> tuple[Step, ...]:
     # Imported lazily: the steps pull in sqlglot/json helpers that `validate` never needs.
     from replicator.sink.outbox import flatten_outbox
+    from replicator.sink.routing import with_source_table
 
-    return (flatten_outbox,)
+    return (with_source_table, flatten_outbox)
 
 
 def adapt_events(table: TablePlan, events: list[ChangeEvent]) -> list[ChangeEvent]:

@@ -27,6 +27,7 @@ from typing import Any
 from replicator.errors import SourceError, TransientSourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
 from replicator.model.pipeline import MySQLSource
+from replicator.model.selection import TableSelection, TableSelector, as_selector
 from replicator.source.connection import classify_error, connect, connection_settings
 from replicator.source.positions import head_position
 from replicator.source.values import (
@@ -84,18 +85,15 @@ def _unquote(identifier: str) -> str:
 
 def replicated_schema_change(
     query: str, database: str, position: BinlogPosition, ts_ms: int,
-    wanted_schemas: Collection[str] | None,
+    wanted: TableSelector | None,
 ) -> SchemaChange | None:
-    """``schema_change``, kept only when it touches a replicated schema (lower-case names;
-    None: every schema). Both readers, the library's and the fast one, filter DDL by this."""
+    """``schema_change``, kept only when it can concern the replicated tables (None: every
+    table; ``TableSelector.wants_schema_change`` decides). Both readers, the library's and
+    the fast one, filter DDL by this."""
     change = schema_change(query, database, position, ts_ms)
-    if change is None or wanted_schemas is None:
+    if change is None or wanted is None:
         return change
-    if database.lower() in wanted_schemas or any(
-        table.split(".", 1)[0].lower() in wanted_schemas for table in change.tables
-    ):
-        return change
-    return None
+    return change if wanted.wants_schema_change(database, change.tables) else None
 
 
 def schema_change(query: str, database: str, position: BinlogPosition, ts_ms: int) -> SchemaChange | None:
@@ -157,7 +155,7 @@ def read_changes(
     *,
     start: BinlogPosition,
     end: BinlogPosition | None,
-    tables: Collection[str] | None,
+    tables: TableSelector | Collection[str | TableSelection] | None,
     server_id: int,
     stats: ValueStats | None = None,
     fast: bool | None = None,
@@ -166,7 +164,8 @@ def read_changes(
     """Changes of the transactions committed after ``start`` and at or before ``end``.
 
     ``start`` must be a transaction boundary. ``end=None``: the binlog head when called.
-    ``tables``: "db.table" names (case-insensitive) whose row changes are wanted; schema
+    ``tables``: "db.table" names (case-insensitive) and/or ``sources:`` selections (a
+    ``TableSelector``) whose row changes are wanted; schema
     changes are yielded for their databases. ``server_id`` must be distinct per reader.
     ``stats`` counts zero dates loaded as NULL. ``fast``: decode with ``source.fast`` (the
     same events, ~10x faster); None: on unless the environment sets REPLICATOR_FAST_DECODE=0.
@@ -198,8 +197,9 @@ def read_changes(
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
     _patch_library()
-    wanted = None if tables is None else {name.lower() for name in tables}
-    wanted_schemas = None if wanted is None else {name.split(".", 1)[0] for name in wanted}
+    # Every test of a table name goes through the selector (exact names and `sources:`
+    # patterns alike); `in` matches case-insensitively.
+    wanted = as_selector(tables)
     zero_dates = ZeroDates(source.zero_dates, stats)
 
     if end is None:
@@ -336,7 +336,7 @@ def read_changes(
                 position = transaction.start
                 yield from finish(event)
                 change = replicated_schema_change(query, database, position,
-                                                  int(event.timestamp) * 1000, wanted_schemas)
+                                                  int(event.timestamp) * 1000, wanted)
                 if change is not None:
                     yield change
                 if boundary >= end:

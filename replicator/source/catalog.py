@@ -9,18 +9,23 @@ servers plan the same.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from replicator.errors import SourceError
 from replicator.model.catalog import Catalog, MySQLType, MySQLTypeError, SourceColumn, SourceTable
 from replicator.model.pipeline import MySQLSource
+from replicator.model.selection import TableSelection
 from replicator.source.connection import classify_error, connect
 
 _JSON_CHECK = re.compile(r"json_valid\(`(?P<column>(?:[^`]|``)+)`\)", re.IGNORECASE)
 
 
-def read_catalog(source: MySQLSource, tables: Iterable[tuple[str, str]]) -> Catalog:
-    """The (database, table) pairs that exist, with columns and primary keys.
+def read_catalog(
+    source: MySQLSource, tables: Iterable[tuple[str, str]],
+    selections: Sequence[TableSelection] = (),
+) -> Catalog:
+    """The (database, table) pairs that exist, with columns and primary keys, plus every base
+    table a ``sources:`` selection matches.
 
     Missing tables are simply absent (callers report them with their own context). Names
     match case-insensitively, preferring an exact match.
@@ -28,6 +33,8 @@ def read_catalog(source: MySQLSource, tables: Iterable[tuple[str, str]]) -> Cata
     import pymysql
 
     wanted = list(dict.fromkeys((db, table) for db, table in tables))
+    if selections:
+        wanted += [t for t in _selected_tables(source, selections) if t not in wanted]
     if not wanted:
         return Catalog(tables=())
     schemas = sorted({db.lower() for db, _ in wanted})
@@ -95,6 +102,34 @@ def read_catalog(source: MySQLSource, tables: Iterable[tuple[str, str]]) -> Cata
             )
         )
     return Catalog(tables=tuple(dict.fromkeys(found)))
+
+
+# Schemas of the server itself: never selected by a pattern (`.*\..*` means user tables).
+SYSTEM_SCHEMAS = ("information_schema", "mysql", "performance_schema", "sys")
+
+
+def _selected_tables(
+    source: MySQLSource, selections: Sequence[TableSelection]
+) -> list[tuple[str, str]]:
+    """(database, table) of every base table some selection matches, in name order."""
+    import pymysql
+
+    marks = ",".join(["%s"] * len(SYSTEM_SCHEMAS))
+    try:
+        with connect(source) as connection, connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES"
+                f" WHERE TABLE_TYPE = 'BASE TABLE' AND LOWER(TABLE_SCHEMA) NOT IN ({marks})"
+                " ORDER BY TABLE_SCHEMA, TABLE_NAME",
+                SYSTEM_SCHEMAS,
+            )
+            rows = cursor.fetchall()
+    except pymysql.err.MySQLError as exc:
+        raise classify_error(exc, source, doing="listing the tables to match") from exc
+    return [
+        (str(db), str(table)) for db, table in rows
+        if any(selection.matches(f"{db}.{table}") for selection in selections)
+    ]
 
 
 def list_tables(source: MySQLSource, database: str) -> list[str]:

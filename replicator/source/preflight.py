@@ -183,6 +183,9 @@ def table_checks(pipeline: Pipeline, catalog: Catalog) -> list[CheckResult]:
     results: list[CheckResult] = []
     for table in pipeline.tables:
         name = table.source_name
+        if table.routed:
+            results.append(_routed_check(table, catalog))
+            continue
         found = catalog.table(table.source_database, table.source_table)
         if found is None:
             results.append(CheckResult(
@@ -219,6 +222,21 @@ def table_checks(pipeline: Pipeline, catalog: Catalog) -> list[CheckResult]:
     return results
 
 
+def _routed_check(table: Any, catalog: Catalog) -> CheckResult:
+    """A `sources:` selection: which tables it matches now (the plan checks they agree)."""
+    from replicator.plan.routing import matching_tables
+
+    name = f"tables {table.source_name}"
+    matched = matching_tables(table, catalog)
+    if not matched:
+        return CheckResult(name, "fail", "no source table matches",
+                           "patterns match whole database.table names, case-insensitively "
+                           "(shop_[0-9]+\\.orders); check them and the replicator user's "
+                           "SELECT grants")
+    shown = ", ".join(t.name for t in matched[:5]) + (" ..." if len(matched) > 5 else "")
+    return CheckResult(name, "pass", f"{len(matched)} tables -> {table.target_table}: {shown}")
+
+
 def source_checks(pipeline: Pipeline) -> tuple[list[CheckResult], Catalog | None]:
     """Every source check, and the live catalog (None when the server cannot be reached)."""
     from replicator.source.catalog import read_catalog
@@ -241,16 +259,21 @@ def source_checks(pipeline: Pipeline) -> tuple[list[CheckResult], Catalog | None
         with connection.cursor() as cursor:
             cursor.execute("SHOW GRANTS")
             grant_lines = [str(row[0]) for row in cursor.fetchall()]
-        databases = {table.source_database for table in pipeline.tables}
-        results.append(grants_check(grant_lines, user=source.user, databases=databases,
-                                    mariadb=mariadb))
+        databases = {db for db, _ in pipeline.fixed_tables}
+        grants_at = len(results)
         results.append(server_id_check(pipeline, variables))
     try:
-        catalog = read_catalog(source, [(t.source_database, t.source_table)
-                                        for t in pipeline.tables])
+        catalog = read_catalog(source, pipeline.fixed_tables, pipeline.selections)
     except SourceError as exc:
+        results.insert(grants_at, grants_check(grant_lines, user=source.user,
+                                               databases=databases, mariadb=mariadb))
         results.append(CheckResult("catalog", "fail", exc.message, exc.hint))
         return results, None
+    # The databases of the tables the selections match need the grants too.
+    databases |= {t.database for t in catalog.tables
+                  if any(s.matches(t.name) for s in pipeline.selections)}
+    results.insert(grants_at, grants_check(grant_lines, user=source.user, databases=databases,
+                                           mariadb=mariadb))
     results.extend(table_checks(pipeline, catalog))
     return results, catalog
 

@@ -47,10 +47,15 @@ class TableVerifier:
     """Compares one table; keeps its readers open for re-checks."""
 
     def __init__(self, pipeline: Pipeline, source_table: SourceTable, table: TablePlan,
-                 connection: Any, *, end_transaction: bool) -> None:
+                 connection: Any, *, end_transaction: bool, source_name: str | None = None) -> None:
+        """``source_name``: for a routed target, the one source table (``db.table``) compared,
+        against the target rows of its _SOURCE_TABLE."""
         self.table = table
         self.columns: list[PlannedColumn] = list(table.data_columns)
         self.key_columns = list(table.key_columns)
+        # The key the source pages by: a routed target's leading _SOURCE_TABLE is one value
+        # per source table, so it neither orders nor bounds anything.
+        self.order_columns = [c for c in self.key_columns if c.origin != "replicator"]
         self._key_at = [self.columns.index(c) for c in self.key_columns]
         self._source_form = source_row_form(self.columns)
         self._target_form = target_row_form(self.columns)
@@ -60,9 +65,9 @@ class TableVerifier:
 
             names = [c.source_column for c in self.columns if c.source_column]
             self._passes = compile_filter(table.filter, [*names, *table.excluded])
-        self.source = SourceReader(pipeline.source, source_table, table)
+        self.source = SourceReader(pipeline.source, source_table, table, source_name=source_name)
         self.target = TargetReader(connection, table, self.columns,
-                                   end_transaction=end_transaction)
+                                   end_transaction=end_transaction, source_name=source_name)
 
     def close(self) -> None:
         self.source.close()
@@ -119,7 +124,7 @@ class TableVerifier:
         return found
 
     def compare(self, report: TableReport, segment_rows: int) -> None:
-        if not keeps_key_order(self.key_columns):
+        if not keeps_key_order(self.order_columns):
             self._compare_range(report, self.source.everything(), None, None)
             return
         after: tuple[Any, ...] | None = None  # source-typed: MySQL's own key order
@@ -152,8 +157,10 @@ class TableVerifier:
             fresh = TableReport(self.table.source_name, "")
             self.compare(fresh, SEGMENT_ROWS)
             return fresh.differences
+        names = [c.source_column or c.target_column for c in self.key_columns]
+        own = self.source.lookup_keys(keys, names)  # a routed source: without _SOURCE_TABLE
         source = self._source_rows(
-            self.source.lookup([tuple(source_parameter(v) for v in key) for key in keys]))
+            self.source.lookup([tuple(source_parameter(v) for v in key) for key in own]))
         duplicates: list[KeyDifference] = []
         target = self._target_rows(self.target.lookup(keys), duplicates)
         return self._differences(source, target, keys) + duplicates
@@ -182,6 +189,22 @@ def _lag(pipeline: Pipeline, sink: Any, table: TablePlan) -> Lag:
     behind = lag_behind(pipeline.source, applied, head)
     return Lag(applied=str(applied), head=str(head), lag_bytes=behind.bytes,
                lag_files=behind.files)
+
+
+def _comparisons(chosen: Sequence[TablePlan],
+                 names: Sequence[str] | None) -> list[tuple[TablePlan, str]]:
+    """(plan, source table) pairs to compare: a routed target once per source table it reads
+    (only the named ones when ``--table`` names source tables)."""
+    wanted = {name.lower() for name in names or ()}
+    pairs = []
+    for table in chosen:
+        if not table.routed:
+            pairs.append((table, table.source_name))
+            continue
+        sources = list(table.sources)
+        named = [s for s in sources if s.lower() in wanted]
+        pairs += [(table, s) for s in (named or sources)]
+    return pairs
 
 
 def verify_pipeline(
@@ -218,8 +241,8 @@ def verify_pipeline(
     report = VerifyReport(pipeline.name)
     verifiers: dict[str, TableVerifier] = {}
     try:
-        for table in chosen:
-            source_table = catalog.table(table.source_database, table.source_table)
+        for table, name in _comparisons(chosen, tables):
+            source_table = catalog.table(*name.split(".", 1))
             assert source_table is not None  # load_plan checked
             if table.outbox is not None:
                 # Its rows are derived from events, most of them no longer in the outbox
@@ -240,9 +263,10 @@ def verify_pipeline(
                 continue
             started = time.perf_counter()
             verifier = TableVerifier(pipeline, source_table, table, sink.connection,
-                                     end_transaction=plan.target_kind == "snowflake")
-            verifiers[table.source_name] = verifier
-            table_report = TableReport(table.source_name, ".".join(table.target_parts))
+                                     end_transaction=plan.target_kind == "snowflake",
+                                     source_name=name if table.routed else None)
+            verifiers[name] = verifier
+            table_report = TableReport(name, ".".join(table.target_parts))
             verifier.compare(table_report, segment_rows)
             table_report.seconds = time.perf_counter() - started
             report.tables.append(table_report)

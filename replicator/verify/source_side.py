@@ -14,7 +14,7 @@ from typing import Any
 
 from replicator.errors import SourceError
 from replicator.model.catalog import SourceTable
-from replicator.model.pipeline import MySQLSource
+from replicator.model.pipeline import SOURCE_TABLE_COLUMN, MySQLSource
 from replicator.plan.model import TablePlan
 from replicator.source.connection import classify_error, connection_settings, is_mariadb
 from replicator.source.snapshot import quote_identifier
@@ -36,22 +36,33 @@ def _marks(count: int) -> str:
 class SourceReader:
     """Rows of one replicated table, as dicts by source column name."""
 
-    def __init__(self, source: MySQLSource, table: SourceTable, plan: TablePlan) -> None:
+    def __init__(self, source: MySQLSource, table: SourceTable, plan: TablePlan,
+                 *, source_name: str | None = None) -> None:
+        """``source_name``: one source table of a routed target (its rows carry it as
+        SOURCE_TABLE_COLUMN; columns the table lacks are NULL, as replication makes them)."""
         import pymysql
 
         self.source = source
         self.table = table
-        self.key = tuple(plan.source_key)
+        self._constant: dict[str, Any] = {}
+        key = [k for k in plan.source_key if not (source_name and k == SOURCE_TABLE_COLUMN)]
+        self.key = tuple(key)
         wanted = [c.source_column for c in plan.data_columns if c.source_column]
         if plan.filter:  # the row filter may read excluded columns
             wanted += list(plan.excluded)
         columns = []
         for name in dict.fromkeys(wanted):
             column = table.column(name)
-            if column is None:
+            if source_name and name == SOURCE_TABLE_COLUMN:
+                self._constant[name] = source_name
+            elif source_name and column is None:
+                self._constant[name] = None  # a column only other tables of the target have
+            elif column is None:
                 raise SourceError(f"{table.name} has no column {name!r} any more",
                                   hint="run `replicator plan` to see the live schema")
-            columns.append(column)
+            else:
+                columns.append(column)
+        self.key = tuple(table.column(k).name if table.column(k) else k for k in self.key)
         self.names = [c.name for c in columns]
         self._select = (
             f"SELECT {', '.join(quote_identifier(n) for n in self.names)} FROM "
@@ -85,10 +96,10 @@ class SourceReader:
                 raw = cursor.fetchall()
         except pymysql.err.MySQLError as exc:
             raise classify_error(exc, self.source, doing=f"reading {self.table.name}") from exc
-        names, converters = self.names, self._converters
+        names, converters, constant = self.names, self._converters, self._constant
         return [
-            {n: v if v is None or f is None else f(v)
-             for n, f, v in zip(names, converters, row, strict=True)}
+            {**constant, **{n: v if v is None or f is None else f(v)
+                            for n, f, v in zip(names, converters, row, strict=True)}}
             for row in raw
         ]
 
@@ -116,6 +127,12 @@ class SourceReader:
 
     def key_of(self, row: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(row[name] for name in self.key)
+
+    def lookup_keys(self, keys: Sequence[tuple[Any, ...]], key_names: Sequence[str]
+                    ) -> list[tuple[Any, ...]]:
+        """Full keys (``key_names`` order) -> the values of this reader's own key."""
+        at = [[n.lower() for n in key_names].index(k.lower()) for k in self.key]
+        return [tuple(key[i] for i in at) for key in keys]
 
     def close(self) -> None:
         self._connection.close()

@@ -49,7 +49,9 @@ class TargetReader:
     """Rows of one target table: key columns first, then the compared columns."""
 
     def __init__(self, connection: Any, table: TablePlan, columns: Sequence[PlannedColumn],
-                 *, end_transaction: bool = False) -> None:
+                 *, end_transaction: bool = False, source_name: str | None = None) -> None:
+        """``source_name``: read only the rows of that source table (a routed target's
+        _SOURCE_TABLE), bound as a parameter like every value."""
         self.connection = connection
         self.table = table
         self.key = [c.target_column for c in table.key_columns]
@@ -76,9 +78,14 @@ class TargetReader:
             self._live = f"COALESCE({quote_identifier(_named(table, '_IS_CURRENT'))}, FALSE)"
         elif any(c.role == "soft_delete" for c in table.columns):
             self._live = f"NOT COALESCE({quote_identifier(_named(table, '_DELETED'))}, FALSE)"
+        self._only: tuple[str, list[Any]] = ("", [])
+        if source_name is not None:
+            routed = next(c for c in table.key_columns if c.origin == "replicator")
+            self._only = (f"{quote_identifier(routed.target_column)} = ?", [source_name])
 
     def _rows(self, conditions: list[str], params: list[Any]) -> list[tuple[Any, ...]]:
-        where = [c for c in [self._live, *conditions] if c]
+        where = [c for c in [self._live, self._only[0], *conditions] if c]
+        params = [*self._only[1], *params]
         sql = self._select + (" WHERE " + " AND ".join(where) if where else "")
         if self._outer:
             sql = self._outer[0] + sql + self._rank + self._outer[1]

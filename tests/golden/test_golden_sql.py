@@ -19,7 +19,9 @@ def rendered(pipeline_file: Path) -> dict[Path, str]:
     pipeline = load_pipeline(pipeline_file)
     plan = build_plan(pipeline, offline_catalog(pipeline))
     return {
-        GOLDEN / pipeline_file.stem / dialect.name / f"{table.label}.sql": render_sql(
+        # A routed table (`sources:`) is named by its target: its source is a pattern.
+        GOLDEN / pipeline_file.stem / dialect.name
+        / f"{table.target_table if table.routed else table.label}.sql": render_sql(
             table, dialect
         )
         for dialect in DIALECTS.values()

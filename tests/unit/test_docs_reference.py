@@ -114,7 +114,9 @@ def test_row_shows_default_enum_and_description(path: str, node: dict[str, Any])
 
 
 def test_required_keys_are_marked_required() -> None:
-    assert "**required**" in ROWS["source"] and "**required**" in ROWS["tables[].source"]
+    assert "**required**" in ROWS["source"] and "**required**" in ROWS["tables[].sources.include"]
+    # A table gives `source` OR `sources` (semantic check R221): neither is required alone.
+    assert "**required**" not in ROWS["tables[].source"]
     assert "**required**" in ROWS["target.snowflake.database"]
     assert "**required**" not in ROWS["source.mysql.host"]
 

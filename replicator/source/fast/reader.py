@@ -26,6 +26,7 @@ from collections.abc import Collection, Iterator
 from replicator.errors import SourceError, TransientSourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
 from replicator.model.pipeline import MySQLSource
+from replicator.model.selection import TableSelection, TableSelector, as_selector
 from replicator.source.binlog import replicated_schema_change
 from replicator.source.connection import classify_error, connect, connection_settings
 from replicator.source.fast import tablemap
@@ -79,7 +80,7 @@ def read_changes_fast(
     *,
     start: BinlogPosition,
     end: BinlogPosition | None,
-    tables: Collection[str] | None,
+    tables: TableSelector | Collection[str | TableSelection] | None,
     server_id: int,
     stats: ValueStats | None = None,
     counters: FastDecodeCounters | None = None,
@@ -97,8 +98,9 @@ def read_changes_fast(
     from replicator.source.fast.library import Library
     from replicator.source.fast.stream import BinlogStream
 
-    wanted = None if tables is None else {name.lower() for name in tables}
-    wanted_schemas = None if wanted is None else {name.split(".", 1)[0] for name in wanted}
+    # Every test of a table name goes through the selector (exact names and `sources:`
+    # patterns alike); `in` matches case-insensitively.
+    wanted = as_selector(tables)
     zero_dates = ZeroDates(source.zero_dates, stats)
     local = FastDecodeCounters()
 
@@ -296,7 +298,7 @@ def read_changes_fast(
                     position = tx_start
                     yield from finish(log_pos, timestamp)
                     change = replicated_schema_change(query, schema, position, timestamp * 1000,
-                                                      wanted_schemas)
+                                                      wanted)
                     if change is not None:
                         yield change
                     if boundary >= end:

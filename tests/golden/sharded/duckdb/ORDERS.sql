@@ -1,0 +1,110 @@
+-- shop_[0-9]+\.orders except shop_0\.orders -> MAIN.ORDERS (duckdb)
+-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE
+
+-- create schema
+CREATE SCHEMA IF NOT EXISTS "MAIN";
+
+-- create target table
+CREATE TABLE IF NOT EXISTS "MAIN"."ORDERS" (
+  "_SOURCE_TABLE" VARCHAR NOT NULL,
+  "ID" BIGINT NOT NULL,
+  "CUSTOMER" VARCHAR,
+  "AMOUNT" DECIMAL(12,2),
+  "STATUS" VARCHAR,
+  "CREATED_AT" TIMESTAMP,
+  "_OP" VARCHAR,
+  "_TS_MS" BIGINT,
+  "_BINLOG_FILE" VARCHAR,
+  "_BINLOG_POS" BIGINT,
+  PRIMARY KEY ("_SOURCE_TABLE", "ID")
+);
+
+-- create state table
+CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
+  "PIPELINE" VARCHAR NOT NULL,
+  "TABLE" VARCHAR NOT NULL,
+  "BATCH_ID" BIGINT NOT NULL,
+  "END_OFFSET" VARCHAR,
+  "APPLIED_AT" TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY ("PIPELINE", "TABLE", "BATCH_ID")
+);
+
+-- create staging table
+CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_ORDERS" (
+  "_SOURCE_TABLE" VARCHAR,
+  "ID" BIGINT,
+  "CUSTOMER" VARCHAR,
+  "AMOUNT" DECIMAL(12,2),
+  "STATUS" VARCHAR,
+  "CREATED_AT" TIMESTAMP,
+  "_OP" VARCHAR,
+  "_TS_MS" BIGINT,
+  "_BINLOG_FILE" VARCHAR,
+  "_BINLOG_POS" BIGINT,
+  "_REPLICATOR_OP" VARCHAR,
+  "_REPLICATOR_SEQ" BIGINT,
+  "_REPLICATOR_TS" TIMESTAMPTZ
+);
+
+-- skip a batch already applied
+SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
+
+-- clear staging
+DELETE FROM "_REPLICATOR_STAGE_ORDERS";
+
+-- merge staged changes
+MERGE INTO "MAIN"."ORDERS" AS "tgt"
+USING (
+  SELECT
+    "_SOURCE_TABLE",
+    "ID",
+    "CUSTOMER",
+    "AMOUNT",
+    "STATUS",
+    "CREATED_AT",
+    "_OP",
+    "_TS_MS",
+    "_BINLOG_FILE",
+    "_BINLOG_POS",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "_REPLICATOR_STAGE_ORDERS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "_SOURCE_TABLE", "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+ON "tgt"."_SOURCE_TABLE" = "src"."_SOURCE_TABLE" AND "tgt"."ID" = "src"."ID"
+WHEN MATCHED AND "src"."_REPLICATOR_OP" = 'd' THEN DELETE
+WHEN MATCHED THEN UPDATE SET
+    "CUSTOMER" = "src"."CUSTOMER",
+    "AMOUNT" = "src"."AMOUNT",
+    "STATUS" = "src"."STATUS",
+    "CREATED_AT" = "src"."CREATED_AT",
+    "_OP" = "src"."_OP",
+    "_TS_MS" = "src"."_TS_MS",
+    "_BINLOG_FILE" = "src"."_BINLOG_FILE",
+    "_BINLOG_POS" = "src"."_BINLOG_POS"
+WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
+    "_SOURCE_TABLE",
+    "ID",
+    "CUSTOMER",
+    "AMOUNT",
+    "STATUS",
+    "CREATED_AT",
+    "_OP",
+    "_TS_MS",
+    "_BINLOG_FILE",
+    "_BINLOG_POS"
+) VALUES (
+    "src"."_SOURCE_TABLE",
+    "src"."ID",
+    "src"."CUSTOMER",
+    "src"."AMOUNT",
+    "src"."STATUS",
+    "src"."CREATED_AT",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_BINLOG_FILE",
+    "src"."_BINLOG_POS"
+);
+
+-- record the batch
+INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP;

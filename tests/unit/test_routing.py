@@ -1,0 +1,324 @@
+"""Routing (`sources:`): the table selector, the plan of a routed target, its staging (rows keyed
+by _SOURCE_TABLE in every mode), snapshot chunk slots, and schema changes of selected tables."""
+
+from __future__ import annotations
+
+import pickle
+import re
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replicator.engine.checkpoint import (
+    EPOCH_SPAN,
+    SLOT_SPAN,
+    StartState,
+    routed_chunk_number,
+    snapshot_batch_id,
+)
+from replicator.engine.routing import follow_routed_change
+from replicator.errors import EngineError, PlanError
+from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
+from replicator.model.changes import BinlogPosition, ChangeEvent
+from replicator.model.pipeline import (
+    ColumnMapping,
+    DuckDBTarget,
+    MySQLSource,
+    Pipeline,
+    TablePipeline,
+    TargetConfig,
+)
+from replicator.model.selection import (
+    PatternError,
+    TableSelection,
+    TableSelector,
+    as_selector,
+    compile_pattern,
+)
+from replicator.plan import DUCKDB, build_plan, offline_catalog, render_sql
+from replicator.sink.adapt import adapt_events
+from replicator.sink.staging import stage_changes
+from replicator.source.binlog import replicated_schema_change
+
+SHARDS = TableSelection((r"shop_[0-9]+\.orders",), (r"shop_0\.orders",))
+
+# -- the selector ------------------------------------------------------------------------
+
+
+def test_patterns_match_the_whole_name_case_insensitively():
+    assert SHARDS.matches("shop_1.orders") and SHARDS.matches("SHOP_12.Orders")
+    assert not SHARDS.matches("shop_0.orders")  # excluded
+    assert not SHARDS.matches("shop_1.orders_archive")  # whole name, not a prefix
+    assert not SHARDS.matches("old_shop_1.orders")  # nor a suffix
+    assert not SHARDS.matches("shop_1xorders")  # the dot is escaped
+    assert TableSelection((r"shop_[0-9]+.orders",)).matches("shop_1xorders")  # bare: any char
+
+
+def test_a_selector_mixes_exact_names_and_selections():
+    selector = TableSelector.of(["Billing.Invoices", SHARDS])
+    assert "billing.invoices" in selector and selector.matches("BILLING.INVOICES")
+    assert selector.matches("shop_3.orders") and not selector.matches("shop_0.orders")
+    assert not selector.matches("billing.payments")
+    assert as_selector(None) is None and as_selector(selector) is selector
+    assert as_selector(["a.b"]).matches("A.B")
+
+
+def test_a_selector_travels_as_json_and_pickle():
+    selector = TableSelector.of(["a.b", SHARDS, TableSelection(("x\\..*",))])
+    again = TableSelector.from_json(selector.to_json())
+    assert again == selector
+    assert pickle.loads(pickle.dumps(selector)) == selector
+    assert pickle.loads(pickle.dumps(selector)).matches("shop_5.orders")
+    assert TableSelector.from_json('["Shop.Trips"]').matches("shop.trips")  # old option format
+
+
+def test_a_bad_pattern_says_where():
+    with pytest.raises(PatternError) as caught:
+        compile_pattern("shop_(eu|us.orders")
+    assert caught.value.position == 5 and "at character 6" in str(caught.value)
+
+
+def test_schema_changes_are_kept_when_they_can_concern_the_selection():
+    selector = TableSelector.of(["billing.invoices", SHARDS])
+    position = BinlogPosition("mysql-bin.000001", 4)
+
+    def kept(sql, database="other"):
+        return replicated_schema_change(sql, database, position, 0, selector) is not None
+
+    assert kept("CREATE TABLE shop_9.orders (id INT PRIMARY KEY)")  # a new shard
+    assert kept("CREATE TABLE orders (id INT PRIMARY KEY)", database="shop_9")
+    assert kept("RENAME TABLE tmp.o TO shop_9.orders")  # renamed into the selection
+    assert kept("ALTER TABLE shop_1.orders ADD COLUMN x INT")
+    assert kept("ALTER TABLE billing.payments ADD COLUMN x INT")  # a schema of an exact name
+    assert kept("CREATE DATABASE shop_9")  # patterns cannot rule a database out
+    assert not kept("CREATE TABLE shop_0.orders (id INT)")  # excluded
+    assert not kept("ALTER TABLE shop_1.customers ADD COLUMN x INT")
+    exact = TableSelector.of(["billing.invoices"])
+    assert replicated_schema_change("CREATE DATABASE x", "x", position, 0, exact) is None
+
+
+_NAME = st.text(string.ascii_lowercase + string.digits + "_", min_size=1, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(database=_NAME, table=_NAME, other=_NAME)
+def test_an_escaped_exact_pattern_selects_exactly_that_table(database, table, other):
+    selection = TableSelection((re.escape(f"{database}.{table}"),))
+    assert selection.matches(f"{database}.{table}")
+    assert selection.matches(f"{database.upper()}.{table.upper()}")
+    assert selection.matches(f"{database}.{other}") == (other == table)
+    assert not selection.matches(f"{database}.{table}x")
+
+
+@settings(max_examples=200, deadline=None)
+@given(names=st.lists(st.tuples(_NAME, _NAME), max_size=8), include=st.sampled_from(
+    [r".*", r"[a-m].*\..*", r".*_1\..*", r"a.*"]), exclude=st.sampled_from([None, r".*x.*"]))
+def test_selection_is_include_minus_exclude(names, include, exclude):
+    selection = TableSelection((include,), (exclude,) if exclude else ())
+    for db, table in names:
+        name = f"{db}.{table}"
+        want = re.fullmatch(include, name, re.I) is not None and not (
+            exclude and re.fullmatch(exclude, name, re.I))
+        assert selection.matches(name) == want
+        assert TableSelector.of([selection]).matches(name) == want
+
+
+# -- the plan ----------------------------------------------------------------------------
+
+
+def _column(name, type_text, ordinal, nullable=True):
+    return SourceColumn(name, MySQLType.parse(type_text), nullable, ordinal)
+
+
+def _orders(database, *extra, id_type="bigint", key=("id",)):
+    columns = [_column("id", id_type, 1, False), _column("amount", "decimal(12,2)", 2),
+               _column("note", "varchar(20)", 3)]
+    columns += [_column(name, type_text, 4 + i) for i, (name, type_text) in enumerate(extra)]
+    return SourceTable(database, "orders", tuple(columns), key)
+
+
+def _pipeline(table: TablePipeline | None = None) -> Pipeline:
+    table = table or TablePipeline("", "", target_table="ORDERS", selection=SHARDS)
+    return Pipeline("shards", MySQLSource(), TargetConfig(DuckDBTarget()), (table,))
+
+
+CATALOG = Catalog((
+    _orders("shop_1"),
+    _orders("shop_2", ("region", "varchar(8)")),
+    _orders("shop_0", ("secret", "int")),  # excluded: its extra column is not planned
+    SourceTable("shop_1", "customers", (_column("id", "int", 1, False),), ("id",)),
+))
+
+
+def test_one_plan_per_target_keyed_by_source_table_first():
+    plan = build_plan(_pipeline(), CATALOG)
+    (table,) = plan.tables
+    assert table.routed and table.sources == ("shop_1.orders", "shop_2.orders")
+    assert table.source_key == ("_SOURCE_TABLE", "id")
+    assert table.target_key == ("_SOURCE_TABLE", "ID")
+    assert [c.target_column for c in table.data_columns] == [
+        "_SOURCE_TABLE", "ID", "AMOUNT", "NOTE", "REGION"]
+    first = table.data_columns[0]
+    assert (first.nullable, first.is_key, DUCKDB.type_name(first.target_type)) == (
+        False, True, "VARCHAR")
+    assert table.column("REGION").nullable  # shop_1 has no region: NULL for its rows
+    assert table.reads("shop_1.orders") and table.reads("SHOP_7.ORDERS")  # created later
+    assert not table.reads("shop_0.orders") and not table.reads("shop_1.customers")
+    assert plan.table("shop_2.orders") is table and plan.table("ORDERS") is table
+    assert plan.source_names() == ["shop_1.orders", "shop_2.orders"]
+    sql = render_sql(table, DUCKDB)
+    assert "-- sources: shop_1.orders, shop_2.orders" in sql
+    assert 'PRIMARY KEY ("_SOURCE_TABLE", "ID")' in sql
+
+
+def test_metadata_source_table_is_the_key_column_not_a_second_one():
+    table = TablePipeline("", "", target_table="ORDERS", selection=SHARDS,
+                          metadata=("op", "source_table"))
+    (planned,) = build_plan(_pipeline(table), CATALOG).tables
+    names = [c.target_column for c in planned.columns]
+    assert names.count("_SOURCE_TABLE") == 1 and "_OP" in names
+
+
+def test_a_type_conflict_names_both_tables_unless_a_type_is_declared():
+    catalog = Catalog((_orders("shop_1"), _orders("shop_2", id_type="int")))
+    with pytest.raises(PlanError) as caught:
+        build_plan(_pipeline(), catalog)
+    assert "shop_1.orders" in caught.value.message and "shop_2.orders" in caught.value.message
+    assert "'id'" in caught.value.message and "type:" in (caught.value.hint or "")
+    declared = TablePipeline("", "", target_table="ORDERS", selection=SHARDS,
+                             columns=(ColumnMapping("id", target_type="NUMBER(19,0)"),))
+    assert build_plan(_pipeline(declared), catalog).tables[0].column("ID").declared_type
+
+
+def test_the_tables_must_agree_on_the_key():
+    catalog = Catalog((_orders("shop_1"), _orders("shop_2", key=("id", "note"))))
+    with pytest.raises(PlanError, match=r"primary key \(id\) but shop_2.orders has \(id, note\)"):
+        build_plan(_pipeline(), catalog)
+    keyed = TablePipeline("", "", target_table="ORDERS", selection=SHARDS, key=("id",))
+    assert build_plan(_pipeline(keyed), catalog).tables[0].source_key == ("_SOURCE_TABLE", "id")
+    missing = TablePipeline("", "", target_table="ORDERS", selection=SHARDS, key=("region",))
+    with pytest.raises(PlanError, match=r"shop_1\.orders has no key column 'region'"):
+        build_plan(_pipeline(missing), Catalog((_orders("shop_1"), _orders("shop_2", ("region", "int")))))
+
+
+def test_no_matching_table_is_a_plan_error_with_a_hint():
+    with pytest.raises(PlanError, match="no source table matches") as caught:
+        build_plan(_pipeline(), Catalog((CATALOG.tables[3],)))
+    assert "whole database.table" in (caught.value.hint or "")
+
+
+def test_offline_plan_shows_the_patterns():
+    table = TablePipeline("", "", target_table="ORDERS", selection=SHARDS, key=("id",),
+                          columns=(ColumnMapping("id", source_type="bigint"),
+                                   ColumnMapping("amount", source_type="decimal(12,2)")))
+    pipeline = _pipeline(table)
+    (planned,) = build_plan(pipeline, offline_catalog(pipeline)).tables
+    assert planned.sources == () and planned.source_key == ("_SOURCE_TABLE", "id")
+    assert planned.source_name == r"shop_[0-9]+\.orders except shop_0\.orders"
+    assert "every table the patterns match at run time" in render_sql(planned, DUCKDB)
+
+
+# -- staging -----------------------------------------------------------------------------
+
+
+def _event(table, op, before=None, after=None, pos=4, row_index=0):
+    return ChangeEvent(table=table, op=op, position=BinlogPosition("mysql-bin.000001", pos),
+                       row_index=row_index, ts_ms=1_700_000_000_000, before=before, after=after)
+
+
+def _row(i, amount="1.00"):
+    return {"id": i, "amount": amount, "note": f"n{i}"}
+
+
+def _staged(mode="merge"):
+    table = TablePipeline("", "", target_table="ORDERS", selection=SHARDS, mode=mode)
+    (planned,) = build_plan(_pipeline(table), CATALOG).tables
+    events = [
+        _event("shop_1.orders", "c", after=_row(1), row_index=0),
+        _event("shop_2.orders", "c", after=_row(1), row_index=1),  # same id, other shard
+        _event("shop_1.orders", "u", before=_row(1), after=_row(1, "2.00"), row_index=2),
+        _event("shop_1.orders", "u", before=_row(1, "2.00"), after=_row(1, "3.00"), row_index=3),
+        _event("shop_2.orders", "d", before=_row(1), row_index=4),
+    ]
+    adapted = adapt_events(planned, events)
+    assert all(e.table == (e.after or e.before)["_SOURCE_TABLE"] for e in adapted)
+    assert events[0].after == _row(1)  # the events themselves are not touched
+    return stage_changes(planned, adapted).to_pylist()
+
+
+def test_merge_compacts_per_source_table():
+    rows = _staged()
+    assert [(r["_SOURCE_TABLE"], r["ID"], str(r["AMOUNT"]), r["_REPLICATOR_OP"]) for r in rows] == [
+        ("shop_1.orders", 1, "3.00", "u"), ("shop_2.orders", 1, "1.00", "d")]
+
+
+def test_changelog_and_scd2_rows_carry_the_source_table():
+    log = _staged("changelog")
+    assert [(r["_SOURCE_TABLE"], r["_OP"]) for r in log] == [
+        ("shop_1.orders", "c"), ("shop_2.orders", "c"), ("shop_1.orders", "u"),
+        ("shop_1.orders", "u"), ("shop_2.orders", "d")]
+    versions = _staged("scd2")
+    assert sorted((r["_SOURCE_TABLE"], str(r["AMOUNT"])) for r in versions) == [
+        ("shop_1.orders", "1.00"), ("shop_1.orders", "2.00"), ("shop_1.orders", "3.00"),
+        ("shop_2.orders", "1.00")]
+
+
+def test_a_table_that_is_not_routed_is_left_alone():
+    single = TablePipeline("shop_1", "orders", target_table="O1")
+    (planned,) = build_plan(_pipeline(single), CATALOG).tables
+    events = [_event("shop_1.orders", "c", after=_row(1))]
+    assert adapt_events(planned, events) == events
+
+
+# -- snapshot chunk numbers --------------------------------------------------------------
+
+
+def test_each_copy_of_a_source_takes_its_own_slot_until_it_completes():
+    state = StartState(position=BinlogPosition("mysql-bin.000001", 4), snapshot="pending")
+    a = state.routed_slot("main.ORDERS", "shop_1.orders")
+    b = state.routed_slot("MAIN.orders", "shop_2.orders")
+    assert (a, b) == (0, 1)
+    assert state.routed_slot("main.ORDERS", "SHOP_1.orders") == 0  # resumed copy: same slot
+    again = StartState.from_json(state.to_json())
+    assert again.routed_slot("main.ORDERS", "shop_2.orders") == 1
+    state.forget_slots("SHOP_1.orders")  # copy completed: a later copy takes a new slot
+    assert state.routed_slot("main.ORDERS", "shop_1.orders") == 2
+    assert state.routed_slot("main.OTHER", "shop_9.orders") == 0  # slots are per target
+
+
+def test_chunk_batch_ids_of_different_slots_never_meet():
+    ids = {snapshot_batch_id(0, routed_chunk_number(slot, index))
+           for slot in (0, 1, 999_999) for index in (0, 1, SLOT_SPAN - 2, SLOT_SPAN - 1)}
+    assert len(ids) == 12
+    # The last slot's last chunk still belongs to the epoch.
+    assert -snapshot_batch_id(0, routed_chunk_number(999_999, SLOT_SPAN - 1)) - 1 < EPOCH_SPAN
+
+
+def test_slots_run_out_with_a_hint():
+    state = StartState(position=BinlogPosition("mysql-bin.000001", 4), snapshot="pending",
+                       slots={"main.orders": EPOCH_SPAN // SLOT_SPAN})
+    with pytest.raises(EngineError, match="no chunk numbers left") as caught:
+        state.routed_slot("main.ORDERS", "shop_1.orders")
+    assert "--snapshot always" in (caught.value.hint or "")
+
+
+# -- schema changes while streaming ------------------------------------------------------
+
+
+def test_routed_schema_changes():
+    known = {"shop_1.orders", "shop_2.orders"}
+
+    def follow(kind, tables, routed, sql="DDL"):
+        return follow_routed_change(kind, tables, routed, known, sql, "mysql-bin.000001:4")
+
+    assert follow("create", ["shop_9.orders"], ["shop_9.orders"])  # a new shard: re-plan
+    assert follow("drop", ["shop_2.orders"], ["shop_2.orders"])  # stops being read
+    assert follow("rename", ["shop_2.orders", "old.orders"], ["shop_2.orders"])  # renamed away
+    assert not follow("alter", ["shop_1.orders"], ["shop_1.orders"])  # the one-table rules
+    with pytest.raises(EngineError, match="needs a copy") as caught:
+        follow("rename", ["tmp.o", "shop_9.orders"], ["shop_9.orders"])
+    assert "run the pipeline again" in (caught.value.hint or "")
+    # On the run after, the renamed table is a known source: its replayed RENAME is no news.
+    assert not follow("rename", ["tmp.o", "shop_1.orders"], ["shop_1.orders"])
