@@ -11,7 +11,9 @@ the real `run` path, into DuckDB and into the Snowflake sink's SQL on fakesnow.
    their rows stream without a restart;
 3. while stopped, another shard is created with rows: the next run copies it (and only it);
 4. after each step the target equals the union of the selected sources (+ _SOURCE_TABLE)
-   exactly, `verify` says equal per source table, and a further run applies nothing.
+   exactly, `verify` says equal per source table, and a further run applies nothing;
+5. rows changed outside the binlog: `--snapshot always` re-copies every shard (new epoch,
+   a chunk slot per shard) and removes the rows a shard lost, only from its _SOURCE_TABLE.
 """
 
 from __future__ import annotations
@@ -243,6 +245,20 @@ def _scenario(spark, root, prefix: str, pipeline, connect) -> None:
     _assert_equal(pipeline, root, connect)
     again = run(pipeline, spark)
     assert (again.snapshot_rows, again.changes, again.rows) == (0, 0, 0)
+
+    # Rows that change without a trace in the binlog: `--snapshot always` copies every shard
+    # again and removes, per _SOURCE_TABLE, the rows its source no longer has.
+    with root.cursor() as cursor:
+        cursor.execute("SET SESSION sql_log_bin = 0")
+        cursor.execute(f"DELETE FROM `{prefix}_shop_2`.orders WHERE id = 1")
+        cursor.execute(f"INSERT INTO `{prefix}_shop_1`.orders VALUES (7, 'c1-7', 7.00, 'new', NULL)")
+        root.commit()
+        cursor.execute("SET SESSION sql_log_bin = 1")
+    recopied = run(pipeline, spark, snapshot="always")
+    final = _assert_equal(pipeline, root, connect)
+    assert recopied.snapshot_rows == len(final) + 1  # every row copied, one lost row deleted
+    keys = {(r[0].split(".")[0][len(prefix) + 1:], r[1]) for r in final}
+    assert ("shop_2", 1) not in keys and {("shop_1", 1), ("shop_3", 1), ("shop_1", 7)} <= keys
 
 
 def test_sharded_tables_into_duckdb(spark, mariadb, mysql_source, shards, tmp_path):
