@@ -12,7 +12,7 @@ from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget
 from replicator.plan import SNOWFLAKE, build_plan, offline_catalog
 from replicator.plan.statements import target_name
 from replicator.sink import open_sink
-from replicator.sink.adapt import adapt_events
+from replicator.sink.routing import with_source_table
 from replicator.sink.staging import stage_changes
 from tests.fixtures.sink_sample import sample_events
 
@@ -37,9 +37,9 @@ def exercise(pipeline, count_rows):
             # A routed table (`sources:`) is planned offline from one placeholder table.
             source = (catalog.table("", table.source_name) if table.routed
                       else catalog.table(table.source_database, table.source_table))
-            # As the engine stages them: after the table's adapt steps (routing adds the
-            # _SOURCE_TABLE key column).
-            staged = stage_changes(table, adapt_events(table, sample_events(table, source)))
+            # Routing's adapt step adds the _SOURCE_TABLE key column as the engine does
+            # (sample_events already speaks each outbox route's columns).
+            staged = stage_changes(table, with_source_table(table, sample_events(table, source)))
             assert not sink.apply(table, 1, {"file": "f", "pos": 1}, staged).skipped
             assert sink.apply(table, 1, {"file": "f", "pos": 1}, staged).skipped
             # sample_events: 4 changes leaving 1 row; a changelog keeps all 4, scd2 keeps the
