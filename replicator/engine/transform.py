@@ -36,8 +36,8 @@ from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.values import decode_image
 
 if TYPE_CHECKING:
-    from replicator.model.selection import TableSelection
     from replicator.model.pipeline import Pipeline
+    from replicator.model.selection import TableSelection
     from replicator.plan.model import Plan, TablePlan
 
 ReportCallback = Callable[[BatchReport], None]
