@@ -27,7 +27,8 @@ except SystemExit as exc:
     code = exc.code
 finished = time.perf_counter()
 heavy = sorted({name.split(".")[0] for name in sys.modules} & heavy_names)
-print(json.dumps({"code": code, "heavy": heavy, "import_s": imported - started,
+print(json.dumps({"code": code, "heavy": heavy, "rich": "rich" in sys.modules,
+                  "import_s": imported - started,
                   "total_s": finished - started}), file=sys.stderr)
 """
 
@@ -44,5 +45,7 @@ def test_validate_loads_no_heavy_library_and_is_fast() -> None:
           f"validate one file in total: {report['total_s']:.3f}s")
     assert report["code"] == 0, process.stdout
     assert report["heavy"] == [], f"validate imported {report['heavy']}"
+    # Plain output (CI, a pipe) is written without rich: ~25 ms of start-up (bench startup).
+    assert report["rich"] is False
     # Generous: the point is "no Spark/driver start-up", not a benchmark (~0.2 s measured).
     assert report["total_s"] < 5
