@@ -137,7 +137,9 @@ def _select_tables(plan: Plan, name: str | None) -> list[TablePlan]:
 
 def _say_where_columns_came_from(table_plan: TablePlan) -> None:
     if table_plan.outbox is not None:
-        paths = ", ".join(f"{name} <- {path}" for name, path in table_plan.outbox.paths)
+        paths = ", ".join([f"{name} <- {path}" for name, path in table_plan.outbox.paths]
+                          + [f"{name} <- outbox column {column}"
+                             for name, column in table_plan.outbox.row_columns])
         render.info("%s columns from the payload (%s): %s", table_plan.label,
                     table_plan.outbox.payload_column, paths)
         return
@@ -166,6 +168,7 @@ def _table_json(table_plan: TablePlan, dialect: Dialect) -> dict[str, Any]:
             "type_column": outbox.type_column,
             "payload_column": outbox.payload_column,
             "paths": dict(outbox.paths),
+            "row_columns": dict(outbox.row_columns),
             "delete_when": outbox.delete_when,
             "null_on_error": list(outbox.null_on_error),
         },

@@ -180,8 +180,8 @@ def _outbox(spec: dict[str, Any], defaults: dict[str, Any]) -> OutboxSpec:
             target_table=route["target"],
             key=tuple(route["key"]),
             columns=tuple(
-                OutboxColumn(name=name, path=column["path"], type=column["type"],
-                             on_error=_on_error(column, None))
+                OutboxColumn(name=name, path=column.get("path"), type=column["type"],
+                             on_error=_on_error(column, None), column=column.get("column"))
                 for name, column in route["columns"].items()
             ),
             mode=route.get("mode", "merge"),

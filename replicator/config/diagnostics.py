@@ -64,6 +64,7 @@ CODES: dict[str, str] = {
     "R236": "an outbox route column lands in a target column already taken",
     "R237": "an outbox route setting that does not apply to its mode",
     "R238": "the outbox type or payload column is missing or of the wrong type",
+    "R239": "an outbox route column without exactly one of path and column, or an unknown column",
 }
 
 

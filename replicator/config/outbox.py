@@ -1,4 +1,4 @@
-"""Semantic checks of outbox tables (``mode: outbox``): codes R230-R238.
+"""Semantic checks of outbox tables (``mode: outbox``): codes R230-R239.
 
 Like the rest of ``semantic``, every lookup tolerates values of the wrong type (the schema
 reported those) and every problem is reported, each at the line and column that fixes it.
@@ -75,7 +75,7 @@ def check_outbox(document: LoadedDocument, base: JsonPath, table: dict[str, Any]
         if isinstance(route, dict):
             _check_route(document, (*where, "routes", route_name), str(route_name), route,
                          defaults, identifier_case, seen_targets, state_table, base,
-                         str(table.get("source")))
+                         str(table.get("source")), columns)
 
 
 def _check_outbox_columns(document: LoadedDocument, where: JsonPath, outbox: dict[str, Any],
@@ -120,7 +120,7 @@ def _check_outbox_columns(document: LoadedDocument, where: JsonPath, outbox: dic
 def _check_route(document: LoadedDocument, where: JsonPath, route_name: str,
                  route: dict[str, Any], defaults: dict[str, Any], identifier_case: Any,
                  seen_targets: dict[str, tuple[int, str]], state_table: Any, base: JsonPath,
-                 source: str) -> None:
+                 source: str, outbox_columns: dict[str, Any]) -> None:
     from replicator.config.semantic import _check_identifier
 
     mode = route.get("mode", "merge")
@@ -177,6 +177,7 @@ def _check_route(document: LoadedDocument, where: JsonPath, route_name: str,
                          "give one of them another name")
         else:
             taken[folded] = f"column {name}"
+        _check_value_source(document, path, name, spec, outbox_columns)
         if isinstance(spec.get("path"), str):
             _check_path(document, (*path, "path"), spec["path"])
         if isinstance(spec.get("type"), str):
@@ -195,6 +196,30 @@ def _check_route(document: LoadedDocument, where: JsonPath, route_name: str,
                          "does not convert stops the pipeline)")
     if isinstance(route.get("delete_when"), str):
         _check_path(document, (*where, "delete_when"), route["delete_when"])
+
+
+def _check_value_source(document: LoadedDocument, path: JsonPath, name: str,
+                        spec: dict[str, Any], outbox_columns: dict[str, Any]) -> None:
+    """R239: a route column reads exactly one of `path` (payload) or `column` (outbox row),
+    and `column` names a declared outbox column (when the outbox declares its columns)."""
+    has_path, has_column = "path" in spec, "column" in spec
+    if has_path == has_column:
+        where = document.key_position((*path, "column")) if has_column else \
+            document.key_position(path)
+        document.add(where, "R239",
+                     f"column {name} needs exactly one of `path` (a payload value) and "
+                     f"`column` (a column of the outbox row), {'not both' if has_path else 'not neither'}",
+                     "write path: $.field for a payload value, or column: id for the outbox "
+                     "row's own column")
+        return
+    declared = {n.lower() for n, s in outbox_columns.items()
+                if isinstance(_dict(s).get("source_type"), str)}
+    column = spec.get("column")
+    if declared and isinstance(column, str) and column.lower() not in declared:
+        document.add(document.position((*path, "column")), "R239",
+                     f"column {name}: {column!r} is not among the declared columns of the "
+                     "outbox table", f"declare it: columns: {{{column}: {{source_type: ...}}}}, "
+                     "or fix the name")
 
 
 def _taken_columns(route: dict[str, Any], mode: Any, defaults: dict[str, Any],

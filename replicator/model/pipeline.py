@@ -206,9 +206,10 @@ class OutboxColumn:
     """One target column of an outbox route: where its value is in the payload, its type."""
 
     name: str  # the target column, as written (identifier_case applies)
-    path: str  # JSON path into the payload ($.a.b, $.a[0], $['odd key'])
+    path: str | None  # JSON path into the payload ($.a.b, $.a[0], $['odd key']) ...
     type: str  # declared target type (plan.types.parse_target_type)
     on_error: OutboxOnError | None = None  # None: the route's
+    column: str | None = None  # ... or a column of the outbox row itself (event id, time)
 
 
 @dataclass(frozen=True)

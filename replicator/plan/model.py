@@ -73,7 +73,9 @@ class OutboxPlan:
     route: str  # the type column's value whose events land here
     type_column: str  # outbox table columns (the catalog's spelling)
     payload_column: str
-    paths: tuple[tuple[str, str], ...]  # (route column, JSON path) per data column, in order
+    paths: tuple[tuple[str, str], ...]  # (route column, JSON path) of payload columns
+    # (route column, outbox column) of the columns taken from the outbox row itself.
+    row_columns: tuple[tuple[str, str], ...] = ()
     null_on_error: tuple[str, ...] = ()  # route columns that load NULL when a value fails
     delete_when: str | None = None  # JSON path; a truthy value there deletes the key
     outbox_key: tuple[str, ...] = ()  # the outbox table's primary key (names rows in errors)

@@ -72,6 +72,28 @@ def check_outbox_columns(table: TablePipeline, source_table: SourceTable, proble
                          hint=f"point {role} at the column that holds {wanted}")
 
 
+def _row_column(source_table: SourceTable, name: str) -> str:
+    column = source_table.column(name)
+    return column.name if column is not None else name  # the catalog's spelling
+
+
+def _check_row_columns(table: TablePipeline, source_table: SourceTable, problems: _Problems,
+                       *, live: bool) -> None:
+    """Route columns taken from the outbox row (`column:`) name columns it has."""
+    spec = table.outbox
+    assert spec is not None
+    where = "in MySQL" if live else "among its declared columns (source_type)"
+    for route in spec.routes:
+        for column in route.columns:
+            if column.column is not None and source_table.column(column.column) is None:
+                problems.add(
+                    f"{table.source_name}[{route.type_value}].{column.name}: column "
+                    f"{column.column!r} is not a column of the outbox table {where}",
+                    hint="the outbox's columns are: "
+                    + ", ".join(c.name for c in source_table.columns),
+                )
+
+
 def plan_outbox(pipeline: Pipeline, table: TablePipeline, source_table: SourceTable,
                 live: bool, problems: _Problems) -> list[TablePlan]:
     spec = table.outbox
@@ -84,13 +106,20 @@ def plan_outbox(pipeline: Pipeline, table: TablePipeline, source_table: SourceTa
     payload_column = source_table.column(spec.payload_column)
     assert type_column is not None and payload_column is not None
     routed = tuple(route.type_value for route in spec.routes)
+    _check_row_columns(table, source_table, problems, live=live)
+    if len(problems.items) > before:
+        return []
     plans = []
     for index, route in enumerate(spec.routes):
         outbox = OutboxPlan(
             route=route.type_value,
             type_column=type_column.name,
             payload_column=payload_column.name,
-            paths=tuple((c.name, c.path) for c in route.columns),
+            paths=tuple((c.name, c.path) for c in route.columns if c.path is not None),
+            row_columns=tuple(
+                (c.name, _row_column(source_table, c.column))
+                for c in route.columns if c.column is not None
+            ),
             null_on_error=tuple(
                 c.name for c in route.columns
                 if c.name not in route.key and (c.on_error or route.on_error) == "null"
@@ -116,7 +145,8 @@ def _plan_route(pipeline: Pipeline, table: TablePipeline, source_table: SourceTa
     for column in route.columns:
         try:
             target_type = parse_target_type(column.type)
-            parse_path(column.path)
+            if column.path is not None:
+                parse_path(column.path)
         except PlanError as exc:
             problems.add(f"{label}.{column.name}: {exc.message}", exc.hint)
             continue

@@ -322,9 +322,10 @@ def converter(target: TargetType) -> Converter:
 @dataclasses.dataclass(frozen=True)
 class _Column:
     name: str
-    path: str
+    path: str  # the JSON path, or "outbox column <name>" (for messages)
     steps: tuple[str | int, ...]
     convert: Converter
+    row_column: str | None  # taken from the outbox row (typed MySQL value), not the payload
     type_label: str
     is_key: bool
     null_on_error: bool
@@ -349,7 +350,15 @@ def _route(table: TablePlan) -> _Route:
         planned = by_name[name]
         columns.append(_Column(
             name=name, path=path, steps=parse_path(path).steps,
-            convert=converter(planned.target_type),
+            convert=converter(planned.target_type), row_column=None,
+            type_label=planned.target_type.describe(), is_key=planned.is_key,
+            null_on_error=name in spec.null_on_error,
+        ))
+    for name, row_column in spec.row_columns:
+        planned = by_name[name]
+        columns.append(_Column(
+            name=name, path=f"outbox column {row_column}", steps=(),
+            convert=_row_converter(planned), row_column=row_column,
             type_label=planned.target_type.describe(), is_key=planned.is_key,
             null_on_error=name in spec.null_on_error,
         ))
@@ -357,6 +366,26 @@ def _route(table: TablePlan) -> _Route:
         spec=spec, label=table.label, target=table.target_table, columns=tuple(columns),
         delete_when=parse_path(spec.delete_when).steps if spec.delete_when else None,
     )
+
+
+def _row_converter(planned: Any) -> Converter:
+    """A typed MySQL value of the outbox row -> the column's type, as a table column's
+    declared ``type:`` converts it (``sink.values``); failures become BadValue."""
+    from replicator.sink.values import value_converter
+
+    convert = value_converter(planned)
+
+    def checked(value: Any) -> Any:
+        try:
+            return convert(value)
+        except SinkError as exc:
+            raise BadValue(exc.message) from None
+        except ArithmeticError:  # decimal.InvalidOperation: not a number at all
+            raise BadValue("is not a number") from None
+        except (ValueError, TypeError) as exc:
+            raise BadValue(f"does not convert ({exc})") from None
+
+    return checked
 
 
 def type_value(value: Any) -> str | None:
@@ -369,8 +398,11 @@ def type_value(value: Any) -> str | None:
 
 
 def _show(value: Any) -> str:
-    text = json_text(value) if not isinstance(value, str) else json.dumps(value,
-                                                                             ensure_ascii=False)
+    try:
+        text = json.dumps(value, ensure_ascii=False) if isinstance(value, str) else \
+            json_text(value)
+    except _HasDecimal:  # not a JSON value: a typed value of an outbox column
+        text = repr(value)
     return text if len(text) <= 200 else text[:197] + "..."
 
 
@@ -386,13 +418,17 @@ def _row_name(event: ChangeEvent, spec: OutboxPlan) -> str:
 def _route_image(route: _Route, event: ChangeEvent, payload: Any) -> dict[str, Any]:
     image: dict[str, Any] = {}
     for column in route.columns:
-        value = evaluate(column.steps, payload)
+        if column.row_column is not None:
+            value = (event.after or {}).get(column.row_column)
+        else:
+            value = evaluate(column.steps, payload)
         if value is None or value is MISSING:
             if column.is_key:
                 raise OutboxError(
                     f"{_row_name(event, route.spec)}, route {route.label} -> {route.target}: "
                     f"key column {column.name} ({column.path}) is "
-                    f"{'missing' if value is MISSING else 'null'} in the payload",
+                    f"{'missing' if value is MISSING else 'null'} in the "
+                    f"{'outbox row' if column.row_column else 'payload'}",
                     hint="every event of a route needs its key; fix the producer, or point "
                     "the column's path at the key",
                 )

@@ -144,10 +144,12 @@ def expected(transactions: list[list[Any]]) -> dict[str, list[tuple[Any, ...]]]:
     orders: dict[int, tuple[Any, ...]] = {}
     customers: dict[int, tuple[Any, ...]] = {}
     payments: list[tuple[Any, ...]] = []
+    outbox_id = 0  # AUTO_INCREMENT: every outbox insert takes the next id, kept or deleted
     for index, statements in enumerate(transactions):
         for statement in statements:
             if not isinstance(statement, tuple):
                 continue
+            outbox_id += 1
             _, kind, text = statement
             doc = _parse(text)
             op = "r" if index < len(BEFORE_FIRST_RUN) else "c"  # copied by the snapshot
@@ -173,8 +175,9 @@ def expected(transactions: list[list[Any]]) -> dict[str, list[tuple[Any, ...]]]:
                     None if doc.get("vip") is None else bool(doc["vip"]),
                     None if signed_up is None else dt.date.fromisoformat(signed_up), False)
             elif kind == "payment":
-                payments.append((Decimal(doc["id"]), _dec(doc.get("order_id"), 0),
-                                 _dec(doc.get("amount"), 2), _tz(doc.get("paid_at")), op, False))
+                payments.append((Decimal(outbox_id), Decimal(doc["id"]),
+                                 _dec(doc.get("order_id"), 0), _dec(doc.get("amount"), 2),
+                                 _tz(doc.get("paid_at")), op, False))
     return {
         "ORDERS": [orders[k] for k in sorted(orders)],
         "CUSTOMERS": [customers[k] for k in sorted(customers)],
@@ -254,13 +257,14 @@ def _contents(connection, prefix: str) -> dict[str, list[tuple[Any, ...]]]:
                                f'{prefix}"ORDERS" ORDER BY "ORDER_ID"')
     customers = _rows(connection, 'SELECT "CUSTOMER_ID", "EMAIL", "VIP", "SIGNED_UP", "_DELETED" '
                                   f'FROM {prefix}"CUSTOMERS" ORDER BY "CUSTOMER_ID"')
-    payments = _rows(connection, 'SELECT "PAYMENT_ID", "ORDER_ID", "AMOUNT", "PAID_AT", "_OP", '
+    payments = _rows(connection, 'SELECT "EVENT_ID", "PAYMENT_ID", "ORDER_ID", "AMOUNT", '
+                                 '"PAID_AT", "_OP", '
                                  f'"_DELETED" FROM {prefix}"PAYMENT_EVENTS" ORDER BY '
                                  '"_BINLOG_FILE", "_BINLOG_POS", "_TRANSACTION_ORDER"')
     return {
         "ORDERS": [(*row[:6], _json(row[6]), *row[7:]) for row in orders],
         "CUSTOMERS": customers,
-        "PAYMENT_EVENTS": [(*row[:3], _utc(row[3]), *row[4:]) for row in payments],
+        "PAYMENT_EVENTS": [(*row[:4], _utc(row[4]), *row[5:]) for row in payments],
     }
 
 

@@ -314,8 +314,10 @@ def test_changelog_route_keeps_every_event(plan):
         row(2, "payment", {"id": 1, "order_id": 7, "amount": "5.10"}, pos=200, index=1),
     ]
     staged = stage_changes(payments, adapt_events(payments, events)).to_pylist()
-    assert [(r["PAYMENT_ID"], r["AMOUNT"], r["_OP"], r["_BINLOG_POS"]) for r in staged] == [
-        (Decimal(1), Decimal("5.00"), "c", 100), (Decimal(1), Decimal("5.10"), "c", 200)]
+    assert [(r["EVENT_ID"], r["PAYMENT_ID"], r["AMOUNT"], r["_OP"], r["_BINLOG_POS"])
+            for r in staged] == [
+        (Decimal(1), Decimal(1), Decimal("5.00"), "c", 100),
+        (Decimal(2), Decimal(1), Decimal("5.10"), "c", 200)]
     assert staged[0]["PAID_AT"] == dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
 
@@ -359,6 +361,23 @@ def test_unrouted_fail(plan):
     assert adapt_events(strict, [row(1, "customer", {"id": 1})]) == []  # routed elsewhere
     with pytest.raises(OutboxError, match="no route for aggregate_type = 'refund'"):
         adapt_events(strict, [row(1, "refund", {"id": 1})])
+
+
+def test_row_columns_come_from_the_outbox_row(plan):
+    from dataclasses import replace
+
+    payments = plan.tables[2]
+    assert payments.outbox.row_columns == (("event_id", "id"),)
+    out = adapt_events(payments, [row(18446744073709551615, "payment", {"id": 3})])
+    assert out[0].after["event_id"] == Decimal("18446744073709551615")
+    keyed = replace(payments, source_key=("event_id",), columns=tuple(
+        replace(c, is_key=c.source_column == "event_id") for c in payments.columns))
+    with pytest.raises(OutboxError, match=r"key column event_id \(outbox column id\) is null "
+                       "in the outbox row"):
+        adapt_events(keyed, [row(None, "payment", {"id": 3})])
+    with pytest.raises(OutboxError, match=r"column event_id \(outbox column id, decimal\(20,0\)\): "
+                       r'value "x" is not a number'):
+        adapt_events(payments, [row("x", "payment", {"id": 3})])
 
 
 def test_other_tables_pass_through(plan):
