@@ -15,6 +15,7 @@ from replicator.config.diagnostics import Diagnostic
 from replicator.config.loader import LoadedDocument, load_document
 from replicator.config.schema import check_schema
 from replicator.config.semantic import check_semantics
+from replicator.config.transforms import check_transforms
 from replicator.errors import ConfigError
 from replicator.model.pipeline import Pipeline
 
@@ -28,6 +29,7 @@ def check_document(
     document = load_document(path, environ=environ, content=content)
     check_schema(document)
     check_semantics(document)
+    check_transforms(document)
     unique: dict[Diagnostic, None] = {}
     for diagnostic in document.diagnostics:
         unique.setdefault(diagnostic, None)  # a problem reached by two routes is shown once

@@ -122,6 +122,16 @@ def _engine(spec: dict[str, Any]) -> EngineConfig:
 def _column(source_column: str, spec: dict[str, Any] | None) -> ColumnMapping:
     spec = spec or {}
     mask = spec.get("mask")
+    salt = keep_last = length = None
+    if isinstance(mask, dict):  # {sha256: {salt}} | {redact: {keep_last}} | {truncate: N}
+        kind, options = next(iter(mask.items()))
+        if kind == "truncate":
+            length = int(options)
+        elif kind == "redact":
+            keep_last = int((options or {}).get("keep_last", 0)) or None
+        else:
+            salt = (options or {}).get("salt")
+        mask = kind
     return ColumnMapping(
         source_column=source_column,
         target_column=spec.get("name"),
@@ -129,6 +139,10 @@ def _column(source_column: str, spec: dict[str, Any] | None) -> ColumnMapping:
         source_type=spec.get("source_type"),
         exclude=bool(spec.get("exclude", False)),
         mask="null" if mask == "as_null" else mask,
+        mask_salt=salt,
+        mask_keep_last=keep_last,
+        mask_length=length,
+        expression=spec.get("expression"),
     )
 
 

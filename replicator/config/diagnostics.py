@@ -65,6 +65,12 @@ CODES: dict[str, str] = {
     "R237": "an outbox route setting that does not apply to its mode",
     "R238": "the outbox type or payload column is missing or of the wrong type",
     "R239": "an outbox route column without exactly one of path and column, or an unknown column",
+    "R240": "an expression or filter does not parse",
+    "R241": "a function or construct outside the supported subset",
+    "R242": "an expression or filter names an unknown column",
+    "R243": "a type error in an expression",
+    "R244": "a computed column is not well defined",
+    "R245": "a mask that cannot apply to its column",
 }
 
 

@@ -63,6 +63,7 @@ class LoadedDocument:
     expanded: dict[JsonPath, str] = field(default_factory=dict)  # ... and their text after it
     yaml11_booleans: dict[JsonPath, str] = field(default_factory=dict)  # path -> text as written
     quoted: dict[JsonPath, str] = field(default_factory=dict)  # scalars written in ' or "
+    text: str | None = None  # the file's text (points inside a scalar: config.transforms)
 
     def position(self, path: JsonPath) -> Position:
         """Where the value at ``path`` starts, or its nearest ancestor that exists."""
@@ -116,6 +117,7 @@ def load_document(
         return document
     if not _within_limits(text, document):
         return document
+    document.text = text
     try:
         root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:

@@ -412,7 +412,8 @@ def _check_columns(document: LoadedDocument, base: JsonPath, table: dict[str, An
                 document.add(document.position((*path, "source_type")), "R208", str(exc),
                              "write the type as information_schema.COLUMNS.COLUMN_TYPE does: "
                              "int, varchar(255), decimal(38,10), datetime(6)")
-        elif exhaustive and "source_type" not in spec and spec.get("exclude") is not True:
+        elif (exhaustive and "source_type" not in spec and spec.get("exclude") is not True
+              and "expression" not in spec):
             document.add(document.key_position(path), "R211",
                          f"column {name} has no source_type while other columns of this table "
                          "declare theirs", f"add `source_type:` to {name} (plan --offline needs "

@@ -27,7 +27,7 @@ RouteMode = Literal["merge", "changelog"]
 # with an error naming the row, route, column, path and value, or load NULL.
 OutboxOnError = Literal["fail", "null"]
 UnroutedPolicy = Literal["ignore", "fail"]
-MaskKind = Literal["sha256", "md5", "redact", "null"]
+MaskKind = Literal["sha256", "md5", "redact", "null", "truncate"]
 IdentifierCase = Literal["upper", "preserve"]
 Tinyint1Policy = Literal["boolean", "integer"]
 ZeroDatePolicy = Literal["null", "error"]
@@ -199,6 +199,17 @@ class ColumnMapping:
     source_type: str | None = None
     exclude: bool = False
     mask: MaskKind | None = None
+    # `mask: {sha256: {salt: ...}}`: hashed as sha256(salt + value); never printed.
+    mask_salt: str | None = field(default=None, repr=False)
+    mask_keep_last: int | None = None  # `mask: {redact: {keep_last: N}}`
+    mask_length: int | None = None  # `mask: {truncate: N}`
+    # A computed column (not a source column): a Spark SQL expression over the row's source
+    # columns, and its target type (`type:` is required with it).
+    expression: str | None = None
+
+    @property
+    def computed(self) -> bool:
+        return self.expression is not None
 
 
 @dataclass(frozen=True)
@@ -286,7 +297,7 @@ class TablePipeline:
         """The declared mapping of a source column (MySQL column names are case-insensitive)."""
         wanted = source_column.lower()
         for mapping in self.columns:
-            if mapping.source_column.lower() == wanted:
+            if mapping.source_column.lower() == wanted and not mapping.computed:
                 return mapping
         return None
 

@@ -148,6 +148,8 @@ def _plan_table(
     before = len(problems.items)
 
     for mapping in table.columns:
+        if mapping.computed:
+            continue  # checked by _plan_computed
         if source_table.column(mapping.source_column) is None:
             problems.add(
                 f"{name}: column {mapping.source_column!r} is configured but not in the source",
@@ -181,6 +183,11 @@ def _plan_table(
         if column is not None:
             columns.append(column)
 
+    for mapping in table.columns:
+        if mapping.computed:
+            computed = _plan_computed(pipeline, table, mapping, source_table, problems)
+            if computed is not None:
+                columns.append(computed)
     data_columns = list(columns)
     # A changelog table carries the fixed changelog columns instead of `metadata:`.
     for metadata in table.metadata if table.mode != "changelog" else ():
@@ -354,13 +361,15 @@ def _plan_column(
     declared = bool(mapping and mapping.target_type)
     try:
         if mask is not None:
-            if is_key and mask in ("redact", "null"):
+            if is_key and mask in ("redact", "null", "truncate"):
                 raise PlanError(
                     f"key column {source_column.name!r} cannot be masked with {mask!r} "
-                    "(every row would get the same key)",
+                    "(distinct keys would collapse into one target row)",
                     hint="use mask: sha256 for a key column, or declare another `key:`",
                 )
             target_type = STRING  # a hash, '***' or NULL
+            if mask == "truncate":
+                target_type = _truncated_type(mapping, source_column, tinyint1)
         elif mapping and mapping.target_type:
             target_type = parse_target_type(mapping.target_type)
         else:
@@ -380,6 +389,89 @@ def _plan_column(
         mask=mask,
         declared_type=declared,
         origin="live" if live and not declared_source_type else "yaml",
+        mask_salt=mapping.mask_salt if mapping else None,
+        mask_keep_last=mapping.mask_keep_last if mapping else None,
+        mask_length=mapping.mask_length if mapping else None,
+    )
+
+
+def _truncated_type(mapping, source_column: SourceColumn, tinyint1: Tinyint1Policy) -> TargetType:
+    """`mask: {truncate: N}` keeps the column's text or binary type."""
+    target_type = (parse_target_type(mapping.target_type) if mapping.target_type
+                   else map_mysql_type(source_column.mysql_type, tinyint1=tinyint1))
+    if target_type.kind not in ("string", "binary"):
+        raise PlanError(
+            f"mask truncate applies to text and binary columns; this one is "
+            f"{source_column.mysql_type}",
+            hint="use mask: {redact: {keep_last: N}}, or a computed column: "
+            "{expression: \"substring(cast(x AS STRING), 1, N)\", type: VARCHAR}",
+        )
+    return target_type
+
+
+def _yaml_location(pipeline: Pipeline, table: TablePipeline, *parts: str) -> str:
+    index = pipeline.tables.index(table)
+    where = ".".join((f"tables[{index}]", *parts))
+    return f"{pipeline.path}: {where}" if pipeline.path else where
+
+
+def _plan_computed(
+    pipeline: Pipeline,
+    table: TablePipeline,
+    mapping,
+    source_table: SourceTable,
+    problems: _Problems,
+) -> PlannedColumn | None:
+    """A computed column: its expression compiled against the live (or declared) columns."""
+    from replicator.plan.expressions import ExpressionError, compile_expression, spark_type_of
+
+    name = mapping.source_column
+    where = _yaml_location(pipeline, table, "columns", name)
+    clash = source_table.column(name)
+    if clash is not None:
+        problems.add(f"{table.source_name}: computed column {name!r} has the name of source "
+                     f"column {clash.name!r} ({where})",
+                     hint="give the computed column another name (the key is its target name)")
+        return None
+    if not mapping.target_type:
+        problems.add(f"{table.source_name}: computed column {name!r} has no type ({where})",
+                     hint="declare its target type: type: NUMBER(14,2) (or VARCHAR, DATE, ...)")
+        return None
+    tinyint1 = pipeline.source.tinyint1
+    types = {c.name: spark_type_of(c.mysql_type, tinyint1=tinyint1) for c in source_table.columns}
+    try:
+        target_type = parse_target_type(mapping.target_type)
+        compile_expression(mapping.expression, types)
+    except ExpressionError as exc:
+        problems.add(f"{table.source_name}: computed column {name!r}: {exc.message} "
+                     f"({where}.expression, at character {exc.offset + 1})", exc.hint)
+        return None
+    except PlanError as exc:
+        problems.add(f"{table.source_name}: computed column {name!r}: {exc.message} ({where}.type)",
+                     exc.hint)
+        return None
+    from replicator.plan.expressions import referenced_columns
+
+    wanted = {n.lower() for n in referenced_columns(mapping.expression)}
+    inputs = tuple((c.name, types[c.name]) for c in source_table.columns if c.name.lower() in wanted)
+    if mapping.mask == "truncate" and target_type.kind not in ("string", "binary"):
+        problems.add(f"{table.source_name}: computed column {name!r}: mask truncate applies to "
+                     f"text and binary types ({where}.mask)", hint="declare type: VARCHAR")
+        return None
+    return PlannedColumn(
+        target_column=target_identifier(mapping.target_column or name, pipeline.target.identifier_case),
+        target_type=STRING if mapping.mask not in (None, "truncate") else target_type,
+        source_column=None,
+        mysql_type=None,
+        nullable=True,
+        mask=mapping.mask,
+        declared_type=True,
+        origin="yaml",
+        mask_salt=mapping.mask_salt,
+        mask_keep_last=mapping.mask_keep_last,
+        mask_length=mapping.mask_length,
+        expression=mapping.expression,
+        expression_inputs=inputs,
     )
 
 
@@ -451,6 +543,8 @@ def offline_catalog(pipeline: Pipeline) -> Catalog:
         columns = []
         missing = []
         for ordinal, mapping in enumerate(table.columns, start=1):
+            if mapping.computed:
+                continue  # not a source column
             if mapping.source_type is None:
                 if not mapping.exclude:
                     missing.append(mapping.source_column)

@@ -28,24 +28,45 @@ Compiled = Callable[[Row], Any]
 
 
 class FilterError(PlanError):
-    def __init__(self, message: str) -> None:
+    """``offset``: where in the filter's text the problem is (0-based), for ``validate``."""
+
+    def __init__(self, message: str, offset: int = 0, *, unknown_column: bool = False,
+                 syntax: bool = False) -> None:
         super().__init__(
             message,
             hint="write the filter as a MySQL predicate over source columns, e.g. "
             "filter: \"status <> 'deleted' AND amount >= 10\"",
         )
+        self.offset = offset
+        self.unknown_column = unknown_column
+        self.syntax = syntax
 
 
-def compile_filter(text: str, source_columns: Iterable[str]) -> Callable[[Row], bool]:
-    """``text`` -> a function telling whether a row image passes (TRUE, not NULL/FALSE)."""
+def _at(node: Any) -> int:
+    from replicator.plan.expressions import _node_offset
+
+    return _node_offset(node)
+
+
+def compile_filter(text: str, source_columns: Iterable[str] | None) -> Callable[[Row], bool]:
+    """``text`` -> a function telling whether a row image passes (TRUE, not NULL/FALSE).
+
+    ``source_columns`` None: any column name is accepted (``validate`` without the table's
+    columns checks syntax and functions only)."""
     import sqlglot
-    from sqlglot.errors import ParseError
+    from sqlglot.errors import ParseError, TokenError
+
+    from replicator.plan.expressions import _offset, parse_message
 
     try:
         tree = sqlglot.parse_one(text, read="mysql")
     except ParseError as exc:
-        raise FilterError(f"cannot parse: {exc.errors[0]['description'] if exc.errors else exc}") from None
-    columns = {name.lower(): name for name in source_columns}
+        error = exc.errors[0] if exc.errors else {}
+        raise FilterError(f"cannot parse: {parse_message(error.get('description') or str(exc))}",
+                          _offset(text, error.get("line"), error.get("col")), syntax=True) from None
+    except TokenError as exc:
+        raise FilterError(f"cannot parse: {exc}", 0, syntax=True) from None
+    columns = None if source_columns is None else {name.lower(): name for name in source_columns}
     compiled = _Compiler(columns).compile(tree)
     return lambda row: compiled(row) is True
 
@@ -139,7 +160,7 @@ def _arith(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 
 
 class _Compiler:
-    def __init__(self, columns: dict[str, str]) -> None:
+    def __init__(self, columns: dict[str, str] | None) -> None:
         self.columns = columns
 
     def compile(self, node: Any) -> Compiled:
@@ -149,10 +170,14 @@ class _Compiler:
             return self.compile(node.this)
         if isinstance(node, exp.Column):
             wanted = node.name.lower()
-            if node.table or wanted not in self.columns:
+            if self.columns is None and not node.table:
+                name = node.name
+                return lambda row: row.get(name)
+            if node.table or self.columns is None or wanted not in self.columns:
+                known = ", ".join(self.columns.values()) if self.columns else ""
                 raise FilterError(
-                    f"unknown column {node.sql(dialect='mysql')!r}; source columns are: "
-                    f"{', '.join(self.columns.values())}"
+                    f"unknown column {node.sql(dialect='mysql')!r}; source columns are: {known}",
+                    _at(node), unknown_column=True,
                 )
             name = self.columns[wanted]
             return lambda row: row.get(name)
@@ -207,10 +232,10 @@ class _Compiler:
             if isinstance(target, exp.Boolean):
                 flag = target.this
                 return lambda row: _truth(inner(row)) is flag
-            raise FilterError(f"unsupported IS {target.sql(dialect='mysql')}")
+            raise FilterError(f"unsupported IS {target.sql(dialect='mysql')}", _at(node))
         if isinstance(node, exp.In):
             if node.args.get("query") or node.args.get("unnest"):
-                raise FilterError("IN (SELECT ...) is not supported in a filter")
+                raise FilterError("IN (SELECT ...) is not supported in a filter", _at(node))
             inner = self.compile(node.this)
             options = [self.compile(option) for option in node.expressions]
             equal = _compare(lambda a, b: a == b)
@@ -233,7 +258,7 @@ class _Compiler:
         if isinstance(node, (exp.Like, exp.ILike)):
             inner = self.compile(node.this)
             if not isinstance(node.expression, exp.Literal) or not node.expression.is_string:
-                raise FilterError("LIKE needs a string literal pattern")
+                raise FilterError("LIKE needs a string literal pattern", _at(node))
             regex = _like_regex(node.expression.this)
             return lambda row: None if (v := inner(row)) is None else bool(regex.match(str(v)))
         arithmetic: dict[type, Callable[[Any, Any], Any]] = {
@@ -259,7 +284,7 @@ class _Compiler:
         if isinstance(node, exp.Coalesce):
             parts = [self.compile(node.this)] + [self.compile(e) for e in node.expressions]
             return lambda row: next((v for p in parts if (v := p(row)) is not None), None)
-        raise FilterError(f"unsupported expression {node.sql(dialect='mysql')!r} in a filter")
+        raise FilterError(f"unsupported expression {node.sql(dialect='mysql')!r} in a filter", _at(node))
 
 
 def _logic(kind: type, left: bool | None, right: bool | None) -> bool | None:

@@ -8,13 +8,16 @@ quotes them when SQL is rendered.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 from replicator.model.catalog import MySQLType
 from replicator.model.pipeline import DeleteMode, IdentifierCase, MaskKind, TableMode
 from replicator.model.selection import TableSelection
 from replicator.plan.types import TargetType
+
+if TYPE_CHECKING:
+    from replicator.plan.expressions import SparkType
 
 ColumnRole = Literal["data", "metadata", "soft_delete", "scd2"]
 ColumnOrigin = Literal["live", "yaml", "replicator"]
@@ -31,6 +34,7 @@ STAGE_VALID_TO = "_REPLICATOR_VALID_TO"
 STAGE_CHANGE_SEQ = "_REPLICATOR_CHANGE_SEQ"
 SCD2_STAGE_COLUMNS = (STAGE_VALID_TO, STAGE_CHANGE_SEQ)
 RESERVED_PREFIX = "_REPLICATOR_"  # target columns may not start with it
+COMPUTED_IMAGE_PREFIX = "\x00computed:"  # row-image keys of computed values (PlannedColumn.image_key)
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,22 @@ class PlannedColumn:
     # handle plain names only: fakesnow's breaks on a '"' in a column name, and the
     # connector's rejects unquoted names that are not valid identifiers.
     staging_column: str | None = None
+    # Mask parameters (`mask: {sha256: {salt}}`, `{redact: {keep_last}}`, `{truncate: N}`).
+    mask_salt: str | None = field(default=None, repr=False)
+    mask_keep_last: int | None = None
+    mask_length: int | None = None
+    # A computed column: its Spark SQL expression and the source columns it reads, with the
+    # Spark type each reads as (plan.expressions.spark_type_of).
+    expression: str | None = None
+    expression_inputs: tuple[tuple[str, SparkType], ...] = ()
+
+    @property
+    def image_key(self) -> str:
+        """Where the column's value is in a row image: its source column, or (computed) the
+        key ``sink.computed`` adds the computed value under (no MySQL name can equal it)."""
+        if self.expression is not None:
+            return COMPUTED_IMAGE_PREFIX + self.target_column
+        return self.source_column or ""
 
     @property
     def staging_name(self) -> str:
@@ -157,6 +177,10 @@ class TablePlan:
     @property
     def data_columns(self) -> tuple[PlannedColumn, ...]:
         return tuple(c for c in self.columns if c.role == "data")
+
+    @property
+    def computed_columns(self) -> tuple[PlannedColumn, ...]:
+        return tuple(c for c in self.data_columns if c.expression is not None)
 
     @property
     def key_columns(self) -> tuple[PlannedColumn, ...]:

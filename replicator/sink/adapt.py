@@ -24,10 +24,11 @@ Step = Callable[["TablePlan", "list[ChangeEvent]"], "list[ChangeEvent]"]
 
 def _steps() -> tuple[Step, ...]:
     # Imported lazily: the steps pull in sqlglot/json helpers that `validate` never needs.
+    from replicator.sink.computed import add_computed
     from replicator.sink.outbox import flatten_outbox
     from replicator.sink.routing import with_source_table
 
-    return (with_source_table, flatten_outbox)
+    return (with_source_table, flatten_outbox, add_computed)
 
 
 def adapt_events(table: TablePlan, events: list[ChangeEvent]) -> list[ChangeEvent]:

@@ -114,7 +114,7 @@ def stage_changes(
     passes = _row_filter(table)
     extra: dict[str, list[Any]] = {}
     if table.mode == "scd2":
-        tracked = [c.source_column or "" for c in table.tracked_columns]
+        tracked = [c.image_key for c in table.tracked_columns]
         found = versions(ordered_changes(events, table.source_key, passes), table.source_key, tracked)
         rows = [(v.op, v.image, v.event) for v in found]
         times = [v.valid_from_ms for v in found]
@@ -150,7 +150,7 @@ def _to_arrow(
     for column in table.staged_columns:
         if column.role == "data":
             convert = value_converter(column)
-            source = column.source_column or ""
+            source = column.image_key
             columns[column.staging_name] = [convert(image.get(source)) for _, image, _ in rows]
         elif column.target_column.upper() == "_OP":
             columns[column.staging_name] = list(ops)

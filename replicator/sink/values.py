@@ -179,25 +179,48 @@ def value_converter(column: PlannedColumn) -> Converter:
         inner = _json_text
     else:  # pragma: no cover - TargetKind is closed
         raise SinkError(f"no staging conversion for target type {kind}")
+    if column.mask == "truncate":
+        length = column.mask_length or 0
+        return lambda v: None if v is None else inner(v)[:length]
     if column.mask:
-        masked = mask_function(column.mask, fsp)
+        masked = mask_function(column.mask, fsp, salt=column.mask_salt,
+                               keep_last=column.mask_keep_last)
         return lambda v: None if v is None else masked(v)
     return lambda v: None if v is None else inner(v)
 
 
-def mask_function(mask: MaskKind, fsp: int = 0) -> Converter:
-    """sha256/md5: hex digest of the UTF-8 text (raw bytes for binary values); redact: '***';
-    null: NULL. Non-text values are hashed over their text form as MySQL prints it."""
+def mask_function(mask: MaskKind, fsp: int = 0, *, salt: str | None = None,
+                  keep_last: int | None = None) -> Converter:
+    """The masked value of a non-NULL value (NULL stays NULL under every mask: callers).
+
+    sha256/md5: hex digest of the UTF-8 text (raw bytes for binary values); with a salt,
+    sha256(salt UTF-8 bytes + those bytes), so the warehouse can compute the same hash with
+    sha2(concat(salt, value), 256). redact: '***'; with keep_last N: one '*' per character
+    but the last N ('************1234'; a value of N characters or fewer is all '*').
+    null: NULL. Non-text values are masked over their text form as MySQL prints it (binary
+    values as hex for redact). truncate is applied after the type conversion (value_converter).
+    """
     if mask == "null":
         return lambda value: None
     if mask == "redact":
-        return lambda value: "***"
+        if not keep_last:
+            return lambda value: "***"
+        keep = keep_last
+
+        def redact(value: Any) -> str:
+            text = _to_text(value, fsp)
+            if len(text) <= keep:
+                return "*" * len(text)
+            return "*" * (len(text) - keep) + text[-keep:]
+
+        return redact
     algorithm = getattr(hashlib, mask)
+    prefix = salt.encode("utf-8") if salt else b""
 
     def digest(value: Any) -> str:
         data = bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else _to_text(
             value, fsp
         ).encode("utf-8")
-        return str(algorithm(data).hexdigest())
+        return str(algorithm(prefix + data).hexdigest())
 
     return digest

@@ -1,7 +1,7 @@
 """One canonical form per value, so a source row and its target row compare equal.
 
-The source side goes through exactly what replication does to a value: the staging
-converter of its planned column (``sink.values.value_converter``: mask, type conversion,
+The source side goes through exactly what replication does to a value: a computed
+column's expression (``sink.computed``), then the staging converter of its planned column (``sink.values.value_converter``: mask, type conversion,
 DECIMAL scale, BIT width, TIMESTAMP to UTC, TIME as text). The target side is what the
 warehouse driver hands back. ``canonical`` then removes what only differs in how a driver
 spells a value (Decimal exponent, aware vs naive UTC, bytearray vs bytes, JSON whitespace and
@@ -51,7 +51,7 @@ def _json_canonical(value: Any) -> str:
 
 def canonical_function(column: PlannedColumn) -> Callable[[Any], Any]:
     """The canonical form of one column's values (None-safe), chosen once per column."""
-    if column.mask:
+    if column.mask and column.mask != "truncate":  # truncate keeps the column's type
         return lambda v: None if v is None else str(v)  # hex digest or '***' on both sides
     kind = column.target_type.kind
     if kind == "integer":
@@ -117,12 +117,23 @@ RowForm = Callable[[dict[str, Any]], tuple[Any, ...]]
 
 def source_row_form(columns: Sequence[PlannedColumn]) -> RowForm:
     """Source image (dict by source column) -> canonical values of ``columns``, as staged."""
-    steps = [(c.source_column or "", value_converter(c), canonical_function(c)) for c in columns]
+    steps = [(_value_of(c), value_converter(c), canonical_function(c)) for c in columns]
 
     def form(image: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(same(convert(image.get(name))) for name, convert, same in steps)
+        return tuple(same(convert(value(image))) for value, convert, same in steps)
 
     return form
+
+
+def _value_of(column: PlannedColumn) -> Callable[[dict[str, Any]], Any]:
+    """A column's source-side value in a MySQL row: the source column's, or the computed
+    column's expression over the row (``sink.computed``, as replication computes it)."""
+    if column.expression is not None:
+        from replicator.sink.computed import expression_function
+
+        return expression_function(column)
+    name = column.source_column or ""
+    return lambda image: image.get(name)
 
 
 def target_row_form(columns: Sequence[PlannedColumn]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:

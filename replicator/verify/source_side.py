@@ -48,7 +48,7 @@ class SourceReader:
         key = [k for k in plan.source_key if not (source_name and k == SOURCE_TABLE_COLUMN)]
         self.key = tuple(key)
         wanted = [c.source_column for c in plan.data_columns if c.source_column]
-        if plan.filter:  # the row filter may read excluded columns
+        if plan.filter or plan.computed_columns:  # they may read excluded columns
             wanted += list(plan.excluded)
         columns = []
         for name in dict.fromkeys(wanted):

@@ -1,0 +1,140 @@
+-- crm.customers -> MAIN.CUSTOMERS (duckdb)
+
+-- create schema
+CREATE SCHEMA IF NOT EXISTS "MAIN";
+
+-- create target table
+CREATE TABLE IF NOT EXISTS "MAIN"."CUSTOMERS" (
+  "ID" BIGINT NOT NULL,
+  "FIRST_NAME" VARCHAR,
+  "LAST_NAME" VARCHAR,
+  "KIND" VARCHAR,
+  "EMAIL" VARCHAR,
+  "CARD_NUMBER" VARCHAR,
+  "PHONE" VARCHAR,
+  "BIRTH_DATE" VARCHAR,
+  "CREATED_AT" TIMESTAMP,
+  "FULL_NAME" VARCHAR,
+  "TOTAL_WITH_TAX" DECIMAL(14,2),
+  "SIGNUP_MONTH" VARCHAR,
+  "EMAIL_DOMAIN" VARCHAR,
+  "_OP" VARCHAR,
+  "_TS_MS" BIGINT,
+  PRIMARY KEY ("ID")
+);
+
+-- create state table
+CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
+  "PIPELINE" VARCHAR NOT NULL,
+  "TABLE" VARCHAR NOT NULL,
+  "BATCH_ID" BIGINT NOT NULL,
+  "END_OFFSET" VARCHAR,
+  "APPLIED_AT" TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY ("PIPELINE", "TABLE", "BATCH_ID")
+);
+
+-- create staging table
+CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_CUSTOMERS" (
+  "ID" BIGINT,
+  "FIRST_NAME" VARCHAR,
+  "LAST_NAME" VARCHAR,
+  "KIND" VARCHAR,
+  "EMAIL" VARCHAR,
+  "CARD_NUMBER" VARCHAR,
+  "PHONE" VARCHAR,
+  "BIRTH_DATE" VARCHAR,
+  "CREATED_AT" TIMESTAMP,
+  "FULL_NAME" VARCHAR,
+  "TOTAL_WITH_TAX" DECIMAL(14,2),
+  "SIGNUP_MONTH" VARCHAR,
+  "EMAIL_DOMAIN" VARCHAR,
+  "_OP" VARCHAR,
+  "_TS_MS" BIGINT,
+  "_REPLICATOR_OP" VARCHAR,
+  "_REPLICATOR_SEQ" BIGINT,
+  "_REPLICATOR_TS" TIMESTAMPTZ
+);
+
+-- skip a batch already applied
+SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
+
+-- clear staging
+DELETE FROM "_REPLICATOR_STAGE_CUSTOMERS";
+
+-- merge staged changes
+MERGE INTO "MAIN"."CUSTOMERS" AS "tgt"
+USING (
+  SELECT
+    "ID",
+    "FIRST_NAME",
+    "LAST_NAME",
+    "KIND",
+    "EMAIL",
+    "CARD_NUMBER",
+    "PHONE",
+    "BIRTH_DATE",
+    "CREATED_AT",
+    "FULL_NAME",
+    "TOTAL_WITH_TAX",
+    "SIGNUP_MONTH",
+    "EMAIL_DOMAIN",
+    "_OP",
+    "_TS_MS",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "_REPLICATOR_STAGE_CUSTOMERS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+ON "tgt"."ID" = "src"."ID"
+WHEN MATCHED AND "src"."_REPLICATOR_OP" = 'd' THEN DELETE
+WHEN MATCHED THEN UPDATE SET
+    "FIRST_NAME" = "src"."FIRST_NAME",
+    "LAST_NAME" = "src"."LAST_NAME",
+    "KIND" = "src"."KIND",
+    "EMAIL" = "src"."EMAIL",
+    "CARD_NUMBER" = "src"."CARD_NUMBER",
+    "PHONE" = "src"."PHONE",
+    "BIRTH_DATE" = "src"."BIRTH_DATE",
+    "CREATED_AT" = "src"."CREATED_AT",
+    "FULL_NAME" = "src"."FULL_NAME",
+    "TOTAL_WITH_TAX" = "src"."TOTAL_WITH_TAX",
+    "SIGNUP_MONTH" = "src"."SIGNUP_MONTH",
+    "EMAIL_DOMAIN" = "src"."EMAIL_DOMAIN",
+    "_OP" = "src"."_OP",
+    "_TS_MS" = "src"."_TS_MS"
+WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
+    "ID",
+    "FIRST_NAME",
+    "LAST_NAME",
+    "KIND",
+    "EMAIL",
+    "CARD_NUMBER",
+    "PHONE",
+    "BIRTH_DATE",
+    "CREATED_AT",
+    "FULL_NAME",
+    "TOTAL_WITH_TAX",
+    "SIGNUP_MONTH",
+    "EMAIL_DOMAIN",
+    "_OP",
+    "_TS_MS"
+) VALUES (
+    "src"."ID",
+    "src"."FIRST_NAME",
+    "src"."LAST_NAME",
+    "src"."KIND",
+    "src"."EMAIL",
+    "src"."CARD_NUMBER",
+    "src"."PHONE",
+    "src"."BIRTH_DATE",
+    "src"."CREATED_AT",
+    "src"."FULL_NAME",
+    "src"."TOTAL_WITH_TAX",
+    "src"."SIGNUP_MONTH",
+    "src"."EMAIL_DOMAIN",
+    "src"."_OP",
+    "src"."_TS_MS"
+);
+
+-- record the batch
+INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP;

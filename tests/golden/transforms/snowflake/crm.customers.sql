@@ -1,0 +1,137 @@
+-- crm.customers -> MAIN.CUSTOMERS (snowflake)
+
+-- create target table
+CREATE TABLE IF NOT EXISTS "MAIN"."CUSTOMERS" (
+  "ID" NUMBER(19,0) NOT NULL,
+  "FIRST_NAME" VARCHAR,
+  "LAST_NAME" VARCHAR,
+  "KIND" VARCHAR,
+  "EMAIL" VARCHAR,
+  "CARD_NUMBER" VARCHAR,
+  "PHONE" VARCHAR,
+  "BIRTH_DATE" VARCHAR,
+  "CREATED_AT" TIMESTAMP_NTZ(6),
+  "FULL_NAME" VARCHAR,
+  "TOTAL_WITH_TAX" NUMBER(14,2),
+  "SIGNUP_MONTH" VARCHAR,
+  "EMAIL_DOMAIN" VARCHAR,
+  "_OP" VARCHAR,
+  "_TS_MS" NUMBER(19,0),
+  PRIMARY KEY ("ID")
+);
+
+-- create state table
+CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
+  "PIPELINE" VARCHAR NOT NULL,
+  "TABLE" VARCHAR NOT NULL,
+  "BATCH_ID" NUMBER(19,0) NOT NULL,
+  "END_OFFSET" VARCHAR,
+  "APPLIED_AT" TIMESTAMP_TZ(6) NOT NULL,
+  PRIMARY KEY ("PIPELINE", "TABLE", "BATCH_ID")
+);
+
+-- create staging table
+CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_CUSTOMERS" (
+  "ID" NUMBER(19,0),
+  "FIRST_NAME" VARCHAR,
+  "LAST_NAME" VARCHAR,
+  "KIND" VARCHAR,
+  "EMAIL" VARCHAR,
+  "CARD_NUMBER" VARCHAR,
+  "PHONE" VARCHAR,
+  "BIRTH_DATE" VARCHAR,
+  "CREATED_AT" TIMESTAMP_NTZ(6),
+  "FULL_NAME" VARCHAR,
+  "TOTAL_WITH_TAX" NUMBER(14,2),
+  "SIGNUP_MONTH" VARCHAR,
+  "EMAIL_DOMAIN" VARCHAR,
+  "_OP" VARCHAR,
+  "_TS_MS" NUMBER(19,0),
+  "_REPLICATOR_OP" VARCHAR,
+  "_REPLICATOR_SEQ" NUMBER(19,0),
+  "_REPLICATOR_TS" TIMESTAMP_TZ(6)
+);
+
+-- skip a batch already applied
+SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
+
+-- clear staging
+DELETE FROM "_REPLICATOR_STAGE_CUSTOMERS";
+
+-- merge staged changes
+MERGE INTO "MAIN"."CUSTOMERS" AS "tgt"
+USING (
+  SELECT
+    "ID",
+    "FIRST_NAME",
+    "LAST_NAME",
+    "KIND",
+    "EMAIL",
+    "CARD_NUMBER",
+    "PHONE",
+    "BIRTH_DATE",
+    "CREATED_AT",
+    "FULL_NAME",
+    "TOTAL_WITH_TAX",
+    "SIGNUP_MONTH",
+    "EMAIL_DOMAIN",
+    "_OP",
+    "_TS_MS",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "_REPLICATOR_STAGE_CUSTOMERS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+ON "tgt"."ID" = "src"."ID"
+WHEN MATCHED AND "src"."_REPLICATOR_OP" = 'd' THEN DELETE
+WHEN MATCHED THEN UPDATE SET
+    "tgt"."FIRST_NAME" = "src"."FIRST_NAME",
+    "tgt"."LAST_NAME" = "src"."LAST_NAME",
+    "tgt"."KIND" = "src"."KIND",
+    "tgt"."EMAIL" = "src"."EMAIL",
+    "tgt"."CARD_NUMBER" = "src"."CARD_NUMBER",
+    "tgt"."PHONE" = "src"."PHONE",
+    "tgt"."BIRTH_DATE" = "src"."BIRTH_DATE",
+    "tgt"."CREATED_AT" = "src"."CREATED_AT",
+    "tgt"."FULL_NAME" = "src"."FULL_NAME",
+    "tgt"."TOTAL_WITH_TAX" = "src"."TOTAL_WITH_TAX",
+    "tgt"."SIGNUP_MONTH" = "src"."SIGNUP_MONTH",
+    "tgt"."EMAIL_DOMAIN" = "src"."EMAIL_DOMAIN",
+    "tgt"."_OP" = "src"."_OP",
+    "tgt"."_TS_MS" = "src"."_TS_MS"
+WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
+    "ID",
+    "FIRST_NAME",
+    "LAST_NAME",
+    "KIND",
+    "EMAIL",
+    "CARD_NUMBER",
+    "PHONE",
+    "BIRTH_DATE",
+    "CREATED_AT",
+    "FULL_NAME",
+    "TOTAL_WITH_TAX",
+    "SIGNUP_MONTH",
+    "EMAIL_DOMAIN",
+    "_OP",
+    "_TS_MS"
+) VALUES (
+    "src"."ID",
+    "src"."FIRST_NAME",
+    "src"."LAST_NAME",
+    "src"."KIND",
+    "src"."EMAIL",
+    "src"."CARD_NUMBER",
+    "src"."PHONE",
+    "src"."BIRTH_DATE",
+    "src"."CREATED_AT",
+    "src"."FULL_NAME",
+    "src"."TOTAL_WITH_TAX",
+    "src"."SIGNUP_MONTH",
+    "src"."EMAIL_DOMAIN",
+    "src"."_OP",
+    "src"."_TS_MS"
+);
+
+-- record the batch
+INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP();
