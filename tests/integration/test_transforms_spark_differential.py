@@ -115,6 +115,7 @@ def _with_nulls(rows, data):
 
 
 COMPILED = {text: compile_expression(text, COLUMNS) for text in EXPRESSIONS}
+_ERRORS_CHECKED: set[str] = set()
 
 
 def _same(ours, theirs) -> bool:
@@ -138,7 +139,7 @@ def test_result_types_are_sparks(spark) -> None:
     assert mismatches == []
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck),
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck),
           phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking: a Spark query each
 @given(rows=st.lists(_rows, min_size=12, max_size=24), data=st.data())
 def test_values_and_errors_are_sparks(spark, rows, data) -> None:
@@ -183,9 +184,13 @@ def test_values_and_errors_are_sparks(spark, rows, data) -> None:
                 break  # one row per expression is enough to see the difference
     assert mismatches == [], "\n".join(
         f"{text}: ours {mine!r} spark {theirs!r} on {row}" for text, row, mine, theirs in mismatches)
-    # Rows on which we fail: Spark fails on them too (one checked per expression).
+    # Rows on which we fail: Spark fails on them too (one row per expression and test run:
+    # a Spark query each).
     not_failing = []
     for text, indexes in failing.items():
+        if text in _ERRORS_CHECKED:
+            continue
+        _ERRORS_CHECKED.add(text)
         index = indexes[0]
         try:
             frame.where(f"id = {index}").selectExpr(text).collect()
