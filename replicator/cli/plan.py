@@ -144,13 +144,16 @@ def _say_where_columns_came_from(table_plan: TablePlan) -> None:
                     table_plan.outbox.payload_column, paths)
         return
     data = table_plan.data_columns
-    live = [c.source_column for c in data if c.origin == "live"]
-    declared = [c.source_column for c in data if c.origin == "yaml"]
+    live = [c.source_column for c in data if c.origin == "live" and c.expression is None]
+    declared = [c.source_column for c in data if c.origin == "yaml" and c.expression is None]
+    computed = [f"{c.target_column} = {c.expression}" for c in table_plan.computed_columns]
     parts = []
     if live:
         parts.append(f"from the live MySQL schema: {', '.join(map(str, live))}")
     if declared:
         parts.append(f"declared in the YAML (checked live): {', '.join(map(str, declared))}")
+    if computed:
+        parts.append(f"computed: {'; '.join(computed)}")
     render.info("%s columns %s", table_plan.source_name, "; ".join(parts) or "(none)")
 
 
@@ -185,6 +188,10 @@ def _table_json(table_plan: TablePlan, dialect: Dialect) -> dict[str, Any]:
                 "target_type": dialect.type_name(c.target_type),
                 "role": c.role,
                 "mask": c.mask,
+                **({"mask_keep_last": c.mask_keep_last} if c.mask_keep_last else {}),
+                **({"mask_length": c.mask_length} if c.mask_length else {}),
+                **({"mask_salted": True} if c.mask_salt else {}),  # never the salt itself
+                **({"expression": c.expression} if c.expression is not None else {}),
                 "origin": c.origin,
                 "declared_type": c.declared_type,
                 "nullable": c.nullable,

@@ -410,8 +410,8 @@ def _truncated_type(mapping, source_column: SourceColumn, tinyint1: Tinyint1Poli
 
 
 def _yaml_location(pipeline: Pipeline, table: TablePipeline, *parts: str) -> str:
-    index = pipeline.tables.index(table)
-    where = ".".join((f"tables[{index}]", *parts))
+    index = next((n for n, t in enumerate(pipeline.tables) if t is table), None)
+    where = ".".join((f"tables[{index}]" if index is not None else table.source_name, *parts))
     return f"{pipeline.path}: {where}" if pipeline.path else where
 
 

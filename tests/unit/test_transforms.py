@@ -1,0 +1,214 @@
+"""Transforms without Spark or a server: masks, computed columns through planning, staging and
+verify's normalisation, validate's positions inside YAML scalars, and the salt staying secret.
+(Spark semantics themselves: tests/integration/test_transforms_spark_differential.py.)"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from replicator.config import check_document, load_pipeline
+from replicator.errors import PlanError
+from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
+from replicator.model.changes import BinlogPosition, ChangeEvent
+from replicator.plan import build_plan, offline_catalog
+from replicator.plan.expressions import (
+    BIGINT,
+    INT,
+    STRING,
+    EvaluationError,
+    ExpressionError,
+    compile_expression,
+    decimal,
+)
+from replicator.sink.adapt import adapt_events
+from replicator.sink.staging import stage_changes
+from replicator.sink.values import value_converter
+from replicator.verify.normalize import source_row_form
+
+ROOT = Path(__file__).resolve().parents[2]
+SALT = "pepper 😀 'x'"
+
+
+def _pipeline():
+    return load_pipeline(ROOT / "pipelines" / "transforms.yaml", environ={"PII_SALT": SALT})
+
+
+def _plan(pipeline=None):
+    pipeline = pipeline or _pipeline()
+    return build_plan(pipeline, offline_catalog(pipeline)).table("crm.customers")
+
+
+def _event(op, before=None, after=None, index=0):
+    return ChangeEvent(table="crm.customers", op=op, position=BinlogPosition("mysql-bin.000001", 4),
+                       row_index=index, ts_ms=1_700_000_000_000, before=before, after=after)
+
+
+ROW = {"id": 7, "first_name": "Zoë", "last_name": None, "kind": "person", "email": "A@B.example",
+       "card_number": "4111111111111234", "phone": "+47 555", "birth_date": dt.date(1990, 1, 31),
+       "net_amount": Decimal("10.55"), "created_at": dt.datetime(2024, 3, 15, 10, 11, 12, 5)}
+
+
+def test_masks_and_computed_columns_are_staged_as_specified() -> None:
+    table = _plan()
+    rows = stage_changes(table, adapt_events(table, [_event("r", after=ROW)])).to_pylist()
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["EMAIL"] == hashlib.sha256((SALT + "A@B.example").encode()).hexdigest()
+    assert row["CARD_NUMBER"] == "************1234"
+    assert row["PHONE"] == "+47"
+    assert row["BIRTH_DATE"] is None
+    assert row["FULL_NAME"] == "Zoë"  # concat_ws skips the NULL last name
+    assert row["TOTAL_WITH_TAX"] == Decimal("12.66")  # 12.660 rounded HALF_UP to NUMBER(14,2)
+    assert row["SIGNUP_MONTH"] == "2024-03"
+    assert row["EMAIL_DOMAIN"] == "b.example"
+
+
+def test_null_stays_null_under_every_mask_and_none_text_is_text() -> None:
+    table = _plan()
+    nulls = dict(ROW, email=None, card_number=None, phone=None, net_amount=None, created_at=None)
+    texts = dict(ROW, id=8, email="None", card_number="None", phone="None")
+    rows = stage_changes(table, adapt_events(table, [_event("r", after=nulls),
+                                                     _event("r", after=texts, index=1)])).to_pylist()
+    by_id = {r["ID"]: r for r in rows}
+    assert [by_id[7][k] for k in ("EMAIL", "CARD_NUMBER", "PHONE", "TOTAL_WITH_TAX",
+                                  "SIGNUP_MONTH", "EMAIL_DOMAIN")] == [None] * 6
+    assert by_id[8]["EMAIL"] == hashlib.sha256((SALT + "None").encode()).hexdigest()
+    assert by_id[8]["CARD_NUMBER"] == "None"[:0] + "****"  # 4 characters or fewer: all stars
+    assert by_id[8]["PHONE"] == "Non"
+
+
+@pytest.mark.parametrize("mask,keep,length,value,expected", [
+    ("redact", 4, None, "12345", "*2345"),
+    ("redact", 4, None, "", ""),
+    ("redact", 2, None, Decimal("12.50"), "***50"),  # over the text MySQL prints
+    ("redact", 2, None, b"\x01\xff", "**ff"),  # binary: over its hex
+    ("redact", None, None, "anything", "***"),
+    ("truncate", None, 2, "😀é", "😀é"),
+    ("truncate", None, 1, "😀é", "😀"),  # characters, not bytes
+])
+def test_mask_values(mask, keep, length, value, expected) -> None:
+    from replicator.plan.model import PlannedColumn
+    from replicator.plan.types import STRING as TARGET_STRING
+
+    column = PlannedColumn("C", TARGET_STRING, source_column="c", mask=mask,
+                           mask_keep_last=keep, mask_length=length)
+    assert value_converter(column)(value) == expected
+    assert value_converter(column)(None) is None
+
+
+def test_truncate_keeps_bytes_of_a_binary_column() -> None:
+    from replicator.plan.model import PlannedColumn
+    from replicator.plan.types import BINARY
+
+    column = PlannedColumn("C", BINARY, source_column="c", mask="truncate", mask_length=2,
+                           mysql_type=MySQLType.parse("varbinary(10)"))
+    assert value_converter(column)(b"\x00\x01\x02") == b"\x00\x01"
+
+
+def test_the_salt_is_never_shown() -> None:
+    pipeline = _pipeline()
+    table = _plan(pipeline)
+    email = table.column("EMAIL")
+    assert email.mask_salt == SALT
+    for text in (repr(pipeline), repr(table), repr(email), str(table.columns)):
+        assert SALT not in text and "pepper" not in text
+
+
+def test_verify_computes_the_same_values_from_source_rows() -> None:
+    table = _plan()
+    staged = stage_changes(table, adapt_events(table, [_event("r", after=ROW)])).to_pylist()[0]
+    columns = table.data_columns
+    form = source_row_form(columns)(ROW)
+    assert form == tuple(staged[c.staging_name] for c in columns)
+
+
+def test_a_row_spark_would_fail_stops_the_batch_naming_table_column_and_key() -> None:
+    pipeline = _pipeline()
+    tables = []
+    for table in pipeline.tables:
+        ratio = dataclasses.replace(next(c for c in table.columns if c.computed),
+                                    source_column="ratio", expression="net_amount / 0",
+                                    target_type="DOUBLE")
+        columns = (*(c for c in table.columns if not c.computed), ratio)
+        tables.append(dataclasses.replace(table, columns=columns))
+    table = _plan(dataclasses.replace(pipeline, tables=tuple(tables)))
+    with pytest.raises(EvaluationError) as caught:
+        adapt_events(table, [_event("r", after=ROW)])
+    assert caught.value.error_class == "DIVIDE_BY_ZERO"
+    assert "crm.customers" in caught.value.message and "RATIO" in caught.value.message
+    assert "id=7" in caught.value.message
+
+
+def _live_catalog(*names):
+    columns = tuple(SourceColumn(name=n, mysql_type=MySQLType.parse(t), nullable=True, ordinal=i)
+                    for i, (n, t) in enumerate(names, start=1))
+    return Catalog(tables=(SourceTable(database="crm", table="customers", columns=columns,
+                                       primary_key=("id",)),), live=True)
+
+
+def test_plan_against_the_live_schema_names_table_column_and_yaml_place() -> None:
+    pipeline = _pipeline()
+    catalog = _live_catalog(("id", "bigint"), ("first_name", "varchar(100)"), ("last_name", "text"),
+                            ("kind", "varchar(10)"), ("email", "text"), ("card_number", "text"),
+                            ("phone", "text"), ("birth_date", "date"), ("created_at", "datetime"))
+    with pytest.raises(PlanError) as caught:  # net_amount is gone from MySQL
+        build_plan(pipeline, catalog)
+    message = caught.value.message
+    assert "crm.customers" in message and "total_with_tax" in message
+    assert "unknown column 'net_amount'" in message
+    assert "transforms.yaml: tables[0].columns.total_with_tax.expression" in message
+
+
+def test_computed_column_named_like_a_source_column_is_refused_by_plan() -> None:
+    pipeline = _pipeline()
+    table = pipeline.tables[0]
+    clash = dataclasses.replace(next(c for c in table.columns if c.computed), source_column="KIND")
+    pipeline = dataclasses.replace(pipeline, tables=(dataclasses.replace(
+        table, columns=(*table.columns, clash)),))
+    with pytest.raises(PlanError, match="has the name of source column 'kind'"):
+        build_plan(pipeline, offline_catalog(pipeline))
+
+
+@pytest.mark.parametrize("text,types,result_type,value", [
+    ("1.2 * d", {"d": decimal(10, 2)}, decimal(13, 3), Decimal("12.660")),  # p1 + p2 + 1
+    ("d / 2", {"d": decimal(4, 2)}, decimal(8, 6), Decimal("5.275000")),
+    ("i / 2", {"i": INT}, None, 3.5),  # int / int is DOUBLE
+    ("concat(s, i)", {"s": STRING, "i": BIGINT}, STRING, "x7"),
+])
+def test_expression_types(text, types, result_type, value) -> None:
+    row = {"d": Decimal("10.55"), "i": 7, "s": "x"}
+    compiled = compile_expression(text, types)
+    if result_type is not None:
+        assert compiled.type == result_type
+    assert compiled(row) == value
+
+
+def test_unsupported_and_non_deterministic_functions_are_refused_with_an_offset() -> None:
+    with pytest.raises(ExpressionError) as caught:
+        compile_expression("upper(s) || rand()", {"s": STRING})
+    assert caught.value.offset == 12
+    with pytest.raises(ExpressionError, match="current_date"):
+        compile_expression("current_date()", {})
+
+
+def _diagnostics(tmp_path, body):
+    path = tmp_path / "p.yaml"
+    path.write_text("version: 1\nsource: {mysql: {host: h, password: \"${P:-}\"}}\n"
+                    "target: {duckdb: {path: w.duckdb}}\ntables:\n  - source: crm.t\n"
+                    "    key: [id]\n    columns:\n      id: {source_type: int}\n" + body)
+    return [(d.code, d.line, d.col) for d in check_document(path, environ={}).diagnostics]
+
+
+def test_positions_point_inside_plain_quoted_and_block_scalars(tmp_path) -> None:
+    assert _diagnostics(tmp_path, "      a: {expression: \"id + nope\", type: INT}\n") == [("R242", 9, 29)]
+    assert _diagnostics(tmp_path, "      a: {expression: 'id || ''x'' || nope', type: VARCHAR}\n") == [
+        ("R242", 9, 39)]
+    assert _diagnostics(tmp_path, "      a:\n        type: INT\n        expression: >\n"
+                                  "          id +\n            nope\n") == [("R242", 13, 13)]
+    assert _diagnostics(tmp_path, "      a: {expression: id + nope, type: INT}\n") == [("R242", 9, 28)]
