@@ -7,8 +7,10 @@ Tables come and go under a selection by design; what each kind of DDL means:
   created, so every row it gets is in the binlog after the CREATE (CREATE ... LIKE too;
   CREATE ... SELECT logs its rows after the CREATE in a ROW binlog).
 - RENAME TABLE of another table INTO a matching name: its rows were written under the old
-  name, so it needs a copy, which only a run's start takes (``runner._cover_new_tables``):
-  stop with an error saying so; the next run copies it, and the replayed RENAME is then known.
+  name, so it needs a copy. ``SourcesToCopy`` stops the streaming query (the batch is not
+  committed); the runner re-plans, copies the table (``runner._cover_new_tables``, as for a
+  table created while the pipeline was stopped) and streams on: the batch is replayed, and
+  its RENAME is then known.
 - DROP TABLE / RENAME AWAY / DROP DATABASE of a matched table: it stops being read; its rows
   stay in the target (docs/routing.md).
 
@@ -20,6 +22,14 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from replicator.errors import EngineError
+
+
+class SourcesToCopy(EngineError):
+    """Tables renamed into a selection mid-stream: the runner copies them, then streams on."""
+
+    def __init__(self, tables: Sequence[str], message: str, hint: str) -> None:
+        super().__init__(message, hint=hint)
+        self.tables = tuple(tables)
 
 
 def follow_routed_change(
@@ -41,11 +51,14 @@ def follow_routed_change(
         arrivals = [new for old, new in pairs
                     if new.lower() in routed_set and new.lower() not in known]
         if arrivals:
-            raise EngineError(
+            raise SourcesToCopy(
+                arrivals,
                 f"{', '.join(arrivals)} was renamed into a `sources:` selection at {where} "
                 f"({sql[:200]}): its rows were written under another name, so it needs a copy",
                 hint="run the pipeline again: a run copies the tables a selection matches that "
                 "it has not covered yet, then streams on from here",
             )
-        return any(old.lower() in known for old, _ in pairs)
+        # Renamed away (not read any more), or into the selection after its copy (the
+        # RENAME replayed after the runner copied it): re-plan either way.
+        return True
     return False

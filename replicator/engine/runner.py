@@ -249,6 +249,7 @@ def run_pipeline(pipeline: Pipeline, options: RunOptions, *, spark: Any = None) 
 
 def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any) -> RunResult:
     from replicator.engine.errors import quiet_task_failures
+    from replicator.engine.routing import SourcesToCopy
     from replicator.engine.session import register_sources, spark_session
     from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
     from replicator.engine.transform import BatchApplier
@@ -306,8 +307,26 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any) -> RunResul
             resume = checkpoint.resume_position() or state.position
             ensure_available(pipeline.source, resume)
             result.start = resume
-            _stream_with_retries(spark, pipeline, applier, checkpoint, state, options, flag,
-                                 result, notice)
+            while True:
+                try:
+                    _stream_with_retries(spark, pipeline, applier, checkpoint, state, options,
+                                         flag, result, notice)
+                    break
+                except SourcesToCopy as arrived:
+                    # Renamed into a `sources:` selection mid-stream: copy them as tables found
+                    # at start-up are, then stream on (the uncommitted batch is replayed).
+                    notice(f"{', '.join(arrived.tables)}: renamed into a `sources:` selection; "
+                           "copying before streaming on")
+                    applier.failure = None
+                    applier.copied_sources |= {name.lower() for name in arrived.tables}
+                    catalog, plan = load_plan(pipeline)
+                    applier.replan(plan)
+                    state = _cover_new_tables(state, plan, checkpoint, options.snapshot, notice)
+                    if state.snapshot == "pending" and not run_snapshot(
+                            spark, applier, catalog, checkpoint, state,
+                            chunk_rows=options.chunk_rows or CHUNK_ROWS, should_stop=flag.is_set):
+                        result.stopped = True
+                        return result
         committed = checkpoint.committed()
         result.end = committed[1] if committed else resume
         return result

@@ -121,6 +121,10 @@ class BatchApplier:
         # Called with the source tables a `sources:` selection starts matching mid-stream
         # (the runner records them as covered: streamed from their CREATE, no copy needed).
         self._on_new_sources = on_new_sources
+        # Lower-case tables renamed into a selection that the runner has copied since (their
+        # replayed RENAME is no news any more, even if they are gone from the catalog now).
+        self.copied_sources: set[str] = set()
+        self._unplanned: set[str] = set()  # see _plan_unplanned_sources
         self.in_batch = False
         self.batches = 0
         self.failure: ReplicatorError | None = None  # kept: Spark wraps it in its own error
@@ -200,13 +204,14 @@ class BatchApplier:
             )
             if last is not None:
                 end_offset = {"file": last["end_file"], "pos": int(last["end_pos"])}
-        ddl = [row for row in rows if row["op"] == "ddl"]
-        if ddl:
-            self._follow_schema_changes(ddl)
         by_table: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
             if row["op"] != "ddl":
                 by_table.setdefault(row["table"].lower(), []).append(row)
+        ddl = [row for row in rows if row["op"] == "ddl"]
+        if ddl:
+            self._follow_schema_changes(ddl, with_rows=by_table)
+        self._plan_unplanned_sources(by_table)
         report = BatchReport("stream", sink_batch_id(self.epoch, spark_batch_id), end_offset,
                              pipeline=self.pipeline.name)
         for table_plan in self.plan.tables:
@@ -380,12 +385,28 @@ class BatchApplier:
         """Whether ``db.table`` feeds a routed target (matches a `sources:` selection)."""
         return any(table.routed and table.reads(name) for table in self.plan.tables)
 
-    def _follow_schema_changes(self, ddl_rows: list[dict[str, Any]]) -> None:
-        from replicator.engine.routing import follow_routed_change
+    def _plan_unplanned_sources(self, names: Iterable[str]) -> None:
+        """Rows of a table a selection matches but the plan does not list: it came to exist
+        during this run without a CREATE the reader saw (MariaDB logs CREATE TABLE ... SELECT
+        inside the transaction of its rows), so it streamed from its creation: re-plan, which
+        records it as covered (no copy at the next start)."""
+        planned = {name.lower() for t in self.plan.tables if t.routed for name in t.sources}
+        new = [name for name in names if name not in planned and name not in self._unplanned
+               and self._routed(name)]
+        if new:
+            self._unplanned.update(new)
+            self._evolve()
+
+    def _follow_schema_changes(self, ddl_rows: list[dict[str, Any]],
+                               with_rows: Iterable[str] = ()) -> None:
+        """``with_rows``: the (lower-case) tables the batch has row changes of."""
+        from replicator.engine.routing import SourcesToCopy, follow_routed_change
 
         replicated = self._replicated()
         known = {name.lower() for t in self.plan.tables if t.routed for name in t.sources}
+        known |= self.copied_sources  # copied by the runner after SourcesToCopy
         evolve = False
+        created: list[str] = []  # tables a selection matches, CREATEd in this batch
         for row in ddl_rows:
             details = json.loads(row["after"])
             tables = [str(t) for t in details.get("tables", [])]
@@ -394,10 +415,28 @@ class BatchApplier:
             # Tables a `sources:` selection matches (or matched) come and go by design.
             routed = [t for t in tables if t.lower() in known or self._routed(t)]
             database = str(details.get("database") or "").lower()
-            if routed and follow_routed_change(str(details.get("kind")), tables, routed, known,
-                                               sql, where):
-                evolve = True
-                continue
+            fixed = any(t.lower() in replicated for t in tables)
+            if routed and not fixed:
+                try:
+                    followed = follow_routed_change(str(details.get("kind")), tables, routed,
+                                                    known, sql, where)
+                except SourcesToCopy:
+                    # The batch is replayed after the copy, CREATEs included: the tables
+                    # created before this RENAME, and those whose first rows are in it (see
+                    # _plan_unplanned_sources), stream from there and need no copy.
+                    renamed = {str(name).lower() for r in ddl_rows
+                               for d in [json.loads(r["after"])] if d.get("kind") == "rename"
+                               for name in d.get("tables", [])[1::2]}
+                    created += [name for name in with_rows if name not in known
+                                and name not in renamed and self._routed(name)]
+                    if created and self._on_new_sources is not None:
+                        self._on_new_sources(list(dict.fromkeys(created)))
+                    raise
+                if details.get("kind") == "create":
+                    created += [t for t in routed if t.lower() not in known]
+                if followed:
+                    evolve = True
+                    continue
             touched = [t for t in tables if t.lower() in replicated]
             if not details.get("tables") and details.get("kind") == "drop" and any(
                 name.split(".", 1)[0] == database for name in replicated
@@ -446,13 +485,17 @@ class BatchApplier:
                     "while the pipeline was following an added column",
                     hint="re-copy the table with `replicator run PIPELINE.yaml --snapshot always`",
                 )
+        self.replan(new_plan)
+        if fresh and self._on_new_sources is not None:
+            self._on_new_sources(fresh)
+
+    def replan(self, new_plan: Plan) -> None:
+        """Apply with ``new_plan`` from now on; the sink ALTERs the target as it needs."""
         if self._open_sink is not None:
             self.sink.close()
             self.sink = self._open_sink(self.pipeline, new_plan)
         self.plan = new_plan
         self.sink.prepare()
-        if fresh and self._on_new_sources is not None:
-            self._on_new_sources(fresh)
 
 
 def _schema_change_row(change: Any) -> dict[str, Any]:

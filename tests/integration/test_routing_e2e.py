@@ -1,5 +1,6 @@
 """Routing end to end: sharded databases merged into one target, real MariaDB, real local Spark,
-the real `run` path, into DuckDB and into the Snowflake sink's SQL on fakesnow.
+the real `run` path, into DuckDB and into the Snowflake sink's SQL on fakesnow (there with every
+batch read on the driver, the large-batch path).
 
 ``pipelines/sharded.yaml`` with its patterns pointed at this test's shard databases:
 
@@ -8,7 +9,8 @@ the real `run` path, into DuckDB and into the Snowflake sink's SQL on fakesnow.
 2. a run that streams while: a transaction updates one key three times and moves another key
    (id 2 -> 20); shop_2 gets the same ids as shop_1; shop_0 changes (never arrive); a new shard
    database is created with CREATE TABLE ... LIKE, another with CREATE TABLE ... SELECT, and
-   their rows stream without a restart;
+   their rows stream without a restart; a table renamed into the selection is copied by the
+   running pipeline before it streams on;
 3. while stopped, another shard is created with rows: the next run copies it (and only it);
 4. after each step the target equals the union of the selected sources (+ _SOURCE_TABLE)
    exactly, `verify` says equal per source table, and a further run applies nothing;
@@ -64,7 +66,7 @@ def shards(mariadb):
             cursor.execute(f"DROP DATABASE `{name}`")
 
 
-def _pipeline(mysql_source, prefix: str, tmp_path: Path, warehouse: Any):
+def _pipeline(mysql_source, prefix: str, tmp_path: Path, warehouse: Any, **engine: Any):
     pipeline = load_pipeline(ROOT / "pipelines" / "sharded.yaml", environ={})
     (table,) = pipeline.tables
     assert table.selection == TableSelection(("shop_[0-9]+\\.orders",), ("shop_0\\.orders",))
@@ -75,7 +77,7 @@ def _pipeline(mysql_source, prefix: str, tmp_path: Path, warehouse: Any):
         target=TargetConfig(warehouse),
         tables=(dataclasses.replace(table, selection=selection),),
         batching=BatchPolicy(max_rows=50, max_delay_ms=300),
-        engine=EngineConfig(checkpoint=str(tmp_path / "checkpoint")),
+        engine=EngineConfig(checkpoint=str(tmp_path / "checkpoint"), **engine),
     )
 
 
@@ -96,9 +98,13 @@ def _setup(root, prefix: str) -> None:
             region = ", 'eu'" if n == 2 else ""
             statements.append(f"INSERT INTO `{db}`.orders VALUES ({i}, 'c{n}-{i}', {n}{i}.50, "
                               f"'new', '2024-0{n + 1}-0{i} 10:00:00.12345{i}'{region})")
-    # Not selected: another table of a shard, and a table whose name only the bare dot matches.
+    # Not selected: another table of a shard; a staging table renamed into a shard later.
     statements += [f"CREATE TABLE `{prefix}_shop_1`.customers (id INT PRIMARY KEY)",
-                   f"INSERT INTO `{prefix}_shop_1`.customers VALUES (1)"]
+                   f"INSERT INTO `{prefix}_shop_1`.customers VALUES (1)",
+                   f"CREATE DATABASE `{prefix}_staging`",
+                   TABLE.format(db=f"{prefix}_staging", extra=""),
+                   f"INSERT INTO `{prefix}_staging`.orders VALUES (1, 'c5-1', 51.00, 'new', NULL), "
+                   "(2, 'c5-2', 52.00, 'new', NULL)"]
     _execute(root, statements)
 
 
@@ -131,6 +137,11 @@ def _streamed_workload(root, prefix: str) -> None:
         f"CREATE TABLE `{prefix}_shop_4`.orders (PRIMARY KEY (id)) SELECT {COLUMNS} FROM {s1} "
         "WHERE id IN (1, 4)",
         f"DELETE FROM `{prefix}_shop_4`.orders WHERE id = 4",
+        # Renamed into the selection: its rows were written under another name, so the run
+        # copies it before streaming on.
+        f"CREATE DATABASE `{prefix}_shop_5`",
+        f"RENAME TABLE `{prefix}_staging`.orders TO `{prefix}_shop_5`.orders",
+        f"UPDATE `{prefix}_shop_5`.orders SET status = 'paid' WHERE id = 1",
     ])
 
 
@@ -220,8 +231,14 @@ def _scenario(spark, root, prefix: str, pipeline, connect) -> None:
     assert outcome, "the run did not stop within 180 s of the request"
     streamed = outcome[0]
     assert not isinstance(streamed, BaseException), repr(streamed)
-    assert streamed.snapshot_rows == 0
+    # The renamed table only. On the large-batch path the batch's rows are not known when its
+    # RENAME stops it, so shop_4 (CREATE ... SELECT, whose CREATE MariaDB logs inside the
+    # transaction of its rows, unseen by the DDL filter) is copied too: redundant, still exact.
+    large = pipeline.engine.large_batch_bytes < 1024
+    assert streamed.snapshot_rows == (2 + 1 if large else 2), notices
     assert any("match a `sources:` selection" in n and f"{prefix}_shop_3.orders" in n
+               for n in notices), notices
+    assert any("renamed into a `sources:` selection" in n and f"{prefix}_shop_5.orders" in n
                for n in notices), notices
     rows = _assert_equal(pipeline, root, connect)
     by_key = {(r[0].split(".")[0][len(prefix) + 1:], r[1]): r for r in rows}
@@ -230,6 +247,7 @@ def _scenario(spark, root, prefix: str, pipeline, connect) -> None:
     assert by_key[("shop_2", 4)][2] == "c2-4" and by_key[("shop_1", 4)][2] == "c1-4"
     assert by_key[("shop_3", 2)][4] == "paid" and set(k for k in by_key if k[0] == "shop_4") == {
         ("shop_4", 1)}
+    assert by_key[("shop_5", 1)][4] == "paid" and ("shop_5", 2) in by_key
     assert not any(k[0] == "shop_0" for k in by_key)
 
     # A shard created while the pipeline is stopped is copied by the next run, and only it.
@@ -283,7 +301,9 @@ def test_sharded_tables_into_snowflake_sql(spark, mariadb, mysql_source, shards,
             monkeypatch.delenv(name)
     target = SnowflakeTarget(database="ANALYTICS", schema="RAW", account="fake", user="fake",
                              password="fake")
-    pipeline = _pipeline(mysql_source, shards, tmp_path, target)
+    # Every micro-batch over 1 byte: all are read and applied on the driver in slices
+    # (engine.large_batch_bytes), the path huge transactions take.
+    pipeline = _pipeline(mysql_source, shards, tmp_path, target, large_batch_bytes=1)
     root = mariadb.root_connection()
     (tmp_path / "fakesnow").mkdir()
     try:
