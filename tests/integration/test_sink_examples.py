@@ -12,9 +12,10 @@ from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget
 from replicator.plan import SNOWFLAKE, build_plan, offline_catalog
 from replicator.plan.statements import target_name
 from replicator.sink import open_sink
+from replicator.sink.outbox import flatten_outbox
 from replicator.sink.routing import with_source_table
 from replicator.sink.staging import stage_changes
-from tests.fixtures.sink_sample import sample_events
+from tests.fixtures.sink_sample import outbox_sample_events, sample_events
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINES = sorted((ROOT / "pipelines").glob("*.yaml"))
@@ -37,9 +38,15 @@ def exercise(pipeline, count_rows):
             # A routed table (`sources:`) is planned offline from one placeholder table.
             source = (catalog.table("", table.source_name) if table.routed
                       else catalog.table(table.source_database, table.source_table))
-            # Routing's adapt step adds the _SOURCE_TABLE key column as the engine does
-            # (sample_events already speaks each outbox route's columns).
-            staged = stage_changes(table, with_source_table(table, sample_events(table, source)))
+            if table.outbox is not None:
+                # Outbox rows of the route's type, flattened by the outbox step as the engine
+                # does: 4 events, keys 1, 2, 1, then 2 deleted by `delete_when`.
+                events = flatten_outbox(table, outbox_sample_events(table))
+                assert len(events) == 4
+            else:
+                # Routing's adapt step adds the _SOURCE_TABLE key column as the engine does.
+                events = with_source_table(table, sample_events(table, source))
+            staged = stage_changes(table, events)
             assert not sink.apply(table, 1, {"file": "f", "pos": 1}, staged).skipped
             assert sink.apply(table, 1, {"file": "f", "pos": 1}, staged).skipped
             # sample_events: 4 changes leaving 1 row; a changelog keeps all 4, scd2 keeps the
