@@ -322,3 +322,112 @@ def test_routed_schema_changes():
     assert "run the pipeline again" in (caught.value.hint or "")
     # Once copied, the renamed table is a known source: its replayed RENAME just re-plans.
     assert follow("rename", ["tmp.o", "shop_1.orders"], ["shop_1.orders"])
+
+
+# -- the per-batch transform -------------------------------------------------------------
+
+
+class _RecordingSink:
+    def __init__(self):
+        self.applied = []
+
+    def apply(self, table, batch_id, end_offset, staged):
+        from replicator.sink import ApplyResult
+
+        self.applied.append((table.target_table, staged.to_pylist()))
+        return ApplyResult(skipped=False, rows=staged.num_rows, seconds_stage=0.0,
+                           seconds_merge=0.0)
+
+
+def _change_row(table, op, pos, after):
+    from replicator.engine.datasource import change_row
+
+    return change_row(_event(table, op, after=after, pos=pos), None)
+
+
+def _ddl_row(sql, kind, tables, pos=90):
+    import json
+
+    return {"table": tables[0], "op": "ddl", "file": "mysql-bin.000001", "file_seq": 1,
+            "pos": pos, "row_index": 0, "ts_ms": 0, "gtid": None, "transaction_id": None,
+            "end_file": None, "end_pos": None, "key": None, "before": None,
+            "after": json.dumps({"database": "x", "sql": sql, "kind": kind, "tables": tables})}
+
+
+@pytest.fixture()
+def routed_applier(tmp_path):
+    from replicator.engine.checkpoint import CheckpointDir
+    from replicator.engine.transform import BatchApplier
+
+    pipeline = _pipeline()
+    covered: list[list[str]] = []
+    applier = BatchApplier(pipeline, build_plan(pipeline, CATALOG), _RecordingSink(),
+                           CheckpointDir(tmp_path), on_new_sources=covered.append)
+    evolved: list[int] = []
+    applier._evolve = lambda: evolved.append(1)  # no server here: count the re-plans
+    return applier, covered, evolved
+
+
+def test_a_batch_of_many_shards_is_one_apply_keyed_by_shard(routed_applier):
+    applier, covered, evolved = routed_applier
+    rows = [_change_row("shop_2.orders", "c", 200, _row(1)),
+            _change_row("shop_1.orders", "c", 100, _row(1)),
+            _change_row("shop_0.orders", "c", 300, _row(1)),  # excluded
+            _change_row("shop_1.customers", "c", 300, {"id": 1})]  # not selected
+    report = applier.apply_rows(rows, 0, None)
+    ((target, staged),) = applier.sink.applied
+    assert target == "ORDERS" and [(r["_SOURCE_TABLE"], r["ID"]) for r in staged] == [
+        ("shop_1.orders", 1), ("shop_2.orders", 1)]
+    assert [t.changes for t in report.tables] == [2] and evolved == [] and covered == []
+
+
+def test_rows_of_an_unplanned_matching_table_re_plan_once(routed_applier):
+    applier, _, evolved = routed_applier
+    row = _change_row("shop_7.orders", "c", 100, _row(1))  # CREATE ... SELECT: no DDL seen
+    applier.apply_rows([row], 0, None)
+    applier.apply_rows([row], 1, None)
+    assert evolved == [1]
+    assert applier.sink.applied[0][1][0]["_SOURCE_TABLE"] == "shop_7.orders"
+
+
+def test_a_create_re_plans_and_a_rename_into_the_selection_asks_for_a_copy(routed_applier):
+    from replicator.engine.routing import SourcesToCopy
+
+    applier, covered, evolved = routed_applier
+    applier.apply_rows([_ddl_row("CREATE TABLE shop_8.orders LIKE shop_1.orders", "create",
+                                 ["shop_8.orders"])], 0, None)
+    assert evolved == [1]
+    batch = [
+        _ddl_row("CREATE TABLE shop_9.orders LIKE shop_1.orders", "create", ["shop_9.orders"]),
+        _ddl_row("RENAME TABLE tmp.o TO shop_5.orders", "rename", ["tmp.o", "shop_5.orders"], 95),
+        _change_row("shop_6.orders", "c", 96, _row(1)),  # first rows of a table made in-run
+        _change_row("shop_5.orders", "u", 97, _row(1)),  # the renamed one: needs its copy
+    ]
+    with pytest.raises(SourcesToCopy) as caught:
+        applier.apply_rows(batch, 1, None)
+    assert caught.value.tables == ("shop_5.orders",) and applier.sink.applied == []
+    assert covered == [["shop_9.orders", "shop_6.orders"]]  # they stream from the replay on
+    applier.copied_sources.add("shop_5.orders")  # what the runner does after copying it
+    applier.apply_rows(batch, 1, None)  # the replay: the RENAME is known now
+    assert {r["_SOURCE_TABLE"] for _, staged in applier.sink.applied for r in staged} == {
+        "shop_6.orders", "shop_5.orders"}
+
+
+def test_an_alter_of_a_shard_follows_the_one_table_rules(routed_applier):
+    applier, _, evolved = routed_applier
+    applier.apply_rows([_ddl_row("ALTER TABLE shop_1.orders ADD COLUMN x INT", "alter",
+                                 ["shop_1.orders"])], 0, None)
+    assert evolved == [1]
+    with pytest.raises(EngineError, match="cannot be followed"):
+        applier.apply_rows([_ddl_row("ALTER TABLE shop_1.orders DROP COLUMN note", "alter",
+                                     ["shop_1.orders"])], 1, None)
+
+
+def test_routed_check_lists_the_matched_tables():
+    from replicator.source.preflight import table_checks
+
+    (result,) = table_checks(_pipeline(), CATALOG)
+    assert result.status == "pass" and "2 tables -> ORDERS" in result.detail
+    assert "shop_1.orders" in result.detail and "shop_0" not in result.detail
+    (missing,) = table_checks(_pipeline(), Catalog((CATALOG.tables[3],)))
+    assert missing.status == "fail" and "no source table matches" in missing.detail
