@@ -170,7 +170,7 @@ def spark_value(value: Any, spark_type: SparkType) -> Any:
             import json
 
             return json.dumps(value)
-        return _to_text(value, 6)
+        return _to_text(value, 0)  # TIME: hh:mm:ss, the fraction only when there is one
     return value
 
 
