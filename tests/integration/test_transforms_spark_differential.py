@@ -139,7 +139,7 @@ def test_result_types_are_sparks(spark) -> None:
     assert mismatches == []
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck),
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck),
           phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking: a Spark query each
 @given(rows=st.lists(_rows, min_size=12, max_size=24), data=st.data())
 def test_values_and_errors_are_sparks(spark, rows, data) -> None:
