@@ -68,6 +68,11 @@ def event_from_row(row: dict[str, Any]) -> ChangeEvent:
     )
 
 
+# Reading a large batch's range pauses while each slice is staged (seconds, or minutes into
+# a slow warehouse): the dump connection must survive that.
+LARGE_BATCH_PAUSE_S = 3600
+
+
 def _binlog_order(row: dict[str, Any]) -> tuple[int, int, int]:
     return (row["file_seq"] or 0, row["pos"] or 0, row["row_index"] or 0)
 
@@ -286,7 +291,8 @@ class BatchApplier:
         # is applied (micro-batches are sequential), so no second connection uses it.
         events = read_changes(self.pipeline.source, start=start, end=end,
                               tables=self._stream_tables() if tables is None else tables,
-                              server_id=self.pipeline.server_id, rows=rows)
+                              server_id=self.pipeline.server_id, rows=rows,
+                              pause_tolerance_s=LARGE_BATCH_PAUSE_S)
         wanted = ChangeEvent if rows else SchemaChange
         return (event for event in events if isinstance(event, wanted))
 

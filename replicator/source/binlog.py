@@ -160,6 +160,7 @@ def read_changes(
     stats: ValueStats | None = None,
     fast: bool | None = None,
     rows: bool = True,
+    pause_tolerance_s: int | None = None,
 ) -> Iterator[ChangeEvent | SchemaChange]:
     """Changes of the transactions committed after ``start`` and at or before ``end``.
 
@@ -170,6 +171,8 @@ def read_changes(
     ``stats`` counts zero dates loaded as NULL. ``fast``: decode with ``source.fast`` (the
     same events, ~10x faster); None: on unless the environment sets REPLICATOR_FAST_DECODE=0.
     ``rows=False``: schema changes only (the fast path skips rows events undecoded).
+    ``pause_tolerance_s``: how long the consumer may stop reading before the server drops
+    the dump (its net_write_timeout; fast path only, the library reads ahead on its own).
     """
     if fast is None:
         fast = os.environ.get("REPLICATOR_FAST_DECODE", "1").strip().lower() not in (
@@ -178,7 +181,8 @@ def read_changes(
         from replicator.source.fast.reader import read_changes_fast
 
         yield from read_changes_fast(source, start=start, end=end, tables=tables,
-                                     server_id=server_id, stats=stats, rows=rows)
+                                     server_id=server_id, stats=stats, rows=rows,
+                                     pause_tolerance_s=pause_tolerance_s)
         return
     if not rows:
         yield from (change for change in read_changes(

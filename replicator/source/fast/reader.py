@@ -86,6 +86,7 @@ def read_changes_fast(
     counters: FastDecodeCounters | None = None,
     force_library: bool = False,
     rows: bool = True,
+    pause_tolerance_s: int | None = None,
 ) -> Iterator[ChangeEvent | SchemaChange]:
     """``read_changes``, decoded by the fast path (same arguments, same events).
 
@@ -116,7 +117,8 @@ def read_changes_fast(
     settings = connection_settings(source)
     settings.pop("autocommit", None)
     try:
-        stream = BinlogStream(settings, server_id=server_id, file=start.file, pos=start.pos)
+        stream = BinlogStream(settings, server_id=server_id, file=start.file, pos=start.pos,
+                              write_timeout_s=pause_tolerance_s)
     except (pymysql.err.MySQLError, OSError) as exc:
         raise classify_error(exc, source, doing="reading the binlog", server_id=server_id) from exc
 

@@ -25,7 +25,8 @@ class BinlogStream:
     """One non-blocking binlog dump from ``file:pos`` (the server sends up to its head, then
     EOF). ``use_checksum``: events end with a CRC32 the reader must skip."""
 
-    def __init__(self, settings: dict[str, Any], *, server_id: int, file: str, pos: int) -> None:
+    def __init__(self, settings: dict[str, Any], *, server_id: int, file: str, pos: int,
+                 write_timeout_s: int | None = None) -> None:
         import pymysql
 
         self.connection = pymysql.connect(**settings)
@@ -40,9 +41,12 @@ class BinlogStream:
             # MariaDB: a capability < 4 makes 10.6+ replace GTID events with dummies (the
             # library sets the same); MySQL ignores it.
             cursor.execute("SET @mariadb_slave_capability = 4")
-            # The consumer may pause reading for as long as applying a big transaction's
-            # slices takes; the server's default 60 s write timeout would drop the dump.
-            cursor.execute("SET SESSION net_write_timeout = 3600")
+            if write_timeout_s is not None:
+                # The consumer pauses reading while it applies a big batch's slices; the
+                # server's default 60 s write timeout would drop the dump. Only then: a
+                # long timeout also delays the server's kill of a stalled dump thread, which
+                # a new reader with the same server_id waits for.
+                cursor.execute(f"SET SESSION net_write_timeout = {int(write_timeout_s)}")
         name = file.encode()
         command = (
             struct.pack("<i", len(name) + 11) + bytes([COM_BINLOG_DUMP])
