@@ -3,8 +3,13 @@ that the target equals the source (``replicator.demo.compare``)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from replicator.demo.compare import compare_table
 from replicator.engine.runner import RunOptions, RunResult, load_plan, run_pipeline
@@ -13,6 +18,7 @@ from replicator.model.pipeline import (
     EngineConfig,
     MySQLSource,
     Pipeline,
+    SnowflakeTarget,
     TablePipeline,
     TargetConfig,
 )
@@ -55,3 +61,30 @@ def differences(pipeline: Pipeline, source_connection: Any, target_connection: A
 def assert_target_equals_source(pipeline: Pipeline, source_connection: Any, target_connection: Any) -> None:
     problems = differences(pipeline, source_connection, target_connection)
     assert not problems, "\n".join(problems)
+
+
+@contextlib.contextmanager
+def fakesnow_warehouse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[SnowflakeTarget, Callable[[], Any]]]:
+    """A Snowflake target (ANALYTICS.RAW) served by fakesnow under ``tmp_path``, and a function
+    opening a connection to it (a context manager that closes it).
+
+    ``SNOWFLAKE_*`` variables of the developer's shell are removed first: the sink would
+    otherwise take them as connection settings.
+    """
+    fakesnow = pytest.importorskip("fakesnow")
+    for name in list(os.environ):
+        if name.startswith("SNOWFLAKE_"):
+            monkeypatch.delenv(name)
+    settings = {"account": "fake", "user": "fake", "password": "fake",
+                "database": "ANALYTICS", "schema": "RAW"}
+    directory = tmp_path / "fakesnow"
+    directory.mkdir()
+    with fakesnow.patch(db_path=str(directory)):
+        import snowflake.connector
+
+        def connect() -> Any:
+            return contextlib.closing(snowflake.connector.connect(**settings))
+
+        yield SnowflakeTarget(**settings), connect

@@ -30,10 +30,9 @@ from replicator.model.pipeline import (
     BatchPolicy,
     DuckDBTarget,
     EngineConfig,
-    SnowflakeTarget,
     TargetConfig,
 )
-from tests.integration.e2e_support import run
+from tests.integration.e2e_support import fakesnow_warehouse, run
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
@@ -363,27 +362,10 @@ def test_outbox_end_to_end_into_duckdb(spark, mariadb, mysql_source, fresh_datab
 
 def test_outbox_end_to_end_into_snowflake_sql(spark, mariadb, mysql_source, fresh_database,
                                               tmp_path, monkeypatch):
-    fakesnow = pytest.importorskip("fakesnow")
-    import contextlib
-    import os
-
-    for name in list(os.environ):
-        if name.startswith("SNOWFLAKE_"):
-            monkeypatch.delenv(name)
-    target = SnowflakeTarget(database="ANALYTICS", schema="RAW", account="fake", user="fake",
-                             password="fake")
-    pipeline = _pipeline(mysql_source, fresh_database, tmp_path, target)
     root = mariadb.root_connection()
-    (tmp_path / "fakesnow").mkdir()
     try:
-        with fakesnow.patch(db_path=str(tmp_path / "fakesnow")):
-            import snowflake.connector
-
-            def connect():
-                return contextlib.closing(snowflake.connector.connect(
-                    account="fake", user="fake", password="fake", database="ANALYTICS",
-                    schema="RAW"))
-
+        with fakesnow_warehouse(tmp_path, monkeypatch) as (target, connect):
+            pipeline = _pipeline(mysql_source, fresh_database, tmp_path, target)
             _scenario(spark, root, fresh_database, pipeline, connect, "", monkeypatch,
                       exact_json=False)
     finally:

@@ -20,7 +20,6 @@ batch read on the driver, the large-batch path).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import threading
@@ -39,12 +38,11 @@ from replicator.model.pipeline import (
     BatchPolicy,
     DuckDBTarget,
     EngineConfig,
-    SnowflakeTarget,
     TargetConfig,
 )
 from replicator.model.selection import TableSelection
 from replicator.source.positions import current_position
-from tests.integration.e2e_support import run
+from tests.integration.e2e_support import fakesnow_warehouse, run
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
@@ -294,27 +292,12 @@ def test_sharded_tables_into_duckdb(spark, mariadb, mysql_source, shards, tmp_pa
 
 def test_sharded_tables_into_snowflake_sql(spark, mariadb, mysql_source, shards, tmp_path,
                                            monkeypatch):
-    fakesnow = pytest.importorskip("fakesnow")
-
-    for name in list(os.environ):
-        if name.startswith("SNOWFLAKE_"):
-            monkeypatch.delenv(name)
-    target = SnowflakeTarget(database="ANALYTICS", schema="RAW", account="fake", user="fake",
-                             password="fake")
-    # Every micro-batch over 1 byte: all are read and applied on the driver in slices
-    # (engine.large_batch_bytes), the path huge transactions take.
-    pipeline = _pipeline(mysql_source, shards, tmp_path, target, large_batch_bytes=1)
     root = mariadb.root_connection()
-    (tmp_path / "fakesnow").mkdir()
     try:
-        with fakesnow.patch(db_path=str(tmp_path / "fakesnow")):
-            import snowflake.connector
-
-            def connect():
-                return contextlib.closing(snowflake.connector.connect(
-                    account="fake", user="fake", password="fake", database="ANALYTICS",
-                    schema="RAW"))
-
+        with fakesnow_warehouse(tmp_path, monkeypatch) as (target, connect):
+            # Every micro-batch over 1 byte: all are read and applied on the driver in slices
+            # (engine.large_batch_bytes), the path huge transactions take.
+            pipeline = _pipeline(mysql_source, shards, tmp_path, target, large_batch_bytes=1)
             _scenario(spark, root, shards, pipeline, connect)
     finally:
         root.close()
