@@ -33,6 +33,7 @@ from decimal import ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 from replicator.errors import PlanError, ReplicatorError
+from replicator.plan.filters import like_regex
 
 Row = dict[str, Any]
 Fn = Callable[[Row], Any]
@@ -944,7 +945,8 @@ class _Compiler:
             raise self.error(node.expression, "LIKE needs a string literal pattern")
         if inner.type.kind not in ("string", "null", "any"):
             raise self.error(node, f"LIKE on {inner.type}", hint="CAST(x AS STRING) LIKE '...'")
-        regex = _like_regex(pattern.value, self.error(node.expression, "bad LIKE escape"))
+        regex = like_regex(pattern.value, ignore_case=False,
+                           bad_escape=self.error(node.expression, "bad LIKE escape"))
         return Compiled(lambda row: None if (v := inner(row)) is None else bool(regex.match(v)), BOOLEAN)
 
     def conditional(self, node: Any, branches: list[tuple[Any, Any]], default: Any) -> Compiled:
@@ -1628,28 +1630,6 @@ def _decimal_op(op: str, left: Compiled, right: Compiled, result: SparkType) -> 
         return _fit_decimal(value, result)
 
     return apply
-
-
-def _like_regex(pattern: str, error: ExpressionError) -> re.Pattern[str]:
-    out = []
-    escaped = False
-    for char in pattern:
-        if escaped:
-            if char not in "_%\\":
-                raise error
-            out.append(re.escape(char))
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char == "%":
-            out.append(".*")
-        elif char == "_":
-            out.append(".")
-        else:
-            out.append(re.escape(char))
-    if escaped:
-        raise error
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
 
 
 def _substring_sql(text: str, pos: int, length: int) -> str:

@@ -123,11 +123,19 @@ def _compare(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
     return compare
 
 
-def _like_regex(pattern: str) -> re.Pattern[str]:
+def like_regex(
+    pattern: str, *, ignore_case: bool, bad_escape: Exception | None = None
+) -> re.Pattern[str]:
+    """A SQL LIKE pattern as a regex for ``.match``: ``%`` any run, ``_`` one character,
+    ``\\`` escapes. MySQL (filters, ``ignore_case`` for ``*_ci`` collations) takes any escaped
+    character literally; Spark (computed columns) accepts only ``\\_ \\% \\\\`` and a pattern
+    ending in a lone ``\\`` is an error: pass ``bad_escape`` to raise it then."""
     out = []
     escaped = False
     for char in pattern:
         if escaped:
+            if bad_escape is not None and char not in "_%\\":
+                raise bad_escape
             out.append(re.escape(char))
             escaped = False
         elif char == "\\":
@@ -138,7 +146,10 @@ def _like_regex(pattern: str) -> re.Pattern[str]:
             out.append(".")
         else:
             out.append(re.escape(char))
-    return re.compile("^" + "".join(out) + "$", re.IGNORECASE | re.DOTALL)
+    if escaped and bad_escape is not None:
+        raise bad_escape
+    # \Z, not $: '$' also matches before a trailing newline ('a\n' LIKE 'a' is false).
+    return re.compile("".join(out) + r"\Z", re.DOTALL | (re.IGNORECASE if ignore_case else 0))
 
 
 def _arith(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
@@ -259,7 +270,7 @@ class _Compiler:
             inner = self.compile(node.this)
             if not isinstance(node.expression, exp.Literal) or not node.expression.is_string:
                 raise FilterError("LIKE needs a string literal pattern", _at(node))
-            regex = _like_regex(node.expression.this)
+            regex = like_regex(node.expression.this, ignore_case=True)
             return lambda row: None if (v := inner(row)) is None else bool(regex.match(str(v)))
         arithmetic: dict[type, Callable[[Any, Any], Any]] = {
             exp.Add: lambda a, b: a + b,

@@ -132,6 +132,8 @@ def test_decimal_that_does_not_fit_is_a_sink_error_with_a_hint():
         ("name = 'ABC'", {"name": "abc"}, True),  # MySQL's _ci collations
         ("name LIKE 'a\\_%'", {"name": "a_b"}, True),
         ("name LIKE 'a\\_%'", {"name": "ab"}, False),
+        ("name LIKE 'ab'", {"name": "ab\n"}, False),  # the whole value, newline included
+        ("name LIKE 'A%'", {"name": "a\nb"}, True),
         ("qty BETWEEN 1 AND 3", {"qty": 3}, True),
         ("qty NOT IN (1, 2)", {"qty": 3}, True),
         ("qty NOT IN (1, NULL)", {"qty": 3}, False),  # unknown
