@@ -177,7 +177,11 @@ def _dropped_by_a_second_reader(server: ThrowawayMariaDB, name: str) -> SourceEr
             cursor.execute("INSERT INTO awkward (id, raw) SELECT seq, REPEAT('x', 65000) FROM "
                            f"seq_{batch * 16 + 1000}_to_{batch * 16 + 1015}")
     tables = [f"{name}.awkward"]
-    first = read_changes(source, start=start, end=None, tables=tables, server_id=4242)
+    # A short write timeout for the stalled first dump: MariaDB lets the second reader in only
+    # once the first dump thread, killed as a duplicate, gives up its blocked write (60 s by
+    # default).
+    first = read_changes(source, start=start, end=None, tables=tables, server_id=4242,
+                         pause_tolerance_s=3)
     next(first)
     second = list(read_changes(source, start=start, end=None, tables=tables, server_id=4242))
     if len(second) != 256:  # the newer reader wins
