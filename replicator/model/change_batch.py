@@ -1,0 +1,58 @@
+"""The columnar change batch: the contract between the decoders, the transforms and the sink.
+
+A change batch is one Arrow table holding the changes of ONE source table, in binlog order,
+one row per row change (the snapshot uses the same layout with op ``r``). It replaces the
+per-row ``ChangeEvent`` on the hot path: the fast binlog decoder and the snapshot reader fill
+it on executors, the transform step (``replicator.transform``) turns it into the staging
+layout of a target table, and the staging rows land as Parquet files for the sink.
+
+Columns:
+
+- the row image, one column per source column, named exactly as MySQL names it, typed by
+  ``source_arrow_type`` of the producer (DECIMAL exact, BIGINT UNSIGNED as uint64,
+  DATETIME(6) as timestamp[us], TIMESTAMP as timestamp[us, UTC], TIME in MySQL's text form,
+  JSON/ENUM/SET as text, BIT as int, bytes as binary). For ``c``/``u``/``r`` it is the
+  after-image, for ``d`` the before-image (the row that was deleted);
+- the internal columns below, all starting with ``INTERNAL_PREFIX`` so they can never collide
+  with a MySQL column in practice, and ``before_key_column(c)`` for each key column ``c``:
+  the key's value BEFORE an update that changed the key (NULL for every other row), so the
+  transform can turn such an update into a delete of the old key plus an upsert of the new.
+
+The total order of changes on one server is (FILE_SEQ, POS, ROW_INDEX): compaction keeps the
+last change per key by it, exactly as ``ChangeEvent.order``.
+"""
+
+from __future__ import annotations
+
+INTERNAL_PREFIX = "__replicator_"
+
+OP = INTERNAL_PREFIX + "op"  # string: c insert, u update, d delete, r snapshot read
+FILE = INTERNAL_PREFIX + "file"  # string: binlog file of the transaction's start
+FILE_SEQ = INTERNAL_PREFIX + "file_seq"  # int64: numeric suffix of FILE
+POS = INTERNAL_PREFIX + "pos"  # int64: the transaction's start position in FILE
+ROW_INDEX = INTERNAL_PREFIX + "row_index"  # int64: index of the row change in its transaction
+TS_MS = INTERNAL_PREFIX + "ts_ms"  # int64: commit time, ms since the epoch
+GTID = INTERNAL_PREFIX + "gtid"  # string or NULL
+TRANSACTION_ID = INTERNAL_PREFIX + "transaction_id"  # string: GTID, else file:pos of BEGIN
+TABLE = INTERNAL_PREFIX + "table"  # string: "db.table" as the server names it
+
+INTERNAL_COLUMNS: tuple[str, ...] = (OP, FILE, FILE_SEQ, POS, ROW_INDEX, TS_MS, GTID,
+                                     TRANSACTION_ID, TABLE)
+ORDER_COLUMNS: tuple[str, ...] = (FILE_SEQ, POS, ROW_INDEX)
+
+_BEFORE_KEY = INTERNAL_PREFIX + "before_key__"
+
+
+def before_key_column(source_column: str) -> str:
+    """The column holding ``source_column``'s value before an update that changed the key."""
+    return _BEFORE_KEY + source_column
+
+
+def is_internal(name: str) -> bool:
+    return name.startswith(INTERNAL_PREFIX)
+
+
+__all__ = [
+    "FILE", "FILE_SEQ", "GTID", "INTERNAL_COLUMNS", "INTERNAL_PREFIX", "OP", "ORDER_COLUMNS",
+    "POS", "ROW_INDEX", "TABLE", "TRANSACTION_ID", "TS_MS", "before_key_column", "is_internal",
+]
