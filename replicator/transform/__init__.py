@@ -1,0 +1,20 @@
+"""The transform step: a table's change batch -> the staging rows of one target table.
+
+``stage_batch(table, batch, first_seq=0)`` takes the change batch of ONE source table (an Arrow
+table in the layout of ``model.change_batch``) and returns the Arrow table the sink loads into
+the target's staging table: exactly the columns and types of
+``plan.statements.staging_columns(table)``, the rows ``sink.staging.stage_changes`` produces
+for the same changes (key-update split, compaction or every change by mode, the row filter,
+column mapping, masks, computed columns, metadata and internal columns).
+
+The stream calls it from the driver on each table's change batch, the snapshot on each Arrow
+chunk (op ``r``). ``transform.batch`` bridges from ``ChangeEvent`` lists for the paths that
+still hold them.
+"""
+
+from __future__ import annotations
+
+from replicator.transform.batch import batch_events, change_batch, source_arrow_type
+from replicator.transform.stage import stage_batch
+
+__all__ = ["batch_events", "change_batch", "source_arrow_type", "stage_batch"]

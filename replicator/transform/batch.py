@@ -1,0 +1,130 @@
+"""Bridges between ``ChangeEvent`` lists and the columnar change batch (``model.change_batch``).
+
+The decoders and the snapshot reader fill change batches directly; these bridges serve the
+paths that still hold ``ChangeEvent`` objects (the driver's big-batch reader, outbox
+flattening, tests) until they are columnar too. Both directions keep values exact:
+``change_batch`` types every column by ``source_arrow_type`` (the contract's types),
+``batch_events`` gives back the values ``model.values`` documents (TIME stays MySQL text).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from replicator.model import change_batch as cb
+from replicator.model.catalog import MySQLType
+from replicator.model.changes import BinlogPosition, ChangeEvent
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+_SIGNED_BITS = {"tinyint": 8, "smallint": 16, "mediumint": 32, "int": 32, "integer": 32,
+                "bigint": 64}
+
+
+def source_arrow_type(mysql_type: MySQLType | None) -> pa.DataType:
+    """The Arrow type a MySQL column has in a change batch (``model.change_batch``)."""
+    import pyarrow as pa
+
+    if mysql_type is None:
+        return pa.string()
+    name = mysql_type.name
+    if name in _SIGNED_BITS:
+        if mysql_type.unsigned:
+            return pa.uint64() if name == "bigint" else pa.int64()
+        return pa.int64()
+    if name in ("decimal", "numeric", "dec", "fixed"):
+        precision, scale = mysql_type.precision or 10, mysql_type.scale or 0
+        return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
+    if name in ("float", "double", "real", "double precision"):
+        return pa.float64()
+    if name == "datetime":
+        return pa.timestamp("us")
+    if name == "timestamp":
+        return pa.timestamp("us", tz="UTC")
+    if name == "date":
+        return pa.date32()
+    if name in ("year", "bit"):
+        return pa.int64() if name == "year" else pa.uint64()
+    if name in ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry",
+                "point", "linestring", "polygon", "multipoint", "multilinestring",
+                "multipolygon", "geometrycollection"):
+        return pa.binary()
+    return pa.string()  # text, ENUM, SET, JSON, TIME (MySQL's text form), UUID, INET
+
+
+def _cell(value: Any, mysql_type: MySQLType | None) -> Any:
+    if isinstance(value, dt.timedelta):
+        from replicator.sink.values import mysql_time_text
+
+        return mysql_time_text(value, (mysql_type.fsp if mysql_type else None) or 0)
+    if isinstance(value, bool) and mysql_type is not None and mysql_type.name == "bit":
+        return int(value)
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.UTC)
+    return value
+
+
+def change_batch(
+    events: Sequence[ChangeEvent],
+    columns: Sequence[tuple[str, MySQLType | None]],
+    key_columns: Sequence[str],
+) -> pa.Table:
+    """The change batch of ``events`` (all of one source table) over ``columns``."""
+    import pyarrow as pa
+
+    images = [(e.before if e.op == "d" else e.after) or {} for e in events]
+    arrays: dict[str, pa.Array] = {}
+    for name, mysql_type in columns:
+        arrays[name] = pa.array([_cell(image.get(name), mysql_type) for image in images],
+                                type=source_arrow_type(mysql_type))
+    types = dict(columns)
+    for key in key_columns:
+        before = []
+        for event in events:
+            old = event.before if event.op == "u" else None
+            changed = old is not None and event.after is not None and any(
+                old.get(k) != event.after.get(k) for k in key_columns)
+            before.append(_cell(old.get(key), types.get(key)) if changed and old else None)
+        arrays[cb.before_key_column(key)] = pa.array(before, type=source_arrow_type(types.get(key)))
+    arrays[cb.OP] = pa.array([e.op for e in events], pa.string())
+    arrays[cb.FILE] = pa.array([e.position.file for e in events], pa.string())
+    arrays[cb.FILE_SEQ] = pa.array([e.position.sequence for e in events], pa.int64())
+    arrays[cb.POS] = pa.array([e.position.pos for e in events], pa.int64())
+    arrays[cb.ROW_INDEX] = pa.array([e.row_index for e in events], pa.int64())
+    arrays[cb.TS_MS] = pa.array([e.ts_ms for e in events], pa.int64())
+    arrays[cb.GTID] = pa.array([e.gtid for e in events], pa.string())
+    arrays[cb.TRANSACTION_ID] = pa.array(
+        [e.transaction_id or e.gtid or str(e.position) for e in events], pa.string())
+    arrays[cb.TABLE] = pa.array([e.table for e in events], pa.string())
+    return pa.table(arrays)
+
+
+def batch_events(batch: pa.Table, key_columns: Sequence[str]) -> list[ChangeEvent]:
+    """The ``ChangeEvent``s of a change batch (the per-row bridge, for paths not yet columnar).
+
+    A key update gets a before-image holding the old key (the batch carries no more of it);
+    other updates carry only their after-image."""
+    data = [name for name in batch.column_names if not cb.is_internal(name)]
+    before_keys = [cb.before_key_column(k) for k in key_columns]
+    has_before = all(name in batch.column_names for name in before_keys)
+    out = []
+    for row in batch.to_pylist():
+        image = {name: row[name] for name in data}
+        op = row[cb.OP]
+        before = after = None
+        if op == "d":
+            before = image
+        else:
+            after = image
+            if op == "u" and has_before and any(row[b] is not None for b in before_keys):
+                before = {**image, **{k: row[b] for k, b in zip(key_columns, before_keys, strict=True)}}
+        out.append(ChangeEvent(
+            table=row[cb.TABLE], op=op, position=BinlogPosition(row[cb.FILE], row[cb.POS]),
+            row_index=row[cb.ROW_INDEX], ts_ms=row[cb.TS_MS], before=before, after=after,
+            gtid=row[cb.GTID], transaction_id=row[cb.TRANSACTION_ID]))
+    return out
+
+
