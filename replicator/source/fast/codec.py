@@ -190,9 +190,10 @@ def _fixed_lines(cells_: list[tuple[int, _Cell]], ns: _Namespace) -> list[str]:
     return lines + finals
 
 
-def _image_lines(cells_: list[_Cell], names: Sequence[str], target: str,
+def _image_lines(cells_: list[_Cell], names: Sequence[str], target: str | None,
                  ns: _Namespace) -> list[str]:
-    """Code that reads one row image at ``pos`` into the dict ``target``."""
+    """Code that reads one row image at ``pos`` into the locals ``v0``, ``v1`` ... and (unless
+    ``target`` is None) the dict ``target``."""
     null_bytes = (len(cells_) + 7) // 8
     lines = [
         "nulls = buf[pos]" if null_bytes == 1
@@ -221,9 +222,22 @@ def _image_lines(cells_: list[_Cell], names: Sequence[str], target: str,
         body = (_variable_lines(cell, f"v{index}") if cell.length_bytes
                 else _fixed_lines([(index, cell)], ns))
         lines += ["        " + line for line in body]
-    pairs = ", ".join(f"{name!r}: v{index}" for index, name in enumerate(names))
-    lines.append(f"{target} = {{{pairs}}}")
+    if target is not None:
+        pairs = ", ".join(f"{name!r}: v{index}" for index, name in enumerate(names))
+        lines.append(f"{target} = {{{pairs}}}")
     return lines
+
+
+def _cells(columns: Sequence[Any], table: str, ns: _Namespace) -> list[_Cell] | str:
+    cells_: list[_Cell] = []
+    for index, column in enumerate(columns):
+        if not column.name:
+            return "no column names in the Table_map (binlog_row_metadata is not FULL)"
+        cell = _cell(column, index, table, ns)
+        if isinstance(cell, str):
+            return cell
+        cells_.append(cell)
+    return cells_
 
 
 @dataclass(frozen=True)
@@ -242,14 +256,9 @@ class RowCodec:
 def compile_codec(columns: Sequence[Any], table: str) -> RowCodec | str:
     """The generated decoders for a table map's columns, or why the library must do it."""
     ns = _Namespace()
-    cells_: list[_Cell] = []
-    for index, column in enumerate(columns):
-        if not column.name:
-            return "no column names in the Table_map (binlog_row_metadata is not FULL)"
-        cell = _cell(column, index, table, ns)
-        if isinstance(cell, str):
-            return cell
-        cells_.append(cell)
+    cells_ = _cells(columns, table, ns)
+    if isinstance(cells_, str):
+        return cells_
     names = [column.name for column in columns]
     image = _image_lines(cells_, names, "image", ns)
     before = _image_lines(cells_, names, "before", ns)
@@ -276,3 +285,69 @@ def compile_codec(columns: Sequence[Any], table: str) -> RowCodec | str:
     exec(compile(source, f"<row decoder {table}>", "exec"), namespace)
     return RowCodec(table=table, column_count=len(cells_), inserts=namespace["inserts"],
                     updates=namespace["updates"], deletes=namespace["deletes"], source=source)
+
+
+@dataclass(frozen=True)
+class ColumnarCodec:
+    """Decoders of one table map's rows events into columns (``source.fast.columnar``).
+
+    Each is ``f(buf, pos, end, appends, key_appends, zero_dates) -> (end, rows)``: for every
+    row between ``pos`` and ``end`` it calls ``appends[i](value)`` once per column (the
+    after-image; the before-image of a delete) and ``key_appends[j]`` once per key column:
+    the key's value before an update that changed the key, else None. No dict or tuple per
+    row. TIME comes out as MySQL's text (``source.arrow_types.time_text``)."""
+
+    inserts: Callable[..., tuple[int, int]]
+    updates: Callable[..., tuple[int, int]]
+    deletes: Callable[..., tuple[int, int]]
+    source: str
+
+
+def compile_columnar(columns: Sequence[Any], table: str,
+                     key_indexes: Sequence[int]) -> ColumnarCodec | str:
+    """The columnar decoders of a table map's columns for these key columns (indexes into
+    ``columns``), or why the library must decode its rows."""
+    from replicator.source.arrow_types import time_text
+
+    ns = _Namespace()
+    cells_ = _cells(columns, table, ns)
+    if isinstance(cells_, str):
+        return cells_
+    names = [column.name for column in columns]
+    image = _image_lines(cells_, names, None, ns)
+    text = ns.add("time_text_", time_text)
+    # TIME2 values are timedeltas from decode_time2: the change batch holds their text.
+    times = [line for index, column in enumerate(columns) if column.type == TIME2
+             for line in (f"if v{index} is not None:",
+                          f"    v{index} = {text}(v{index}, {int(column.fsp)})")]
+    appends = [f"a{index}(v{index})" for index in range(len(columns))]
+    no_keys = [f"k{position}(None)" for position in range(len(key_indexes))]
+    before_key = [f"b{position} = v{index}" for position, index in enumerate(key_indexes)]
+    old = "(" + "".join(f"b{p}, " for p in range(len(key_indexes))) + ")"
+    new = "(" + "".join(f"v{index}, " for index in key_indexes) + ")"
+    key_update = ([f"if {old} != {new}:",
+                   *(f"    k{p}(b{p})" for p in range(len(key_indexes))),
+                   "else:", *(f"    {line}" for line in no_keys)] if key_indexes else [])
+
+    def loop(function: str, body: list[str]) -> list[str]:
+        return [
+            f"def {function}(buf, pos, end, appends, key_appends, zero_dates):",
+            *(f"    a{index} = appends[{index}]" for index in range(len(columns))),
+            *(f"    k{p} = key_appends[{p}]" for p in range(len(key_indexes))),
+            "    rows = 0",
+            "    while pos < end:",
+            *("        " + line for line in body),
+            "        rows += 1",
+            "    return pos, rows",
+        ]
+
+    source_lines = (
+        loop("inserts", image + times + appends + no_keys)
+        + loop("deletes", image + times + appends + no_keys)
+        + loop("updates", image + times + before_key + image + times + appends + key_update)
+    )
+    source = "\n".join(source_lines) + "\n"
+    namespace = dict(ns.values)
+    exec(compile(source, f"<columnar row decoder {table}>", "exec"), namespace)
+    return ColumnarCodec(inserts=namespace["inserts"], updates=namespace["updates"],
+                         deletes=namespace["deletes"], source=source)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from replicator.errors import SourceError, TransientSourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
@@ -94,6 +96,76 @@ def read_changes_fast(
     process-wide ``counters.TOTALS`` always does. ``force_library``: decode every rows event
     with the library (the differential tests compare both ways of the same reader).
     """
+    zero_dates = ZeroDates(source.zero_dates, stats)
+    local = FastDecodeCounters()
+    for item in transactions(source, start=start, end=end, tables=tables, server_id=server_id,
+                             zero_dates=zero_dates, local=local, counters=counters,
+                             force_library=force_library, rows=rows,
+                             pause_tolerance_s=pause_tolerance_s):
+        if isinstance(item, SchemaChange):
+            yield item
+            continue
+        common = {"position": item.start, "ts_ms": item.ts_ms, "gtid": item.gtid,
+                  "transaction_id": item.gtid or str(item.start), "end_position": item.end}
+        row_index = 0
+        for shape, op, packet, begin, stop in item.changes:
+            if op is None:  # decoded by the library
+                rows_of = packet
+            else:
+                rows_of = []
+                codec = shape.codec
+                decode = codec.inserts if op == "c" else codec.deletes if op == "d" \
+                    else codec.updates
+                decode(packet, begin, stop, rows_of, zero_dates)
+                local.rows_fast += len(rows_of)
+            # ChangeEvents without their generated __init__: see _change_event.
+            for table_name, kind, before, after in rows_of:
+                event = _new(ChangeEvent)
+                fields = event.__dict__
+                fields["table"] = table_name
+                fields["op"] = kind
+                fields.update(common)
+                fields["row_index"] = row_index
+                fields["before"] = before
+                fields["after"] = after
+                row_index += 1
+                yield event
+
+
+@dataclass
+class Commit:
+    """One committed transaction of the wanted tables, its rows events not decoded yet.
+
+    ``changes``: per rows event in binlog order, ``(shape, op, packet, begin, end)`` with op
+    c/u/d: the rows between ``begin`` and ``end`` of ``packet`` (decode them with the shape's
+    codec), or ``(shape, None, rows, 0, 0)``: rows the library decoded, as
+    ``(table, op, before, after)`` tuples. Valid until the next item is asked for."""
+
+    start: BinlogPosition  # the transaction's first event
+    gtid: str | None
+    end: BinlogPosition  # the boundary after its commit
+    ts_ms: int  # commit time
+    changes: list[tuple[Any, str | None, Any, int, int]]
+
+
+def transactions(
+    source: MySQLSource,
+    *,
+    start: BinlogPosition,
+    end: BinlogPosition | None,
+    tables: TableSelector | Collection[str | TableSelection] | None,
+    server_id: int,
+    zero_dates: ZeroDates,
+    local: FastDecodeCounters,
+    counters: FastDecodeCounters | None = None,
+    force_library: bool = False,
+    rows: bool = True,
+    pause_tolerance_s: int | None = None,
+) -> Iterator[Commit | SchemaChange]:
+    """The binlog's transaction state machine for both fast consumers (ChangeEvents here, the
+    columnar change batches of ``source.fast.columnar``): the commits and the schema changes
+    between ``start`` and ``end``, in binlog order. ``local`` counts this read (added to
+    ``counters`` and ``TOTALS`` at the end); consumers add the rows they decode."""
     import pymysql
 
     from replicator.source.fast.library import Library
@@ -102,8 +174,6 @@ def read_changes_fast(
     # Every test of a table name goes through the selector (exact names and `sources:`
     # patterns alike); `in` matches case-insensitively.
     wanted = as_selector(tables)
-    zero_dates = ZeroDates(source.zero_dates, stats)
-    local = FastDecodeCounters()
 
     if end is None:
         try:
@@ -137,36 +207,15 @@ def read_changes_fast(
     tx_start: BinlogPosition | None = None
     tx_gtid: str | None = None
     tx_in_progress = False
-    changes: list[tuple] = []
+    changes: list[tuple[Any, str | None, Any, int, int]] = []
 
-    def decoded() -> Iterator[tuple]:
-        """The open transaction's rows, one rows event decoded at a time."""
-        for decode, packet, begin, stop in changes:
-            if decode is None:
-                yield from packet
-                continue
-            rows_of: list[tuple] = []
-            decode(packet, begin, stop, rows_of, zero_dates)
-            local.rows_fast += len(rows_of)
-            yield from rows_of
-
-    def finish(log_pos: int, timestamp: int) -> Iterator[ChangeEvent]:
-        nonlocal boundary, tx_start
+    def finish(log_pos: int, timestamp: int) -> Iterator[Commit]:
+        nonlocal boundary, tx_start, changes
         boundary = BinlogPosition(file, log_pos)
-        common = {"position": tx_start, "ts_ms": timestamp * 1000, "gtid": tx_gtid,
-                  "transaction_id": tx_gtid or str(tx_start), "end_position": boundary}
-        # ChangeEvents without their generated __init__: see _change_event.
-        for row_index, (table_name, op, before, after) in enumerate(decoded()):
-            event = _new(ChangeEvent)
-            fields = event.__dict__
-            fields["table"] = table_name
-            fields["op"] = op
-            fields.update(common)
-            fields["row_index"] = row_index
-            fields["before"] = before
-            fields["after"] = after
-            yield event
-        changes.clear()
+        if changes:
+            assert tx_start is not None
+            yield Commit(tx_start, tx_gtid, boundary, timestamp * 1000, changes)
+        changes = []
         tx_start = None
 
     try:
@@ -211,7 +260,7 @@ def read_changes_fast(
                         reason = "forced" if force_library else "partial JSON update"
                         by_library = library.rows(packet, shape.library_table, shape.name,
                                                   zero_dates)
-                        changes.append((None, by_library, 0, 0))
+                        changes.append((shape, None, by_library, 0, 0))
                         local.rows_library += len(by_library)
                         local.events_library += 1
                         local.fallback_reasons[
@@ -234,13 +283,13 @@ def read_changes_fast(
                     pos += width
                     # Decoded when the transaction commits (finish): see the module doc.
                     if kind in _WRITES:
-                        changes.append((codec.inserts, packet, pos, len(packet) - checksum))
+                        changes.append((shape, "c", packet, pos, len(packet) - checksum))
                     elif kind in _DELETES:
-                        changes.append((codec.deletes, packet, pos, len(packet) - checksum))
+                        changes.append((shape, "d", packet, pos, len(packet) - checksum))
                     else:
                         if packet[pos:pos + width] != shape.full_bitmap:
                             raise _minimal_image(shape.name)
-                        changes.append((codec.updates, packet, pos + width,
+                        changes.append((shape, "u", packet, pos + width,
                                         len(packet) - checksum))
                     continue
                 if kind == XID:
@@ -269,7 +318,7 @@ def read_changes_fast(
                                    f":{gno}")
                         tx_in_progress = False
                     tx_start = position
-                    changes.clear()
+                    changes = []
                     continue
                 if kind == QUERY:
                     _thread, _seconds, schema_length, _error, status_length = _QUERY(packet, _BODY)
@@ -284,7 +333,7 @@ def read_changes_fast(
                             if position >= end:
                                 return
                             tx_start, tx_gtid = position, None
-                            changes.clear()
+                            changes = []
                         tx_in_progress = True
                         continue
                     if tx_start is not None and tx_in_progress and not (
@@ -296,7 +345,7 @@ def read_changes_fast(
                         if position >= end:
                             return
                         tx_start, tx_gtid, tx_in_progress = position, None, False
-                        changes.clear()
+                        changes = []
                     position = tx_start
                     yield from finish(log_pos, timestamp)
                     change = replicated_schema_change(query, schema, position, timestamp * 1000,
