@@ -1,15 +1,68 @@
-"""``stage_batch``: a change batch -> staging rows (see the package docstring)."""
+"""``stage_batch``: a change batch -> staging rows, as ONE DuckDB statement over the Arrow batch.
+
+The statement, in the order ``sink.staging.stage_changes`` applies its steps per row:
+
+1. ``split``: an update that changed the key (its before-key columns are set) becomes a delete
+   of the old key (the after-image with the old key: the batch carries no more of the
+   before-image) ordered just before an insert of the new row;
+2. ``judged``: the row filter and the computed columns, evaluated over the row images;
+3. merge tables keep the last change per key (binlog order); changelog and log tables keep
+   every change, dropping inserts/reads/deletes of rows the filter never matched;
+4. a c/u/r that fails the filter becomes a delete of its key (it leaves the target);
+5. the staged columns: converted to their target types and masked (``transform.columns``),
+   metadata and internal columns; ``STAGE_SEQ`` numbers the rows from ``first_seq``.
+
+DuckDB scans the Arrow batch in place; nothing loops over rows in Python. scd2 tables and
+outbox routes still go through the per-row path (``sink.versions``, ``sink.outbox``).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import threading
+from typing import TYPE_CHECKING, Any
 
+from replicator.model import change_batch as cb
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
+from replicator.plan.model import STAGE_OP, STAGE_SEQ, STAGE_TS
+from replicator.transform.columns import Params, q, source_kind, staged_value
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from replicator.plan.model import TablePlan
+    from replicator.plan.model import PlannedColumn, TablePlan
+
+_SUB = cb.INTERNAL_PREFIX + "sub"  # 0: the delete half of a key update, 1: everything else
+_ORD = cb.INTERNAL_PREFIX + "ord"  # input order: the tie-break among equal binlog orders
+_PASS = cb.INTERNAL_PREFIX + "pass"
+_FINAL_OP = cb.INTERNAL_PREFIX + "final_op"
+_COMPUTED = cb.INTERNAL_PREFIX + "computed_"
+_ORDER = (cb.FILE_SEQ, cb.POS, cb.ROW_INDEX, _SUB, _ORD)
+
+# Metadata target column (before identifier folding) -> the batch column holding its value.
+_METADATA_SOURCES = {
+    "_TS_MS": cb.TS_MS,
+    "_BINLOG_FILE": cb.FILE,
+    "_BINLOG_POS": cb.POS,
+    "_TRANSACTION_ID": cb.TRANSACTION_ID,
+    "_TRANSACTION_ORDER": cb.ROW_INDEX,
+    "_SOURCE_TABLE": cb.TABLE,
+}
+
+_local = threading.local()
+
+
+def _connection() -> Any:
+    """One in-memory DuckDB per thread (a connection is not shared across threads)."""
+    connection = getattr(_local, "connection", None)
+    if connection is None:
+        import duckdb
+
+        connection = duckdb.connect(":memory:")
+        # TIMESTAMP values are instants in UTC; DuckDB prints and casts them in its zone.
+        connection.execute("SET TimeZone = 'UTC'")
+        connection.execute("SET threads = 1")  # one batch is small; the cores serve Spark
+        _local.connection = connection
+    return connection
 
 
 def batch_key(table: TablePlan) -> tuple[str, ...]:
@@ -21,9 +74,136 @@ def batch_key(table: TablePlan) -> tuple[str, ...]:
 def stage_batch(table: TablePlan, batch: pa.Table, *, first_seq: int = 0) -> pa.Table:
     """The staging rows of ``batch`` for ``table``; ``first_seq``: rows of the same sink
     batch staged before these (``STAGE_SEQ`` continues across slices)."""
+    from replicator.transform.expressions import translatable
+
+    if table.mode == "scd2" or table.outbox is not None or not translatable(table):
+        return _per_row(table, batch, first_seq)
+    return _columnar(table, batch, first_seq)
+
+
+def _per_row(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
     from replicator.sink.adapt import adapt_events
     from replicator.sink.staging import stage_changes
     from replicator.transform.batch import batch_events
 
     events = adapt_events(table, batch_events(batch, batch_key(table)))
     return stage_changes(table, events, first_seq=first_seq)
+
+
+def _columnar(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
+    import duckdb
+    import numpy as np
+    import pyarrow as pa
+
+    from replicator.errors import SinkError
+    from replicator.sink.staging import staging_schema
+
+    schema = staging_schema(table)
+    if batch.num_rows == 0:
+        return schema.empty_table()
+    batch = batch.append_column(_ORD, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
+    for index, field in enumerate(batch.schema):
+        if pa.types.is_decimal256(field.type):  # DuckDB has no DECIMAL over 38 digits
+            batch = batch.set_column(index, field.name, batch.column(index).cast(pa.string()))
+    params = Params()
+    sql = statement(table, batch.schema, first_seq, params)
+    connection = _connection()
+    connection.register("batch", batch)
+    try:
+        result = connection.sql(sql, params=list(params)).to_arrow_table()
+    except duckdb.Error as exc:
+        from replicator.transform.expressions import evaluation_error
+
+        failure = evaluation_error(table, exc)
+        if failure is not None:
+            raise failure from None
+        # The per-row path names the value and the column; if it finds nothing, say what
+        # DuckDB said.
+        _per_row(table, batch.drop_columns([_ORD]), first_seq)
+        raise SinkError(f"{table.label}: staging failed: {str(exc).splitlines()[0]}",
+                        hint="declare a wider target type for the column") from None
+    finally:
+        connection.unregister("batch")
+    columns = []
+    for field in schema:
+        column = result.column(field.name)
+        if field.name == STAGE_TS:
+            column = column.cast(pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+        columns.append(column.cast(field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def statement(table: TablePlan, batch_schema: pa.Schema, first_seq: int, params: Params) -> str:
+    """The DuckDB statement staging a change batch of this layout (``batch`` is its name)."""
+    from replicator.transform.expressions import computed_sql, filter_sql
+
+    names = set(batch_schema.names)
+    kinds = {field.name: source_kind(field.type) for field in batch_schema}
+    key = batch_key(table)
+    before = [cb.before_key_column(k) for k in key]
+    has_before = bool(key) and all(b in names for b in before)
+    routed = f", {q(cb.TABLE)} AS {q(SOURCE_TABLE_COLUMN)}" if table.routed else ""
+
+    if has_before:
+        changed = " OR ".join(f"{q(b)} IS NOT NULL" for b in before)
+        moved = ", ".join(f"{q(b)} AS {q(k)}" for k, b in zip(key, before, strict=True) if k in names)
+        split = (
+            f"SELECT * REPLACE (CASE WHEN {q(cb.OP)} = 'u' AND ({changed}) THEN 'c' "
+            f"ELSE {q(cb.OP)} END AS {q(cb.OP)}), 1 AS {q(_SUB)}{routed} FROM batch\n"
+            f"  UNION ALL\n"
+            f"  SELECT * REPLACE ({moved}{', ' if moved else ''}'d' AS {q(cb.OP)}), 0 AS {q(_SUB)}{routed} "
+            f"FROM batch WHERE {q(cb.OP)} = 'u' AND ({changed})"
+        )
+    else:
+        split = f"SELECT *, 1 AS {q(_SUB)}{routed} FROM batch"
+
+    judged_columns = ["*"]
+    filter_text = filter_sql(table, kinds) if table.filter else None
+    judged_columns.append(f"coalesce(({filter_text}), FALSE) AS {q(_PASS)}" if filter_text
+                          else f"TRUE AS {q(_PASS)}")
+    computed = table.computed_columns
+    for index, column in enumerate(computed):
+        judged_columns.append(f"({computed_sql(column, kinds)}) AS {q(_COMPUTED + str(index))}")
+
+    op = q(cb.OP)
+    final_op = f"CASE WHEN {op} <> 'd' AND NOT {q(_PASS)} THEN 'd' ELSE {op} END"
+    order = ", ".join(q(c) for c in _ORDER)
+    if table.keeps_every_change:
+        kept = f"SELECT *, {final_op} AS {q(_FINAL_OP)} FROM judged WHERE {q(_PASS)} OR {op} = 'u'"
+    else:
+        partition = ", ".join(q(k) for k in table.source_key) or "NULL"
+        descending = ", ".join(f"{q(c)} DESC" for c in _ORDER)
+        kept = (f"SELECT *, {final_op} AS {q(_FINAL_OP)} FROM judged QUALIFY row_number() "
+                f"OVER (PARTITION BY {partition} ORDER BY {descending}) = 1")
+
+    selected = []
+    computed_index = {column: index for index, column in enumerate(computed)}
+    for column in table.staged_columns:
+        selected.append(f"{_staged(column, kinds, names, computed_index, params)} AS {q(column.staging_name)}")
+    selected.append(f"{q(_FINAL_OP)} AS {q(STAGE_OP)}")
+    selected.append(f"{int(first_seq)} + row_number() OVER (ORDER BY {order}) - 1 AS {q(STAGE_SEQ)}")
+    selected.append(f"{q(cb.TS_MS)} * 1000 AS {q(STAGE_TS)}")
+    return (f"WITH split AS (\n  {split}\n), judged AS (\n  SELECT {', '.join(judged_columns)} FROM split\n"
+            f"), kept AS (\n  {kept}\n)\nSELECT {', '.join(selected)}\nFROM kept ORDER BY {order}")
+
+
+def _staged(column: PlannedColumn, kinds: dict[str, str], names: set[str],
+            computed_index: dict[PlannedColumn, int], params: Params) -> str:
+    if column.role == "data":
+        if column in computed_index:
+            from replicator.transform.expressions import result_kind
+
+            sql = q(_COMPUTED + str(computed_index[column]))
+            return staged_value(sql, result_kind(column), column, params)
+        source = column.source_column or ""
+        if source == SOURCE_TABLE_COLUMN and source not in names:
+            source = SOURCE_TABLE_COLUMN  # routed: added by the split step
+        elif source not in names:
+            return "NULL"  # a column this batch does not carry (added to the plan since)
+        return staged_value(q(source), kinds.get(source, "string"), column, params)
+    metadata = column.target_column.upper()
+    if metadata == "_OP":
+        return q(_FINAL_OP)
+    if metadata == "_DELETED":
+        return f"({q(_FINAL_OP)} = 'd')"
+    return q(_METADATA_SOURCES[metadata])

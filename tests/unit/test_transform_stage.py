@@ -124,3 +124,100 @@ def test_an_empty_batch_stages_an_empty_table_of_the_staging_schema() -> None:
     staged = stage_batch(table_plan, batch)
     assert staged.num_rows == 0 and staged.schema == staging_schema(table_plan)
     assert isinstance(staged, pa.Table)
+
+
+# Every source type declared as other target types, and every mask over every type: the
+# conversions of sink.values.value_converter, columnar.
+RETYPE_COLUMNS = [
+    ("id", "int", None, None),
+    ("i", "bigint", "VARCHAR", None), ("i2", "int", "NUMBER(12,2)", None),
+    ("i3", "int", "FLOAT", None), ("i4", "tinyint", "BOOLEAN", None),
+    ("u", "bigint unsigned", "VARCHAR", None),
+    ("d", "decimal(12,4)", "NUMBER(10,1)", None), ("d2", "decimal(12,4)", "FLOAT", None),
+    ("d3", "decimal(12,4)", "INTEGER", None), ("d4", "decimal(12,4)", "VARCHAR", None),
+    ("d5", "decimal(12,4)", None, "redact2"), ("d6", "decimal(12,4)", None, "sha256"),
+    ("f", "double", "VARCHAR", None), ("f2", "double", "NUMBER(20,3)", None),
+    ("f3", "double", "INTEGER", None), ("f4", "double", None, "md5"),
+    ("dt", "datetime(6)", "VARCHAR", None), ("dt2", "datetime(6)", "DATE", None),
+    ("dt3", "datetime", "TIMESTAMP_TZ", None), ("dt4", "datetime(6)", None, "redact3"),
+    ("ts", "timestamp(6)", "VARCHAR", None), ("ts2", "timestamp(6)", "TIMESTAMP_NTZ", None),
+    ("ts3", "timestamp(6)", "DATE", None),
+    ("da", "date", "VARCHAR", None), ("da2", "date", "TIMESTAMP_NTZ", None),
+    ("da3", "date", "TIMESTAMP_TZ", None),
+    ("tm", "time(6)", None, None), ("tm2", "time(6)", "NUMBER(20,0)", None),
+    ("tm3", "time", "INTEGER", None),
+    ("s", "varchar(50)", None, "truncate"), ("s2", "varchar(50)", "BINARY", None),
+    ("s3", "varchar(50)", None, "redact"), ("s4", "varchar(50)", None, "null"),
+    ("s5", "varchar(50)", "BOOLEAN", None), ("s6", "varchar(50)", None, "sha256salt"),
+    ("b", "varbinary(20)", "VARCHAR", None), ("b2", "varbinary(20)", None, "truncate"),
+    ("b3", "varbinary(20)", None, "sha256"), ("b4", "varbinary(20)", None, "redact2"),
+    ("b5", "varbinary(20)", "BOOLEAN", None),
+    ("bit", "bit(12)", None, None), ("bit2", "bit(1)", None, None), ("bit3", "bit(12)", "INTEGER", None),
+    ("yr", "year", "VARCHAR", None), ("j", "json", None, None), ("e", "enum('a','b')", None, "md5"),
+]
+
+
+def _retype_plan():
+    from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
+    from replicator.model.pipeline import (
+        ColumnMapping,
+        DuckDBTarget,
+        MySQLSource,
+        Pipeline,
+        TablePipeline,
+        TargetConfig,
+    )
+
+    masks = {"redact2": ("redact", {"mask_keep_last": 2}), "redact3": ("redact", {"mask_keep_last": 3}),
+             "redact": ("redact", {}), "truncate": ("truncate", {"mask_length": 3}),
+             "sha256salt": ("sha256", {"mask_salt": SALT}), "sha256": ("sha256", {}),
+             "md5": ("md5", {}), "null": ("null", {})}
+    mappings = []
+    for name, _, target_type, mask in RETYPE_COLUMNS:
+        kind, extra = masks[mask] if mask else (None, {})
+        if target_type or kind:
+            mappings.append(ColumnMapping(name, target_type=target_type, mask=kind, **extra))
+    source = SourceTable(database="db", table="t", primary_key=("id",), columns=tuple(
+        SourceColumn(name=n, mysql_type=MySQLType.parse(t), nullable=True, ordinal=i)
+        for i, (n, t, _, _) in enumerate(RETYPE_COLUMNS, start=1)))
+    pipeline = Pipeline(name="retype", source=MySQLSource(),
+                        target=TargetConfig(warehouse=DuckDBTarget(path=":memory:")),
+                        tables=(TablePipeline(source_database="db", source_table="t",
+                                              columns=tuple(mappings),
+                                              metadata=("op", "ts", "position", "transaction")),))
+    catalog = Catalog(tables=(source,))
+    return build_plan(pipeline, catalog).table("db.t"), catalog
+
+
+def _retype_rows():
+    utc = dt.UTC
+    base = {
+        "i": -(2**63), "i2": 2**31 - 1, "i3": -7, "i4": 0, "u": 2**64 - 1,
+        "d": Decimal("-12.2500"), "d2": Decimal("0.1000"), "d3": Decimal("-9.9999"),
+        "d4": Decimal("-0.0500"), "d5": Decimal("12.5000"), "d6": Decimal("0.0000"),
+        "f": 1.0, "f2": 2.675, "f3": -3.99, "f4": 1e-05,
+        "dt": dt.datetime(2024, 2, 29, 23, 59, 59), "dt2": dt.datetime(999, 1, 2, 3, 4, 5, 6),
+        "dt3": dt.datetime(2024, 1, 1), "dt4": dt.datetime(2024, 1, 1, 0, 0, 0, 5),
+        "ts": dt.datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=utc),
+        "ts2": dt.datetime(2024, 1, 2, 23, 4, 5, tzinfo=utc), "ts3": dt.datetime(2024, 1, 2, 23, 4, 5, tzinfo=utc),
+        "da": dt.date(2024, 2, 29), "da2": dt.date(1, 1, 1), "da3": dt.date(9999, 12, 31),
+        "tm": -dt.timedelta(hours=838, minutes=59, seconds=59), "tm2": dt.timedelta(hours=1, microseconds=5),
+        "tm3": -dt.timedelta(seconds=1, microseconds=500000),
+        "s": "😀é'x\"\\ab", "s2": "Zoë", "s3": "", "s4": "gone", "s5": " No ", "s6": "None",
+        "b": b"\x00\xff", "b2": b"\x00\x01\x02\x03", "b3": b"", "b4": b"\x01\xff\x10", "b5": b"\x00\x00",
+        "bit": 0b100000000001, "bit2": 1, "bit3": 4095, "yr": 2155,
+        "j": '{"a": [1, "😀", null]}', "e": "b",
+    }
+    other = {**base, "i": 2**63 - 1, "d": Decimal("12.3500"), "d3": Decimal("9.5000"), "f": -0.0,
+             "f2": 1e-7, "f3": 12345.5, "f4": float("inf"), "dt": dt.datetime(2024, 1, 1, 0, 0, 0, 1),
+             "s": "ab", "s5": "yes", "s6": "", "b": b"", "b2": b"\xff", "b5": b"\x00\x10",
+             "d5": Decimal("1.0000"), "dt4": dt.datetime(2024, 1, 1), "tm": dt.timedelta(0),
+             "i4": -1, "bit2": 0, "e": "a"}
+    return [{**base, "id": 1}, {**other, "id": 2}, {name: None for name, *_ in RETYPE_COLUMNS} | {"id": 3},
+            {**base, "id": 4, "f": 123456789.0, "f4": float("nan")}, {**base, "id": 5, "f": float("nan")}]
+
+
+def test_retyped_and_masked_columns_of_every_type_stage_the_same_values() -> None:
+    table_plan, catalog = _retype_plan()
+    events = [_event("db.t", "c", None, row, 10, index) for index, row in enumerate(_retype_rows())]
+    _same(table_plan, catalog, events)
