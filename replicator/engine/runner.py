@@ -287,7 +287,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any) -> RunResul
                                open_sink=open_sink, on_report=report, on_notice=notice,
                                stream_start=state.position,
                                on_new_sources=lambda names: _covered(checkpoint, state, names,
-                                                                     notice))
+                                                                     notice),
+                               covers=lambda name: state.covers(name))
         if spark is None:
             spark = spark_session(options.master or pipeline.engine.master,
                                   {**pipeline.engine.conf, **options.conf},

@@ -111,6 +111,7 @@ class BatchApplier:
         on_notice: Notice | None = None,
         stream_start: BinlogPosition | None = None,
         on_new_sources: Callable[[list[str]], None] | None = None,
+        covers: Callable[[str], bool] | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.plan = plan
@@ -126,6 +127,12 @@ class BatchApplier:
         # Called with the source tables a `sources:` selection starts matching mid-stream
         # (the runner records them as covered: streamed from their CREATE, no copy needed).
         self._on_new_sources = on_new_sources
+        # Whether a source table is covered (copied, or streamed from its creation): the
+        # runner's start state answers. Never the plan's sources: the plan is built from the
+        # LIVE catalog, which is ahead of the binlog being applied, so it already lists a table
+        # whose RENAME into a selection is still ahead in the stream (issue 21: such a table
+        # was then taken as known, and its rows written under the old name were never copied).
+        self._covers = covers or (lambda name: False)
         # Lower-case tables renamed into a selection that the runner has copied since (their
         # replayed RENAME is no news any more, even if they are gone from the catalog now).
         self.copied_sources: set[str] = set()
@@ -392,16 +399,24 @@ class BatchApplier:
         return any(table.routed and table.reads(name) for table in self.plan.tables)
 
     def _plan_unplanned_sources(self, names: Iterable[str]) -> None:
-        """Rows of a table a selection matches but the plan does not list: it came to exist
-        during this run without a CREATE the reader saw (MariaDB logs CREATE TABLE ... SELECT
-        inside the transaction of its rows), so it streamed from its creation: re-plan, which
-        records it as covered (no copy at the next start)."""
+        """Rows of a table a selection matches that is not covered: it came to exist during
+        this run without a CREATE the reader saw (MariaDB logs CREATE TABLE ... SELECT inside
+        the transaction of its rows), so it streamed from its creation: record it as covered
+        (no copy at the next start), and re-plan if the plan does not list it yet.
+
+        A table renamed into the selection never gets here uncovered: its RENAME precedes its
+        rows in the binlog, and schema changes are followed before a batch's rows
+        (``SourcesToCopy`` has the runner copy it first)."""
+        new = [name for name in names if name not in self._unplanned and self._routed(name)
+               and not self._covers(name)]
+        if not new:
+            return
+        self._unplanned.update(new)
         planned = {name.lower() for t in self.plan.tables if t.routed for name in t.sources}
-        new = [name for name in names if name not in planned and name not in self._unplanned
-               and self._routed(name)]
-        if new:
-            self._unplanned.update(new)
-            self._evolve()
+        if any(name not in planned for name in new):
+            self._evolve(new)
+        elif self._on_new_sources is not None:
+            self._on_new_sources(new)
 
     def _follow_schema_changes(self, ddl_rows: list[dict[str, Any]],
                                with_rows: Iterable[str] = ()) -> None:
@@ -409,8 +424,11 @@ class BatchApplier:
         from replicator.engine.routing import SourcesToCopy, follow_routed_change
 
         replicated = self._replicated()
-        known = {name.lower() for t in self.plan.tables if t.routed for name in t.sources}
-        known |= self.copied_sources  # copied by the runner after SourcesToCopy
+        # The routed tables the pipeline covers (see ``_covers``), and those the runner has
+        # copied after a SourcesToCopy in this run.
+        known = {name.lower() for t in self.plan.tables if t.routed for name in t.sources
+                 if self._covers(name)}
+        known |= self.copied_sources
         evolve = False
         created: list[str] = []  # tables a selection matches, CREATEd in this batch
         for row in ddl_rows:
@@ -465,24 +483,27 @@ class BatchApplier:
                 "--snapshot always`",
             )
         if evolve:
-            self._evolve()
+            self._evolve(created)
 
-    def _evolve(self) -> None:
-        """Re-read the catalog, rebuild the plan, let the sink ALTER the target."""
+    def _evolve(self, created: Sequence[str] = ()) -> None:
+        """Re-read the catalog, rebuild the plan, let the sink ALTER the target.
+
+        ``created``: the routed source tables this batch showed being born (a CREATE, or the
+        first rows of a CREATE ... SELECT): the runner records them as covered. Other tables
+        the live catalog adds to the plan are not: the binlog being applied has not reached
+        their arrival yet, and a RENAME into the selection there must still copy them.
+        """
         from replicator.engine.runner import read_pipeline_catalog
         from replicator.plan import build_plan
 
         catalog = read_pipeline_catalog(self.pipeline)
         new_plan = build_plan(self.pipeline, catalog)
-        fresh: list[str] = []
         for old in self.plan.tables:
             # By target: the routes of an outbox all read one source table.
             new = next(t for t in new_plan.tables if t.target_parts == old.target_parts)
             if old.routed:
                 # A column only a dropped (or renamed away) table had leaves the union: its
                 # target column stays, NULL for new rows.
-                before = {name.lower() for name in old.sources}
-                fresh += [name for name in new.sources if name.lower() not in before]
                 continue
             missing = {c.target_column for c in old.columns} - {c.target_column for c in new.columns}
             if missing:
@@ -492,6 +513,7 @@ class BatchApplier:
                     hint="re-copy the table with `replicator run PIPELINE.yaml --snapshot always`",
                 )
         self.replan(new_plan)
+        fresh = list(dict.fromkeys(name for name in created if self._routed(name)))
         if fresh and self._on_new_sources is not None:
             self._on_new_sources(fresh)
 

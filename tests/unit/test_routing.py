@@ -361,10 +361,25 @@ def routed_applier(tmp_path):
 
     pipeline = _pipeline()
     covered: list[list[str]] = []
+    # As the runner's start state: the shards copied at start are covered, and so is every
+    # table the applier reports (streamed from its creation).
+    state = {"shop_1.orders", "shop_2.orders"}
+
+    def on_new_sources(names: list[str]) -> None:
+        covered.append(names)
+        state.update(name.lower() for name in names)
+
     applier = BatchApplier(pipeline, build_plan(pipeline, CATALOG), _RecordingSink(),
-                           CheckpointDir(tmp_path), on_new_sources=covered.append)
+                           CheckpointDir(tmp_path), on_new_sources=on_new_sources,
+                           covers=lambda name: name.lower() in state)
     evolved: list[int] = []
-    applier._evolve = lambda: evolved.append(1)  # no server here: count the re-plans
+
+    def evolve(created=()) -> None:  # no server here: count the re-plans
+        evolved.append(1)
+        if created:
+            on_new_sources(list(dict.fromkeys(created)))
+
+    applier._evolve = evolve
     return applier, covered, evolved
 
 
@@ -396,7 +411,8 @@ def test_a_create_re_plans_and_a_rename_into_the_selection_asks_for_a_copy(route
     applier, covered, evolved = routed_applier
     applier.apply_rows([_ddl_row("CREATE TABLE shop_8.orders LIKE shop_1.orders", "create",
                                  ["shop_8.orders"])], 0, None)
-    assert evolved == [1]
+    assert evolved == [1] and covered == [["shop_8.orders"]]
+    covered.clear()
     batch = [
         _ddl_row("CREATE TABLE shop_9.orders LIKE shop_1.orders", "create", ["shop_9.orders"]),
         _ddl_row("RENAME TABLE tmp.o TO shop_5.orders", "rename", ["tmp.o", "shop_5.orders"], 95),
@@ -411,6 +427,45 @@ def test_a_create_re_plans_and_a_rename_into_the_selection_asks_for_a_copy(route
     applier.apply_rows(batch, 1, None)  # the replay: the RENAME is known now
     assert {r["_SOURCE_TABLE"] for _, staged in applier.sink.applied for r in staged} == {
         "shop_6.orders", "shop_5.orders"}
+
+
+def test_a_table_the_live_catalog_shows_before_its_rename_is_streamed_is_still_copied(
+        tmp_path, monkeypatch):
+    """Issue 21: the plan is re-built from the LIVE catalog, which is ahead of the binlog
+    being applied. A CREATE re-plans while a later RENAME into the selection has already run
+    on the server: the renamed table is in the new plan, but it is not covered, so its RENAME
+    must still ask for a copy (its rows were written under the old name)."""
+    from replicator.engine.checkpoint import CheckpointDir
+    from replicator.engine.routing import SourcesToCopy
+    from replicator.engine.transform import BatchApplier
+
+    pipeline = _pipeline()
+    ahead = Catalog((*CATALOG.tables, _orders("shop_3"), _orders("shop_4"), _orders("shop_5")))
+    state = {"shop_1.orders", "shop_2.orders"}
+    covered: list[list[str]] = []
+
+    def on_new_sources(names: list[str]) -> None:
+        covered.append(names)
+        state.update(name.lower() for name in names)
+
+    applier = BatchApplier(pipeline, build_plan(pipeline, CATALOG), _RecordingSink(),
+                           CheckpointDir(tmp_path), on_new_sources=on_new_sources,
+                           covers=lambda name: name.lower() in state)
+    applier.replan = lambda new_plan: setattr(applier, "plan", new_plan)
+    monkeypatch.setattr("replicator.engine.runner.read_pipeline_catalog", lambda p: ahead)
+    applier.apply_rows([_ddl_row("CREATE TABLE shop_3.orders LIKE shop_1.orders", "create",
+                                 ["shop_3.orders"])], 0, None)
+    assert "shop_5.orders" in applier.plan.tables[0].sources  # the catalog is ahead
+    assert covered == [["shop_3.orders"]]  # only the table whose CREATE was seen
+    rename = _ddl_row("RENAME TABLE tmp.o TO shop_5.orders", "rename",
+                      ["tmp.o", "shop_5.orders"], 95)
+    with pytest.raises(SourcesToCopy) as caught:
+        applier.apply_rows([rename, _change_row("shop_5.orders", "u", 97, _row(1))], 1, None)
+    assert caught.value.tables == ("shop_5.orders",)
+    # Rows of a planned but uncovered table with no RENAME before them are a CREATE ...
+    # SELECT the reader saw no DDL of: covered from here (no copy at the next start).
+    applier.apply_rows([_change_row("shop_4.orders", "c", 99, _row(2))], 2, None)
+    assert covered == [["shop_3.orders"], ["shop_4.orders"]]
 
 
 def test_an_alter_of_a_shard_follows_the_one_table_rules(routed_applier):
