@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
 from replicator.engine.metrics import BatchReport, TableReport
-from replicator.engine.schema_changes import adds_columns_only
+from replicator.engine.schema_changes import DdlEffect, classify
 from replicator.errors import EngineError, ReplicatorError
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.values import decode_image
@@ -472,12 +472,18 @@ class BatchApplier:
                 evolve = True  # DROP DATABASE of a shard: its tables stop being read
             if not touched and not routed:
                 continue  # DDL on a table this pipeline does not replicate
-            if adds_columns_only(sql):
+            intent = classify(sql)
+            if intent.effect is DdlEffect.NOTHING:
+                if self._on_notice:
+                    self._on_notice(f"schema change on {', '.join(touched or routed)} at {where} "
+                                    f"ignored: {intent.what} changes nothing replicated")
+                continue
+            if intent.effect is DdlEffect.ADD_COLUMNS:
                 evolve = True
                 continue
             raise EngineError(
                 f"schema change on {', '.join(touched or routed)} at {where} cannot be followed "
-                f"automatically: {sql[:200]}",
+                f"automatically ({intent.what}): {sql[:200]}",
                 hint="added columns are followed; for anything else update the pipeline YAML if "
                 "needed, then re-copy the table with `replicator run PIPELINE.yaml "
                 "--snapshot always`",
