@@ -17,7 +17,6 @@ expression or a filter.
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from replicator.config.loader import JsonPath, LoadedDocument, Position
@@ -145,38 +144,40 @@ def _check_table(document: LoadedDocument, base: JsonPath, table: dict[str, Any]
 
 def _check_expression(document: LoadedDocument, path: JsonPath, text: str, types: Any) -> None:
     from replicator.plan.expressions import ExpressionError, check_expression
+    from replicator.plan.transpile import Untranslatable, translate
 
     try:
         check_expression(text, types)
-    except ExpressionError as exc:
-        message = exc.message
-        if message.startswith("syntax error") or "expected exactly one" in message or "not a query" in message:
-            code = "R240"
-        elif message.startswith("unknown column"):
-            code = "R242"
-        elif "not supported" in message or message.startswith("function"):
-            code = "R241"
-        else:
-            code = "R243"
-        document.add(scalar_position(document, path, exc.offset), code,
-                     f"{_render(path)}: {message}", exc.hint)
+        if types is not None and "any" not in {t.kind for t in types.values()}:
+            translate(text, types)  # what the engine cannot run exactly is refused
+    except (ExpressionError, Untranslatable) as exc:
+        _report_expression(document, path, exc)
+
+
+def _report_expression(document: LoadedDocument, path: JsonPath, exc: Any) -> None:
+    message = exc.message
+    if message.startswith("syntax error") or "expected exactly one" in message or "not a query" in message:
+        code = "R240"
+    elif message.startswith("unknown column"):
+        code = "R242"
+    elif "not supported" in message or message.startswith("function"):
+        code = "R241"
+    else:
+        code = "R243"
+    document.add(scalar_position(document, path, exc.offset), code,
+                 f"{_render(path)}: {message}", exc.hint)
 
 
 def _check_filter(document: LoadedDocument, path: JsonPath, text: str, types: Any) -> None:
-    from replicator.plan.filters import FilterError, compile_filter
+    from replicator.plan.expressions import ExpressionError, compile_filter
+    from replicator.plan.transpile import Untranslatable, translate
 
     try:
-        compile_filter(text, None if types is None else list(types))
-    except FilterError as exc:
-        code = "R240" if exc.syntax else "R242" if exc.unknown_column else "R241"
-        hint = exc.hint
-        if exc.unknown_column and types:
-            wanted = exc.message.split("'")[1] if "'" in exc.message else ""
-            close = difflib.get_close_matches(wanted, list(types), n=1, cutoff=0.6)
-            hint = f"did you mean '{close[0]}'?" if close else f"source columns are: {', '.join(types)}"
-        message = exc.message.split("; source columns are")[0]
-        document.add(scalar_position(document, path, exc.offset), code,
-                     f"{_render(path)}: {message}", hint)
+        compile_filter(text, types)
+        if types is not None and "any" not in {t.kind for t in types.values()}:
+            translate(text, types)
+    except (ExpressionError, Untranslatable) as exc:
+        _report_expression(document, path, exc)
 
 
 def _check_mask(document: LoadedDocument, path: JsonPath, name: str, spec: dict[str, Any],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import zlib
+from typing import Any
 
 from replicator.errors import PlanError
 from replicator.model.catalog import Catalog, MySQLType, MySQLTypeError, SourceColumn, SourceTable
@@ -242,14 +243,24 @@ def _plan_table(
         log_columns = [by_name[c.target_column] for c in data_columns]
         log_columns += _changelog_columns(case)
         _check_column_collisions(f"{name} (log table)", log_columns, problems)
+    filter_inputs: tuple[tuple[str, Any], ...] = ()
     if table.filter:
-        from replicator.plan.filters import FilterError, compile_filter
+        from replicator.plan.expressions import STRING as SPARK_STRING
+        from replicator.plan.expressions import ExpressionError, compile_filter, spark_type_of
+
+        tinyint1 = pipeline.source.tinyint1
+        filter_inputs = tuple((c.name, spark_type_of(c.mysql_type, tinyint1=tinyint1))
+                              for c in source_table.columns)
+        if table.routed:
+            filter_inputs += ((SOURCE_TABLE_COLUMN, SPARK_STRING),)
+        from replicator.plan.transpile import Untranslatable, translate
 
         try:
-            compile_filter(table.filter, [c.name for c in source_table.columns]
-                           + ([SOURCE_TABLE_COLUMN] if table.routed else []))
-        except FilterError as exc:
-            problems.add(f"{name}: filter {table.filter!r}: {exc}", hint=exc.hint)
+            compile_filter(table.filter, dict(filter_inputs))
+            translate(table.filter, dict(filter_inputs))
+        except (ExpressionError, Untranslatable) as exc:
+            problems.add(f"{name}: filter {table.filter!r}: {exc.message} (at character "
+                         f"{exc.offset + 1})", hint=exc.hint)
 
     if len(problems.items) > before:
         return None
@@ -273,6 +284,7 @@ def _plan_table(
         state_table=target_identifier(pipeline.target.state_table, case),
         identifier_case=case,
         filter=table.filter,
+        filter_inputs=filter_inputs,
         excluded=tuple(excluded),
         mode=table.mode,
         log_table=log_table,
@@ -439,10 +451,13 @@ def _plan_computed(
         return None
     tinyint1 = pipeline.source.tinyint1
     types = {c.name: spark_type_of(c.mysql_type, tinyint1=tinyint1) for c in source_table.columns}
+    from replicator.plan.transpile import Untranslatable, translate
+
     try:
         target_type = parse_target_type(mapping.target_type)
         compile_expression(mapping.expression, types)
-    except ExpressionError as exc:
+        translate(mapping.expression, types)
+    except (ExpressionError, Untranslatable) as exc:
         problems.add(f"{table.source_name}: computed column {name!r}: {exc.message} "
                      f"({where}.expression, at character {exc.offset + 1})", exc.hint)
         return None

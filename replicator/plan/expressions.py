@@ -33,7 +33,6 @@ from decimal import ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 from replicator.errors import PlanError, ReplicatorError
-from replicator.plan.filters import like_regex
 
 Row = dict[str, Any]
 Fn = Callable[[Row], Any]
@@ -98,18 +97,19 @@ FUNCTIONS: dict[str, str] = {
     "ltrim": "", "rtrim": "", "substring": "1-based; negative counts from the end",
     "substr": "", "left": "", "right": "", "length": "characters (bytes for BINARY)",
     "char_length": "", "character_length": "", "replace": "", "regexp_replace": "Java-style $1 groups",
-    "lpad": "", "rpad": "", "initcap": "", "round": "HALF_UP", "bround": "HALF_EVEN",
+    "lpad": "", "rpad": "", "round": "HALF_UP (DECIMAL, integers)", "bround": "HALF_EVEN (DECIMAL, integers)",
     "floor": "", "ceil": "", "ceiling": "", "abs": "", "mod": "", "pmod": "", "try_divide": "",
-    "to_date": "to_date(string|timestamp)", "date_format": "yyyy MM dd HH mm ss SSS E a ...",
+    "to_date": "to_date(date|timestamp)", "date_format": "yyyy MM dd HH mm ss SSS E a ...",
     "year": "", "month": "", "day": "", "dayofmonth": "", "hour": "", "minute": "", "second": "",
     "quarter": "", "date_trunc": "date_trunc('month', ts)", "datediff": "datediff(end, start)",
-    "date_add": "", "date_sub": "", "sha2": "sha2(x, 224|256|384|512)", "md5": "", "sha1": "",
+    "date_add": "", "date_sub": "", "sha2": "sha2(x, 256)", "md5": "", "sha1": "",
     "sha": "", "greatest": "", "least": "",
 }
 SUPPORTED_HINT = (
     "computed columns support literals, columns, + - * / % div, comparisons, AND/OR/NOT, "
-    "IS [NOT] NULL, IN, BETWEEN, LIKE, ||, CASE, CAST/TRY_CAST (int, bigint, double, "
-    "decimal(p,s), string, date, timestamp, boolean, binary) and the functions "
+    "IS [NOT] NULL, IN, BETWEEN, LIKE, ||, CASE, CAST/TRY_CAST (between numbers, of numbers, "
+    "booleans, dates and timestamps to STRING, of STRING to INT, BIGINT, BOOLEAN and BINARY, "
+    "DATE <-> TIMESTAMP) and the functions "
     + ", ".join(sorted(FUNCTIONS)) + " (docs/configuration.md#computed-columns)"
 )
 
@@ -605,6 +605,46 @@ def check_expression(text: str, columns: Mapping[str, SparkType] | None) -> None
     _Compiler(None if columns is None else {n.lower(): (n, t) for n, t in columns.items()}).compile(tree)
 
 
+FILTER_HINT = ("a filter is a Spark SQL condition over source columns, like computed columns: "
+               "filter: \"status <> 'test' AND amount >= 10\" (docs/configuration.md#row-filters)")
+
+
+def compile_filter(text: str, columns: Mapping[str, SparkType] | None) -> Compiled:
+    """A row filter: a Spark SQL condition (BOOLEAN) over source columns; only TRUE passes.
+
+    Filters were MySQL predicates before this release; one that no longer parses or checks as
+    Spark SQL gets a hint saying so (MySQL's XOR, LIKE's case-insensitivity and `||` as OR are
+    gone: Spark compares strings by code point, case-sensitively)."""
+    try:
+        tree = parse(text)
+        compiler = _Compiler(None if columns is None else {n.lower(): (n, t) for n, t in columns.items()})
+        compiled = compiler.compile(tree)
+        if compiled.type.kind not in ("boolean", "null", "any"):
+            raise ExpressionError(f"the filter is {compiled.type}, not a condition", 0,
+                                  hint="compare it: x = 1, x IS NOT NULL")
+    except ExpressionError as exc:
+        if _mysql_only(text):
+            raise ExpressionError(
+                f"{exc.message} (filters are Spark SQL now, not MySQL)", exc.offset,
+                hint="rewrite the filter in Spark SQL: XOR -> (a AND NOT b) OR (NOT a AND b), "
+                "`col` quoting stays, || means concatenation, string comparisons are "
+                "case-sensitive (lower(x) = 'abc'); " + FILTER_HINT) from None
+        raise
+    return compiled
+
+
+def _mysql_only(text: str) -> bool:
+    """Whether ``text`` reads as MySQL (the filter dialect before this release)."""
+    import sqlglot
+    from sqlglot.errors import ParseError, TokenError
+
+    try:
+        sqlglot.parse_one(text, read="mysql")
+    except (ParseError, TokenError):
+        return False
+    return True
+
+
 def referenced_columns(text: str) -> list[str]:
     from sqlglot import exp
 
@@ -945,6 +985,8 @@ class _Compiler:
             raise self.error(node.expression, "LIKE needs a string literal pattern")
         if inner.type.kind not in ("string", "null", "any"):
             raise self.error(node, f"LIKE on {inner.type}", hint="CAST(x AS STRING) LIKE '...'")
+        from replicator.plan.filters import like_regex
+
         regex = like_regex(pattern.value, ignore_case=False,
                            bad_escape=self.error(node.expression, "bad LIKE escape"))
         return Compiled(lambda row: None if (v := inner(row)) is None else bool(regex.match(v)), BOOLEAN)

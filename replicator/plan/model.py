@@ -120,6 +120,9 @@ class TablePlan:
     identifier_case: IdentifierCase
     filter: str | None = None
     excluded: tuple[str, ...] = ()  # source columns left out on purpose
+    # The Spark type of every source column the filter may read (excluded ones too, and
+    # _SOURCE_TABLE of a routed table): plan.expressions.spark_type_of.
+    filter_inputs: tuple[tuple[str, SparkType], ...] = ()
     mode: TableMode = "merge"
     # `log_table: true`: the <TARGET>_LOG table appended beside the merged target, and its
     # columns (the row image plus CHANGELOG_COLUMNS). A changelog-mode table is its own log:

@@ -39,6 +39,24 @@ def expression_function(column: PlannedColumn) -> Callable[[Image], Any]:
     return evaluate
 
 
+@lru_cache(maxsize=64)
+def row_filter(table: TablePlan) -> Callable[[Image], bool] | None:
+    """The table's filter (Spark SQL) as a per-row test: only TRUE passes. The per-row twin of
+    the transform step's (``transform.expressions.filter_sql``), for ``stage_changes`` and
+    ``verify``."""
+    if not table.filter:
+        return None
+    from replicator.plan.expressions import compile_filter, spark_value
+
+    inputs = table.filter_inputs
+    compiled = compile_filter(table.filter, dict(inputs))
+
+    def passes(image: Image) -> bool:
+        return compiled({name: spark_value(image.get(name), type_) for name, type_ in inputs}) is True
+
+    return passes
+
+
 def add_computed(table: TablePlan, events: list[ChangeEvent]) -> list[ChangeEvent]:
     columns = table.computed_columns
     if not columns:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from replicator.model.changes import ChangeEvent
@@ -91,14 +90,10 @@ def _metadata_value(column: PlannedColumn) -> Callable[[ChangeEvent], Any]:
     return METADATA_VALUES[column.target_column.upper()]
 
 
-@lru_cache(maxsize=64)
 def _row_filter(table: TablePlan) -> Callable[[dict[str, Any]], bool] | None:
-    if not table.filter:
-        return None
-    from replicator.plan.filters import compile_filter
+    from replicator.sink.computed import row_filter
 
-    names = [c.source_column for c in table.data_columns if c.source_column]
-    return compile_filter(table.filter, [*names, *table.excluded])
+    return row_filter(table)
 
 
 def _ms_time(ms: int | None) -> dt.datetime | None:

@@ -61,10 +61,9 @@ class TableVerifier:
         self._target_form = target_row_form(self.columns)
         self._passes: Callable[[dict[str, Any]], bool] | None = None
         if table.filter:
-            from replicator.plan.filters import compile_filter
+            from replicator.sink.computed import row_filter
 
-            names = [c.source_column for c in self.columns if c.source_column]
-            self._passes = compile_filter(table.filter, [*names, *table.excluded])
+            self._passes = row_filter(table)
         self.source = SourceReader(pipeline.source, source_table, table, source_name=source_name)
         self.target = TargetReader(connection, table, self.columns,
                                    end_transaction=end_transaction, source_name=source_name)

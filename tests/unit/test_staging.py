@@ -12,7 +12,15 @@ import pytest
 
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.plan import build_plan
-from replicator.plan.filters import compile_filter
+from replicator.plan.expressions import (
+    DATE,
+    INT,
+    STRING,
+    TIMESTAMP,
+    ExpressionError,
+    compile_filter,
+    decimal,
+)
 from replicator.sink.staging import stage_changes
 from replicator.sink.values import mask_function, mysql_time_text
 from tests.fixtures.sink_sample import AWKWARD, CATALOG, NULLS, sample_pipeline
@@ -124,16 +132,21 @@ def test_decimal_that_does_not_fit_is_a_sink_error_with_a_hint():
     assert "NUMBER" in caught.value.hint
 
 
+FILTER_COLUMNS = {"qty": INT, "name": STRING, "created": TIMESTAMP, "price": decimal(10, 2),
+                  "born": DATE}
+
+
 @pytest.mark.parametrize(
     ("predicate", "row", "passes"),
     [
         ("qty >= 0", {"qty": None}, False),  # NULL is not TRUE
         ("qty IS NULL OR qty >= 0", {"qty": None}, True),
-        ("name = 'ABC'", {"name": "abc"}, True),  # MySQL's _ci collations
+        ("name = 'ABC'", {"name": "abc"}, False),  # Spark SQL: case-sensitive
+        ("lower(name) = 'abc'", {"name": "ABC"}, True),
         ("name LIKE 'a\\_%'", {"name": "a_b"}, True),
         ("name LIKE 'a\\_%'", {"name": "ab"}, False),
         ("name LIKE 'ab'", {"name": "ab\n"}, False),  # the whole value, newline included
-        ("name LIKE 'A%'", {"name": "a\nb"}, True),
+        ("name LIKE 'a%'", {"name": "a\nb"}, True),
         ("qty BETWEEN 1 AND 3", {"qty": 3}, True),
         ("qty NOT IN (1, 2)", {"qty": 3}, True),
         ("qty NOT IN (1, NULL)", {"qty": 3}, False),  # unknown
@@ -141,8 +154,16 @@ def test_decimal_that_does_not_fit_is_a_sink_error_with_a_hint():
         ("price * 2 > 10.5", {"price": Decimal("5.26")}, True),
         ("NOT (qty > 1) AND name <> 'x'", {"qty": 0, "name": "y"}, True),
         ("COALESCE(qty, 0) = 0", {"qty": None}, True),
+        ("born < '2000-01-01'", {"born": dt.date(1999, 12, 31)}, True),
     ],
 )
 def test_filter_semantics(predicate, row, passes):
-    check = compile_filter(predicate, ["qty", "name", "created", "price"])
-    assert check(row) is passes
+    check = compile_filter(predicate, FILTER_COLUMNS)
+    assert (check(row) is True) is passes
+
+
+@pytest.mark.parametrize("old", ["qty > 1 XOR name = 'x'", "name = 'a' || qty = 1"])
+def test_an_old_mysql_filter_gets_a_hint_that_filters_are_spark_sql(old):
+    with pytest.raises(ExpressionError) as caught:
+        compile_filter(old, FILTER_COLUMNS)
+    assert "Spark SQL" in caught.value.message + caught.value.hint

@@ -221,3 +221,28 @@ def test_retyped_and_masked_columns_of_every_type_stage_the_same_values() -> Non
     table_plan, catalog = _retype_plan()
     events = [_event("db.t", "c", None, row, 10, index) for index, row in enumerate(_retype_rows())]
     _same(table_plan, catalog, events)
+
+
+def test_a_row_spark_would_fail_stops_the_batch_naming_table_column_and_key() -> None:
+    import dataclasses
+
+    from replicator.plan.expressions import EvaluationError
+
+    pipeline = load_pipeline(ROOT / "pipelines" / "transforms.yaml", environ={"PII_SALT": SALT})
+    tables = []
+    for table in pipeline.tables:
+        ratio = dataclasses.replace(next(c for c in table.columns if c.computed),
+                                    source_column="ratio", expression="net_amount / 0",
+                                    target_type="DOUBLE")
+        tables.append(dataclasses.replace(table, columns=(*table.columns, ratio)))
+    pipeline = dataclasses.replace(pipeline, tables=tuple(tables))
+    catalog = offline_catalog(pipeline)
+    table_plan = build_plan(pipeline, catalog).table("crm.customers")
+    rows = [dict(ROW, id=n, net_amount=None) for n in range(1, 40)] + [ROW]
+    events = [_event("crm.customers", "r", None, row, 5, n) for n, row in enumerate(rows)]
+    batch = change_batch(events, _columns(catalog, "crm.customers"), batch_key(table_plan))
+    with pytest.raises(EvaluationError) as caught:
+        stage_batch(table_plan, batch)
+    assert caught.value.error_class == "DIVIDE_BY_ZERO"
+    assert "crm.customers" in caught.value.message and "RATIO" in caught.value.message
+    assert "id=7" in caught.value.message
