@@ -52,6 +52,11 @@ def command(
     output_format: Annotated[
         OutputFormat, typer.Option("--format", "-f", help="sql or json.")
     ] = OutputFormat.sql,
+    ddl: Annotated[
+        str | None,
+        typer.Option("--ddl", help="Preview what the pipeline would do on this DDL statement "
+                     "(the target ALTERs, the stop, or nothing); runs nothing."),
+    ] = None,
 ) -> None:
     from replicator.config import load_pipeline
     from replicator.plan import build_plan, get_dialect, offline_catalog
@@ -65,6 +70,9 @@ def command(
     tables = _select_tables(plan, table)
     if offline:
         render.info("offline: columns and types come from the YAML's source_type only")
+    if ddl is not None:
+        _print_ddl_preview(pipeline, catalog, plan, ddl, sql_dialect, output_format)
+        return
     if output_format is OutputFormat.json:
         document = {
             "pipeline": plan.pipeline_name,
@@ -80,6 +88,22 @@ def command(
         if not offline:
             _say_where_columns_came_from(table_plan)
         render.print_sql(render_sql(table_plan, sql_dialect))
+
+
+def _print_ddl_preview(pipeline: Pipeline, catalog: Catalog, plan: Plan, ddl: str,
+                       dialect: Dialect, output_format: OutputFormat) -> None:
+    from replicator.cli.plan_ddl import preview_ddl, render_effects
+
+    effects = preview_ddl(pipeline, catalog, plan, ddl, dialect)
+    if output_format is OutputFormat.json:
+        document = {"pipeline": plan.pipeline_name, "dialect": dialect.name, "ddl": ddl,
+                    "effects": [effect.to_json() for effect in effects]}
+        render.print_text(json.dumps(document, indent=2, ensure_ascii=False))
+    else:
+        render.print_sql(render_effects(ddl, effects))
+    if any(effect.action == "stop" for effect in effects):
+        # A migration's CI can gate on it: this DDL would stop the pipeline.
+        raise typer.Exit(1)
 
 
 def _live_catalog(pipeline: Pipeline) -> Catalog:

@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from replicator.errors import EngineError
 
 
 class DdlEffect(enum.Enum):
@@ -57,6 +60,41 @@ _ALTER_MODIFIERS = {"ONLINE", "IGNORE"}
 def classify(sql: str) -> DdlIntent:
     """What ``sql`` changes of the replicated data (see the module docstring)."""
     return _classify(sql.strip().rstrip(";").strip())
+
+
+def cannot_follow(tables: Sequence[str], where: str, intent: DdlIntent, sql: str) -> EngineError:
+    """The stop for DDL the engine does not follow (``run`` raises it; ``plan --ddl`` shows it)."""
+    return EngineError(
+        f"schema change on {', '.join(tables)} at {where} cannot be followed automatically "
+        f"({intent.what}): {sql[:200]}",
+        hint="added columns are followed; for anything else update the pipeline YAML if needed, "
+        "then re-copy the table with `replicator run PIPELINE.yaml --snapshot always`",
+    )
+
+
+@dataclass(frozen=True)
+class AddedColumn:
+    name: str
+    mysql_type: str  # as MySQL writes it: decimal(10,2), int unsigned, enum('a','b')
+    default: str | None  # the DEFAULT clause's SQL, None without one
+
+
+def added_columns(sql: str) -> tuple[AddedColumn, ...]:
+    """The columns an ADD_COLUMNS statement adds, in order (empty for any other statement)."""
+    from sqlglot import exp
+
+    if classify(sql).effect is not DdlEffect.ADD_COLUMNS:
+        return ()
+    statement = _parse(_without_alter_modifiers(sql.strip().rstrip(";").strip()))
+    added = []
+    for action in statement.args.get("actions") or []:
+        if not isinstance(action, exp.ColumnDef):
+            continue
+        default = next((c.args["kind"].this for c in action.args.get("constraints") or []
+                        if isinstance(c.args.get("kind"), exp.DefaultColumnConstraint)), None)
+        added.append(AddedColumn(action.name, action.args["kind"].sql("mysql").lower(),
+                                 None if default is None else default.sql("mysql")))
+    return tuple(added)
 
 
 def adds_columns_only(sql: str) -> bool:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
 from replicator.engine.metrics import BatchReport, TableReport
-from replicator.engine.schema_changes import DdlEffect, classify
+from replicator.engine.schema_changes import DdlEffect, cannot_follow, classify
 from replicator.errors import EngineError, ReplicatorError
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.values import decode_image
@@ -481,13 +481,7 @@ class BatchApplier:
             if intent.effect is DdlEffect.ADD_COLUMNS:
                 evolve = True
                 continue
-            raise EngineError(
-                f"schema change on {', '.join(touched or routed)} at {where} cannot be followed "
-                f"automatically ({intent.what}): {sql[:200]}",
-                hint="added columns are followed; for anything else update the pipeline YAML if "
-                "needed, then re-copy the table with `replicator run PIPELINE.yaml "
-                "--snapshot always`",
-            )
+            raise cannot_follow(touched or routed, where, intent, sql)
         if evolve:
             self._evolve(created)
 

@@ -1,0 +1,80 @@
+"""`replicator plan --ddl`: what the pipeline would do on a DDL, offline, before it runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MAIN = "import sys; from replicator.cli.main import main; sys.argv[0] = 'replicator'; main()"
+
+
+def plan(pipeline: str, ddl: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", MAIN, "plan", f"pipelines/{pipeline}.yaml", "--offline",
+         "--ddl", ddl, *extra], capture_output=True, text=True, cwd=ROOT, timeout=60)
+
+
+def test_an_added_column_shows_the_target_alter_and_the_default_it_will_miss():
+    done = plan("shop_orders", "ALTER TABLE shop.order_lines ADD COLUMN x INT NOT NULL "
+                "DEFAULT 7, ADD KEY kx (x)")
+    assert done.returncode == 0, done.stderr
+    assert "shop.order_lines -> MAIN.ORDER_LINES: EVOLVE: adds X" in done.stdout
+    assert 'ALTER TABLE "MAIN"."ORDER_LINES" ADD COLUMN "X" INTEGER;' in done.stdout
+    assert "rows already in the target get NULL for x (MySQL shows DEFAULT 7)" in done.stdout
+
+
+def test_the_log_table_is_altered_too_and_json_lists_every_statement():
+    done = plan("modes", "alter table shop.orders add note varchar(20) default 'x'",
+                "--format", "json", "--dialect", "snowflake")
+    assert done.returncode == 0, done.stderr
+    (effect,) = json.loads(done.stdout)["effects"]
+    assert (effect["source"], effect["action"]) == ("shop.orders", "evolve")
+    assert effect["statements"] == [
+        'ALTER TABLE "MAIN"."ORDERS" ADD COLUMN "NOTE" VARCHAR',
+        'ALTER TABLE "MAIN"."ORDERS_LOG" ADD COLUMN "NOTE" VARCHAR',
+    ]
+
+
+def test_ddl_that_changes_nothing_replicated_is_ignored():
+    done = plan("shop_orders", "CREATE INDEX i ON order_lines (sku)")  # unqualified: resolved
+    assert done.returncode == 0, done.stderr
+    assert ("shop.order_lines -> MAIN.ORDER_LINES: IGNORE: CREATE INDEX: changes nothing "
+            "replicated") in done.stdout
+    assert "ALTER" not in done.stdout.split("\n", 1)[1]
+
+
+def test_a_ddl_that_would_stop_the_pipeline_says_why_and_exits_1():
+    done = plan("shop_orders", "ALTER TABLE shop.order_lines ADD COLUMN x INT, "
+                "MODIFY sku VARCHAR(500)")
+    assert done.returncode == 1
+    assert "STOP: schema change on shop.order_lines" in done.stdout
+    assert "cannot be followed automatically (modifies a column)" in done.stdout
+    assert "hint: added columns are followed" in done.stdout
+
+
+def test_tables_the_pipeline_does_not_replicate_are_ignored():
+    done = plan("shop_orders", "ALTER TABLE other.t DROP COLUMN a")
+    assert done.returncode == 0, done.stderr
+    assert "other.t: NOT_REPLICATED" in done.stdout
+
+
+def test_a_rename_into_a_selection_is_copied_by_the_running_pipeline():
+    done = plan("sharded", "RENAME TABLE tmp.o TO shop_9.orders")
+    assert done.returncode == 0, done.stderr
+    assert "shop_9.orders -> MAIN.ORDERS: FOLLOW: renamed into the `sources:` selection" in done.stdout
+    assert "tmp.o: NOT_REPLICATED" in done.stdout
+
+
+@pytest.mark.parametrize(("ddl", "message"), [
+    ("SELECT 1", "error: not a DDL statement"),
+    ("ALTER TABLE nope ADD COLUMN a INT", "names table 'nope' without its database"),
+])
+def test_bad_ddl_gets_a_clear_error_and_no_traceback(ddl, message):
+    done = plan("shop_orders", ddl)
+    assert done.returncode == 2 and message in done.stderr and "hint:" in done.stderr
+    assert "Traceback" not in done.stderr
