@@ -4,8 +4,8 @@ Statement functions (``statements.py``) read these fields instead of branching o
 name. Differences measured on this machine (DuckDB 2.0, fakesnow 0.12.1, see DESIGN.md):
 DuckDB has no NUMBER / TIMESTAMP_NTZ names, its FLOAT is 4 bytes (DOUBLE is 8), JSON instead of
 VARIANT, one action per ALTER TABLE, unqualified column names in UPDATE SET, and TEMP tables
-live in their own catalog (no qualified TEMP names; fakesnow inherits the rule, so Snowflake
-staging tables are unqualified too and resolve in the session's current schema).
+live in their own catalog (no qualified TEMP names). Snowflake staging is a TRANSIENT table
+loaded by PUT + COPY; DuckDB staging a TEMP table filled by read_parquet.
 """
 
 from __future__ import annotations
@@ -31,8 +31,25 @@ class Dialect:
     multiple_alter_actions: bool = True
     # MERGE ... UPDATE SET tgt.col = ... (Snowflake) or SET col = ... (DuckDB)?
     qualified_update_set: bool = True
-    # Does CREATE TEMPORARY TABLE accept database.schema.name?
-    qualified_temp_names: bool = False
+    # The staging table: TEMPORARY (private to a connection, so created by every batch on
+    # its own cursor) or TRANSIENT (created once by the setup, loaded by COPY: fakesnow cannot
+    # COPY ... MATCH_BY_COLUMN_NAME into a TEMPORARY table, and a transient table has no
+    # fail-safe storage to pay for). Only a non-TEMP staging name is qualified (DuckDB has no
+    # qualified TEMP names).
+    staging_kind: str = "TEMPORARY"
+    staging_per_batch: bool = True
+    qualified_staging_names: bool = False
+    # Load staging by PUT + COPY through the staging table's stage (Snowflake), or read the
+    # Parquet files in place (DuckDB's read_parquet).
+    load_through_stage: bool = False
+    # How a batch's transaction starts: an explicit statement, or (None) the first statement
+    # opens it (a Snowflake connection with autocommit off: every statement does).
+    begin_transaction: str | None = "BEGIN TRANSACTION"
+    implicit_transactions: bool = False
+    # COMMIT the staging load before the MERGE: fakesnow runs a MERGE only as the first
+    # statement of a transaction (DESIGN.md); staging holds only this batch, so it is the
+    # same on Snowflake.
+    commit_after_load: bool = False
     # Does the sink create the target schema itself? (Snowflake schemas are the admin's.)
     create_schema: bool = False
     # How many parts qualify a table name before its own: database.schema (2) or schema (1).
@@ -82,7 +99,13 @@ SNOWFLAKE = Dialect(
     # column per statement runs on both, and added columns are rare.
     multiple_alter_actions=False,
     qualified_update_set=True,
-    qualified_temp_names=False,
+    staging_kind="TRANSIENT",
+    staging_per_batch=False,
+    qualified_staging_names=True,
+    load_through_stage=True,
+    begin_transaction=None,
+    implicit_transactions=True,
+    commit_after_load=True,
     create_schema=False,
 )
 
@@ -105,7 +128,6 @@ DUCKDB = Dialect(
     current_timestamp="CURRENT_TIMESTAMP",
     multiple_alter_actions=False,
     qualified_update_set=False,
-    qualified_temp_names=False,
     create_schema=True,
     namespace_depth=1,
 )

@@ -1,41 +1,37 @@
 """Plan -> the ordered statements a sink runs for a table, in one dialect.
 
-``replicator plan`` prints exactly these; the sinks execute exactly these.
+``replicator plan`` prints exactly the programs of ``plan.program`` that the sink executes:
+the setup (then an ALTER per column the target lacks, decided from the columns it read), and
+one batch, with a placeholder where the batch's Parquet files go.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from replicator.plan import statements
+from replicator.plan import program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
-
-
-@dataclass(frozen=True)
-class Statement:
-    purpose: str  # "create schema", "create target", ..., "merge", "record batch"
-    sql: str
+from replicator.plan.program import Statement
 
 
 def table_statements(table: TablePlan, dialect: Dialect) -> list[Statement]:
-    """In execution order: setup DDL, then one batch (stage, MERGE, state row)."""
-    out = []
-    schema = statements.create_schema(table, dialect)
-    if schema:
-        out.append(Statement("create schema", schema))
-    out.append(Statement("create target table", statements.create_target_table(table, dialect)))
-    if table.log_table:
-        out.append(Statement("create log table", statements.create_log_table(table, dialect)))
-    out += [
-        Statement("create state table", statements.create_state_table(table, dialect)),
-        Statement("create staging table", statements.create_staging_table(table, dialect)),
-        Statement("skip a batch already applied", statements.state_lookup(table, dialect)),
-        Statement("clear staging", statements.clear_staging(table, dialect)),
+    """In execution order: the setup, then one batch."""
+    return [
+        *program.setup_program(table, dialect),
+        *program.setup_end(dialect),
+        *program.batch_program(table, dialect),
     ]
-    out += [Statement(purpose, sql) for purpose, sql in statements.batch_statements(table, dialect)]
-    out.append(Statement("record the batch", statements.state_insert(table, dialect)))
-    return out
+
+
+def _comment(statement: Statement) -> str:
+    comment = f"-- {statement.purpose}"
+    if statement.role == "skip":
+        skip = "; ".join(s.sql for s in program.ON_SKIP)
+        comment += f" (a row: {skip} and stop)"
+    if statement.role == "columns" and statement.subject == "staging":
+        comment += " (CREATE OR REPLACE it when they differ from the plan's)"
+    elif statement.role == "columns":
+        comment += " (ALTER TABLE ... ADD COLUMN for each planned column it lacks)"
+    return comment
 
 
 def render_sql(table: TablePlan, dialect: Dialect) -> str:
@@ -45,6 +41,11 @@ def render_sql(table: TablePlan, dialect: Dialect) -> str:
         parts[0] += (
             "\n-- sources: " + ", ".join(table.sources) if table.sources else
             "\n-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE")
-    for statement in table_statements(table, dialect):
-        parts.append(f"-- {statement.purpose}\n{statement.sql};")
+    setup = [*program.setup_program(table, dialect), *program.setup_end(dialect)]
+    parts += [f"{_comment(s)}\n{s.sql};" for s in setup]
+    parts.append("-- each batch:")
+    parts += [f"{_comment(s)}\n{s.sql};" for s in program.batch_program(table, dialect)]
     return "\n\n".join(parts) + "\n"
+
+
+__all__ = ["Statement", "render_sql", "table_statements"]

@@ -121,20 +121,83 @@ def staging_columns(table: TablePlan) -> list[tuple[str, TargetType]]:
     return [(c.staging_name, c.target_type) for c in table.staged_columns] + internal
 
 
+def staging_namespace(table: TablePlan, dialect: Dialect) -> tuple[str, ...]:
+    """What qualifies the staging table's name: nothing where staging is a TEMP table (no
+    qualified TEMP names in DuckDB), the target's namespace otherwise."""
+    return _namespace(table, dialect) if dialect.qualified_staging_names else ()
+
+
 def staging_name(table: TablePlan, dialect: Dialect) -> str:
-    if dialect.qualified_temp_names:
-        return qualified_name((*_namespace(table, dialect), table.staging_table))
-    return q(table.staging_table)
+    return qualified_name((*staging_namespace(table, dialect), table.staging_table))
 
 
 def create_staging_table(table: TablePlan, dialect: Dialect, *, replace: bool = False) -> str:
-    """``replace``: the session's staging table may have an older layout (columns added)."""
+    """``replace``: an existing staging table has an older layout (columns added)."""
     body = ",\n  ".join(
         _column_definition(name, dialect.staging_type_name(type_), True)
         for name, type_ in staging_columns(table)
     )
-    create = "CREATE OR REPLACE TEMPORARY TABLE" if replace else "CREATE TEMPORARY TABLE IF NOT EXISTS"
+    kind = dialect.staging_kind
+    create = f"CREATE OR REPLACE {kind} TABLE" if replace else f"CREATE {kind} TABLE IF NOT EXISTS"
     return f"{create} {staging_name(table, dialect)} (\n  {body}\n)"
+
+
+def read_columns(name: str) -> str:
+    """No rows, only the cursor description: the columns a table has (both drivers)."""
+    return f"SELECT * FROM {name} LIMIT 0"
+
+
+# -- loading staging from Parquet files ---------------------------------------------------------
+
+
+def staging_stage(table: TablePlan, dialect: Dialect, folder: str = "") -> str:
+    """The staging table's own stage (``@"DB"."SCHEMA".%TABLE``), or a folder in it.
+
+    The table name stays unquoted: staging names are plain upper-case identifiers by
+    construction (``builder._staging_table_name``), and fakesnow does not parse ``@%"name"``.
+    """
+    prefix = "".join(q(part) + "." for part in staging_namespace(table, dialect))
+    return f"@{prefix}%{table.staging_table}" + (f"/{folder}/" if folder else "")
+
+
+def _string_literal(text: str) -> str:
+    if "'" in text or "\\" in text:
+        # A path, never a value; the sink refuses such paths with a hint before this.
+        raise ValueError(f"a quote or backslash in {text!r}")
+    return f"'{text}'"
+
+
+def put_file(table: TablePlan, dialect: Dialect, path: str, folder: str) -> str:
+    """Upload one local Parquet file into a folder of the staging table's stage, as is
+    (Parquet compresses its own pages). https://docs.snowflake.com/en/sql-reference/sql/put"""
+    return (f"PUT {_string_literal('file://' + path)} {staging_stage(table, dialect, folder)} "
+            "OVERWRITE = TRUE AUTO_COMPRESS = FALSE")
+
+
+def copy_into_staging(table: TablePlan, dialect: Dialect, folder: str) -> str:
+    """COPY the files of one folder of the staging table's stage into staging, by column name.
+
+    The folder is the batch attempt's own (``folder``), so a file an interrupted attempt left
+    behind is never loaded. ``USE_LOGICAL_TYPE``: Parquet timestamps and decimals load as
+    such; ``BINARY_AS_TEXT = FALSE``: binary columns stay bytes (Snowflake's default reads
+    them as UTF-8 text); ``PURGE``: the stage keeps no loaded file; ``FORCE``: files load
+    whatever the load history says. https://docs.snowflake.com/en/sql-reference/sql/copy-into-table
+    """
+    return (
+        f"COPY INTO {staging_name(table, dialect)}\n"
+        f"  FROM {staging_stage(table, dialect, folder)}\n"
+        "  FILE_FORMAT = (TYPE = PARQUET USE_LOGICAL_TYPE = TRUE BINARY_AS_TEXT = FALSE)\n"
+        "  MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE\n"
+        "  PURGE = TRUE\n"
+        "  FORCE = TRUE"
+    )
+
+
+def insert_staging_from_files(table: TablePlan, dialect: Dialect) -> str:
+    """Read the batch's Parquet files in place into staging, by column name. Parameter: the
+    list of file paths."""
+    return (f"INSERT INTO {staging_name(table, dialect)} BY NAME\n"
+            f"SELECT * FROM read_parquet({dialect.parameter})")
 
 
 def add_columns(

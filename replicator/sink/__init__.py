@@ -9,7 +9,13 @@ skips a batch already there; otherwise it stages, MERGEs and inserts the state r
 transaction, so a batch Spark replays after a crash is a no-op. Snapshot chunks use negative
 batch ids (-1 - chunk_index).
 
-A batch is staged as one Arrow table or as an iterable of slices (a big transaction streamed
+``sink.sql.SQLSink`` is the one algorithm both run: the programs of ``plan.program``, which
+``replicator plan`` prints. A batch's rows reach staging as Parquet files: the caller's (the
+landing zone's, already in the staging layout) or the staged Arrow rows written to a scratch
+directory; DuckDB reads them in place, Snowflake PUTs them to the staging table's stage and
+COPYs them.
+
+A batch is staged as one Arrow table, as a list of Parquet file paths, or as an iterable of slices (a big transaction streamed
 in bounded pieces, ``engine.transform``): the sink checks the state table BEFORE it pulls the
 first slice (a replayed batch costs no decoding), appends every slice to the staging table,
 then runs ONE MERGE over all of them and the state row. The slices' ``STAGE_SEQ`` values are
@@ -19,6 +25,7 @@ global across the batch, so the MERGE's "last change per key" spans slices.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -48,16 +55,29 @@ def slices_of(staged: pa.Table | Iterable[pa.Table]) -> Iterator[pa.Table]:
         yield from staged  # type: ignore[misc]
 
 
+def parquet_files(staged: Any) -> list[str] | None:
+    """The paths when ``staged`` is a list (or tuple) of Parquet file paths, else None.
+
+    Only a list or tuple is looked into: an iterable of slices may be a generator whose first
+    slice must not be pulled before the sink's replay check.
+    """
+    if not isinstance(staged, (list, tuple)):
+        return None
+    if not all(isinstance(item, (str, os.PathLike)) for item in staged):
+        return None
+    return [os.fspath(item) for item in staged]
+
+
 class Sink(Protocol):
     def prepare(self) -> None:
         """CREATE target and state tables if missing; ALTER TABLE for added columns."""
 
     def apply(
         self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
-        staged: pa.Table | Iterable[pa.Table],
+        staged: pa.Table | Iterable[pa.Table] | Sequence[str | os.PathLike[str]],
     ) -> ApplyResult:
-        """Stage (every slice), MERGE and record the batch in ONE transaction; skip a batch
-        already applied without pulling a slice."""
+        """Stage (every slice, or the given Parquet files), MERGE and record the batch in ONE
+        transaction; skip a batch already applied without pulling a slice."""
 
     def last_applied(self, table: TablePlan) -> dict[str, Any] | None:
         """{"batch_id", "end_offset", "applied_at"} of the table's newest state row."""
@@ -90,4 +110,4 @@ def open_sink(pipeline: Pipeline, plan: Plan) -> Sink:
     raise SinkError(f"unknown target kind {kind!r}", hint="target: snowflake or duckdb")
 
 
-__all__ = ["ApplyResult", "Sink", "open_sink", "slices_of"]
+__all__ = ["ApplyResult", "Sink", "open_sink", "parquet_files", "slices_of"]

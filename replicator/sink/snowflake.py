@@ -7,37 +7,31 @@ passphrase) and token (OAuth / programmatic access token) authentication. The se
 who we are: ``application=replicator`` and a ``QUERY_TAG`` naming the pipeline, so every
 query is findable in QUERY_HISTORY.
 
-Per batch: create the TEMP staging table (DDL commits implicitly, so before anything else),
-skip the batch if the state table has it, load staging with ``write_pandas`` (once per slice
-for a big batch) and commit (the staging table is private to the session, so this commit
-publishes nothing), then MERGE and
-the state row in ONE transaction and COMMIT. The MERGE opens that transaction because
-fakesnow cannot run a MERGE inside an explicit BEGIN (DESIGN.md); on Snowflake it is the
-same transaction either way (``autocommit=False``). One session runs one batch at a time.
+The batch program (``plan.program``, run by ``sink.sql.SQLSink``): skip the batch if the state
+table has it, clear the TRANSIENT staging table (created by the setup), PUT the batch's
+Parquet files to its table stage and COPY exactly those files in by column name, commit (the
+load's transaction), then MERGE and the state row in ONE transaction and COMMIT. The MERGE
+opens that transaction because fakesnow cannot run a MERGE inside an explicit BEGIN
+(DESIGN.md); on Snowflake it is the same either way (``autocommit=False``). One session runs
+one batch at a time. No ``write_pandas``: its own stage and ``COPY ... FROM (SELECT $1:...)``
+were statements ``plan`` never showed (and that fakesnow's server cannot parse).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import threading
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from replicator import __version__
 from replicator.errors import SinkError, TransientSinkError
-from replicator.model.pipeline import SnowflakeTarget
-from replicator.plan import statements
+from replicator.model.pipeline import IdentifierCase, SnowflakeTarget
 from replicator.plan.dialects import SNOWFLAKE
-from replicator.plan.identifiers import quote_identifier
-from replicator.plan.model import Plan, TablePlan
-from replicator.sink import ApplyResult, slices_of, state_from_row
+from replicator.plan.identifiers import target_identifier
+from replicator.plan.model import Plan
+from replicator.sink.sql import SQLSink
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from replicator.model.pipeline import Pipeline
 
 # connect() parameter -> the environment variable that fills it when nothing else does.
@@ -69,8 +63,13 @@ def connection_parameters(
     *,
     named: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
+    identifier_case: IdentifierCase = "upper",
 ) -> dict[str, Any]:
-    """The keyword arguments of ``snowflake.connector.connect`` (pure; holds secrets)."""
+    """The keyword arguments of ``snowflake.connector.connect`` (pure; holds secrets).
+
+    The session's database and schema are named as the plan names them (folded by the
+    identifier policy), so the session and every qualified statement mean the same schema.
+    """
     environ = os.environ if environ is None else environ
     from_environment = {
         name: environ[variable] for name, variable in ENVIRONMENT.items() if environ.get(variable)
@@ -123,8 +122,8 @@ def connection_parameters(
     session = dict(parameters.get("session_parameters") or {})
     session["QUERY_TAG"] = query_tag(pipeline_name)
     parameters.update(
-        database=target.database,
-        schema=target.schema,
+        database=target_identifier(target.database, identifier_case),
+        schema=target_identifier(target.schema, identifier_case),
         application=APPLICATION,
         session_parameters=session,
         # Server-side binding: values travel apart from the SQL text.
@@ -162,18 +161,40 @@ def _named_connection(name: str | None) -> dict[str, Any] | None:
     )
 
 
-def _sink_error(exc: Exception, doing: str) -> SinkError:
-    """Sort connector errors: network and service hiccups are transient, the rest terminal."""
+# Login failures (connector errno): never transient, whatever the exception's class.
+_CREDENTIAL_ERRORS = frozenset({
+    390100,  # incorrect username or password
+    390144,  # JWT token invalid (key pair)
+    390318, 390303,  # OAuth token expired / invalid
+    251005,  # user is empty
+})
+_UNKNOWN_ACCOUNT_ERRORS = frozenset({540001})  # HTTP 403 at login: "verify the account name"
+_CREDENTIALS_HINT = (
+    "check the user and its password (or private key / token) of the Snowflake connection: "
+    "the [connection] in connections.toml (SNOWFLAKE_HOME), target.snowflake, or "
+    "SNOWFLAKE_USER / SNOWFLAKE_PASSWORD"
+)
+_ACCOUNT_HINT = (
+    "check the account identifier (<orgname>-<account_name>, or the account locator with "
+    "its region) in connections.toml or target.snowflake.account; Snowflake answers 403 "
+    "for an account it does not know"
+)
+
+
+def _sink_error(exc: BaseException, doing: str) -> SinkError:
+    """Sort connector errors: login problems name the setting to fix, network and service
+    hiccups are transient (retried), the rest terminal. The connector's stack stays out."""
     from snowflake.connector import errors
 
     message = f"Snowflake failed to {doing}: {getattr(exc, 'msg', None) or exc}"
+    errno = getattr(exc, "errno", None)
+    if errno in _CREDENTIAL_ERRORS:
+        return SinkError(message, hint=_CREDENTIALS_HINT)
+    if errno in _UNKNOWN_ACCOUNT_ERRORS or isinstance(exc, errors.ForbiddenError):
+        return SinkError(message, hint=_ACCOUNT_HINT)
     if isinstance(exc, (errors.OperationalError, errors.InterfaceError)):
         return TransientSinkError(message, hint="retried with backoff")
-    if isinstance(exc, errors.DatabaseError) and getattr(exc, "errno", None) in (
-        250001, 251005, 390100, 390144, 390318,  # authentication / login failures
-    ):
-        return SinkError(message, hint="check the Snowflake user's credentials")
-    if isinstance(exc, errors.ProgrammingError) and getattr(exc, "errno", None) in (2003, 3001):
+    if isinstance(exc, errors.ProgrammingError) and errno in (2003, 3001):
         return SinkError(
             message,
             hint="grant the role USAGE on the database and schema and CREATE TABLE on the "
@@ -182,171 +203,51 @@ def _sink_error(exc: Exception, doing: str) -> SinkError:
     return SinkError(message, hint="run `replicator plan` to see the SQL it runs")
 
 
-class SnowflakeSink:
+class SnowflakeSink(SQLSink):
+    """What Snowflake supplies to the one SQL sink: the connection (one session: one
+    transaction at a time) and how the connector's errors sort."""
+
     dialect = SNOWFLAKE
+    one_transaction_at_a_time = True
 
     def __init__(self, pipeline: Pipeline, plan: Plan, *, connection: Any = None) -> None:
-        self.pipeline_name = pipeline.name
-        self.plan = plan
-        self._lock = threading.Lock()  # one transaction at a time per session
-        # staging table -> the layout created in this session (skips the DDL round trip)
-        self._staging_layouts: dict[str, tuple[Any, ...]] = {}
-        if connection is not None:
-            self._connection = connection
-            return
-        import snowflake.connector
+        # Only a session this sink opened is re-opened after a transient error.
+        self._pipeline = pipeline if connection is None else None
+        if connection is None:
+            connection = _connect(pipeline)
+        super().__init__(pipeline.name, plan, connection)
 
-        target = pipeline.target.warehouse
-        if not isinstance(target, SnowflakeTarget):
-            raise SinkError(f"pipeline {pipeline.name} does not target Snowflake")
-        parameters = connection_parameters(
-            target, pipeline.name, named=_named_connection(target.connection)
-        )
-        try:
-            self._connection = snowflake.connector.connect(**parameters)
-        except snowflake.connector.errors.Error as exc:
-            raise _sink_error(exc, f"connect to account {parameters.get('account')!r}") from None
+    def reopen(self) -> Any:
+        # A lost connection may have ended the session (its token, its transaction): the
+        # retried batch starts on a new one. A failed login here is a SinkError again
+        # (transient while the network is down), so the retry loop goes on.
+        return _connect(self._pipeline) if self._pipeline is not None else None
 
-    def _execute(self, cursor: Any, sql: str, params: list[Any] | None = None) -> Any:
-        return cursor.execute(sql, params) if params is not None else cursor.execute(sql)
-
-    def prepare(self) -> None:
+    def driver_errors(self) -> tuple[type[BaseException], ...]:
         from snowflake.connector import errors
 
-        with self._lock:
-            cursor = self._connection.cursor()
-            try:
-                for table in self.plan.tables:
-                    cursor.execute(statements.create_target_table(table, self.dialect))
-                    if table.log_table:
-                        cursor.execute(statements.create_log_table(table, self.dialect))
-                    cursor.execute(statements.create_state_table(table, self.dialect))
-                    for sql in statements.add_columns(
-                        table, self._missing_columns(cursor, table), self.dialect
-                    ):
-                        cursor.execute(sql)
-                    if table.log_table:
-                        missing = self._missing_columns(cursor, table, log=True)
-                        for sql in statements.add_columns(table, missing, self.dialect, log=True):
-                            cursor.execute(sql)
-                self._connection.commit()
-            except errors.Error as exc:
-                raise _sink_error(exc, "create the target tables") from None
-            finally:
-                cursor.close()
+        return (errors.Error,)
 
-    def _missing_columns(self, cursor: Any, table: TablePlan, *, log: bool = False):
-        name = (statements.log_name if log else statements.target_name)(table, self.dialect)
-        cursor.execute(f"SELECT * FROM {name} LIMIT 0")
-        # build_plan rejects names that differ only by case, so a case-blind match is safe
-        # (and fakesnow's identifiers are case-insensitive).
-        existing = {str(d[0]).lower() for d in cursor.description}
-        columns = table.log_columns if log else table.columns
-        return [c for c in columns if c.target_column.lower() not in existing]
+    def sink_error(self, exc: BaseException, doing: str) -> SinkError:
+        return _sink_error(exc, doing)
 
-    def _ensure_staging(self, cursor: Any, table: TablePlan) -> None:
-        """Create the session's TEMP staging table, or re-create it if the plan changed."""
-        layout = tuple(statements.staging_columns(table))
-        known = self._staging_layouts.get(table.staging_table)
-        if known == layout:
-            return
-        cursor.execute(
-            statements.create_staging_table(table, self.dialect, replace=known is not None)
-        )
-        self._staging_layouts[table.staging_table] = layout
-
-    def apply(
-        self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
-        staged: pa.Table | Iterable[pa.Table],
-    ) -> ApplyResult:
+    def missing_table(self, exc: BaseException) -> bool:
         from snowflake.connector import errors
 
-        key = [self.pipeline_name, table.target_table, batch_id]
-        rows = 0
-        stage_seconds = 0.0
-        with self._lock:
-            cursor = self._connection.cursor()
-            try:
-                self._ensure_staging(cursor, table)
-                if cursor.execute(statements.state_lookup(table, self.dialect), key).fetchone():
-                    self._connection.rollback()
-                    return ApplyResult(skipped=True, rows=0, seconds_stage=0.0, seconds_merge=0.0)
-                cursor.execute(statements.clear_staging(table, self.dialect))
-                # Slices are produced (decoded) between loads: only loading counts as staging.
-                for piece in slices_of(staged):
-                    started = time.perf_counter()
-                    if piece.num_rows:
-                        self._load_staging(table, piece)
-                    rows += piece.num_rows
-                    stage_seconds += time.perf_counter() - started
-                self._connection.commit()
-                staged_at = time.perf_counter()
-                for _purpose, sql in statements.batch_statements(table, self.dialect):
-                    cursor.execute(sql)
-                cursor.execute(
-                    statements.state_insert(table, self.dialect), [*key, json.dumps(end_offset)]
-                )
-                self._connection.commit()
-                merged_at = time.perf_counter()
-            except errors.Error as exc:
-                with contextlib.suppress(errors.Error):  # a dead session took it along
-                    self._connection.rollback()
-                raise _sink_error(exc, f"apply batch {batch_id} to {table.target_table}") from None
-            except BaseException:
-                # A slice failed to decode: the target is untouched (staging is private to
-                # the session and cleared by the next attempt).
-                with contextlib.suppress(errors.Error):
-                    self._connection.rollback()
-                raise
-            finally:
-                cursor.close()
-        return ApplyResult(
-            skipped=False,
-            rows=rows,
-            seconds_stage=stage_seconds,
-            seconds_merge=merged_at - staged_at,
-        )
+        return isinstance(exc, errors.ProgrammingError) and getattr(exc, "errno", None) == 2003
 
-    def _load_staging(self, table: TablePlan, piece: pa.Table) -> None:
-        """Append one slice to the session's staging table (write_pandas: a stage + COPY)."""
-        import pandas as pd
-        from snowflake.connector.pandas_tools import write_pandas
 
-        # ArrowDtype keeps NULL ints NULL (not NaN) and decimals exact.
-        frame = piece.to_pandas(types_mapper=pd.ArrowDtype)
-        write_pandas(
-            self._connection,
-            frame,
-            quote_identifier(table.staging_table),  # fakesnow wants it pre-quoted
-            quote_identifiers=False,
-            auto_create_table=False,
-            use_logical_type=True,
-        )
+def _connect(pipeline: Pipeline) -> Any:
+    import snowflake.connector
 
-    def last_applied(self, table: TablePlan) -> dict[str, Any] | None:
-        from snowflake.connector import errors
-
-        with self._lock:
-            cursor = self._connection.cursor()
-            try:
-                row = cursor.execute(
-                    statements.state_latest(table, self.dialect),
-                    [self.pipeline_name, table.target_table],
-                ).fetchone()
-                self._connection.rollback()  # end the read-only transaction
-            except errors.ProgrammingError as exc:
-                if getattr(exc, "errno", None) == 2003:  # no state table yet
-                    return None
-                raise _sink_error(exc, "read the state table") from None
-            except errors.Error as exc:
-                raise _sink_error(exc, "read the state table") from None
-            finally:
-                cursor.close()
-        return state_from_row(row)
-
-    @property
-    def connection(self) -> Any:
-        return self._connection
-
-    def close(self) -> None:
-        self._connection.close()
+    target = pipeline.target.warehouse
+    if not isinstance(target, SnowflakeTarget):
+        raise SinkError(f"pipeline {pipeline.name} does not target Snowflake")
+    parameters = connection_parameters(
+        target, pipeline.name, named=_named_connection(target.connection),
+        identifier_case=pipeline.target.identifier_case,
+    )
+    try:
+        return snowflake.connector.connect(**parameters)
+    except snowflake.connector.errors.Error as exc:
+        raise _sink_error(exc, f"connect to account {parameters.get('account')!r}") from None

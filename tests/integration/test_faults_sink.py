@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
 
 def before_merge(sql: str) -> bool:
-    return "_replicator_arrow_batch" in sql  # loading the staging table
+    return "read_parquet" in sql  # loading the staging table
 
 
 def after_merge(sql: str) -> bool:

@@ -153,4 +153,6 @@ def test_errors_are_sorted_into_transient_and_terminal():
     assert not denied.transient and "GRANT" in denied.hint.upper()
     login = _sink_error(errors.DatabaseError(msg="Incorrect username or password", errno=390100),
                         "x")
-    assert not login.transient and "credentials" in login.hint
+    assert not login.transient and "password" in login.hint
+    account = _sink_error(errors.ForbiddenError(), "x")
+    assert not account.transient and "account identifier" in account.hint

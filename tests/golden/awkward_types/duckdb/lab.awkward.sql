@@ -40,6 +40,17 @@ CREATE TABLE IF NOT EXISTS "main"."_REPLICATOR_STATE" (
   PRIMARY KEY ("pipeline", "table", "batch_id")
 );
 
+-- read the target's columns (ALTER TABLE ... ADD COLUMN for each planned column it lacks)
+SELECT * FROM "main"."awkward" LIMIT 0;
+
+-- each batch:
+
+-- begin the batch's transaction
+BEGIN TRANSACTION;
+
+-- skip a batch already applied (a row: ROLLBACK and stop)
+SELECT 1 FROM "main"."_REPLICATOR_STATE" WHERE "pipeline" = ? AND "table" = ? AND "batch_id" = ?;
+
 -- create staging table
 CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_AWKWARD" (
   "_REPLICATOR_COL_1" DECIMAL(20,0),
@@ -68,11 +79,12 @@ CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_AWKWARD" (
   "_REPLICATOR_TS" TIMESTAMPTZ
 );
 
--- skip a batch already applied
-SELECT 1 FROM "main"."_REPLICATOR_STATE" WHERE "pipeline" = ? AND "table" = ? AND "batch_id" = ?;
-
 -- clear staging
 DELETE FROM "_REPLICATOR_STAGE_AWKWARD";
+
+-- load staging from the batch's Parquet files
+INSERT INTO "_REPLICATOR_STAGE_AWKWARD" BY NAME
+SELECT * FROM read_parquet(?);
 
 -- merge staged changes
 MERGE INTO "main"."awkward" AS "tgt"
@@ -179,3 +191,6 @@ WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
 
 -- record the batch
 INSERT INTO "main"."_REPLICATOR_STATE" ("pipeline", "table", "batch_id", "end_offset", "applied_at") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP;
+
+-- commit the batch
+COMMIT;

@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS "main"."_REPLICATOR_STATE" (
 );
 
 -- create staging table
-CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_AWKWARD" (
+CREATE TRANSIENT TABLE IF NOT EXISTS "main"."_REPLICATOR_STAGE_AWKWARD" (
   "_REPLICATOR_COL_1" NUMBER(20,0),
   "_REPLICATOR_COL_2" NUMBER(38,10),
   "_REPLICATOR_COL_3" TIMESTAMP_NTZ(6),
@@ -65,11 +65,36 @@ CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_AWKWARD" (
   "_REPLICATOR_TS" TIMESTAMP_TZ(6)
 );
 
--- skip a batch already applied
+-- read the target's columns (ALTER TABLE ... ADD COLUMN for each planned column it lacks)
+SELECT * FROM "main"."awkward" LIMIT 0;
+
+-- read the staging table's columns (CREATE OR REPLACE it when they differ from the plan's)
+SELECT * FROM "main"."_REPLICATOR_STAGE_AWKWARD" LIMIT 0;
+
+-- end the setup
+COMMIT;
+
+-- each batch:
+
+-- skip a batch already applied (a row: ROLLBACK and stop)
 SELECT 1 FROM "main"."_REPLICATOR_STATE" WHERE "pipeline" = ? AND "table" = ? AND "batch_id" = ?;
 
 -- clear staging
-DELETE FROM "_REPLICATOR_STAGE_AWKWARD";
+DELETE FROM "main"."_REPLICATOR_STAGE_AWKWARD";
+
+-- upload a Parquet file to the staging table's stage
+PUT 'file://<each Parquet file of the batch>' @"main".%_REPLICATOR_STAGE_AWKWARD/batch_attempt/ OVERWRITE = TRUE AUTO_COMPRESS = FALSE;
+
+-- load staging from the uploaded files
+COPY INTO "main"."_REPLICATOR_STAGE_AWKWARD"
+  FROM @"main".%_REPLICATOR_STAGE_AWKWARD/batch_attempt/
+  FILE_FORMAT = (TYPE = PARQUET USE_LOGICAL_TYPE = TRUE BINARY_AS_TEXT = FALSE)
+  MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE
+  PURGE = TRUE
+  FORCE = TRUE;
+
+-- commit the load (staging only; the MERGE opens the batch's transaction)
+COMMIT;
 
 -- merge staged changes
 MERGE INTO "main"."awkward" AS "tgt"
@@ -99,7 +124,7 @@ USING (
     CURRENT_TIMESTAMP() AS "_SYNCED_AT",
     "_REPLICATOR_OP",
     "_REPLICATOR_TS"
-  FROM "_REPLICATOR_STAGE_AWKWARD"
+  FROM "main"."_REPLICATOR_STAGE_AWKWARD"
   QUALIFY ROW_NUMBER() OVER (PARTITION BY "_REPLICATOR_COL_1" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
 ) AS "src"
 ON "tgt"."id" = "src"."id"
@@ -176,3 +201,6 @@ WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
 
 -- record the batch
 INSERT INTO "main"."_REPLICATOR_STATE" ("pipeline", "table", "batch_id", "end_offset", "applied_at") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP();
+
+-- commit the batch
+COMMIT;

@@ -39,6 +39,20 @@ CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
   PRIMARY KEY ("PIPELINE", "TABLE", "BATCH_ID")
 );
 
+-- read the target's columns (ALTER TABLE ... ADD COLUMN for each planned column it lacks)
+SELECT * FROM "MAIN"."ORDERS" LIMIT 0;
+
+-- read the log table's columns (ALTER TABLE ... ADD COLUMN for each planned column it lacks)
+SELECT * FROM "MAIN"."ORDERS_LOG" LIMIT 0;
+
+-- each batch:
+
+-- begin the batch's transaction
+BEGIN TRANSACTION;
+
+-- skip a batch already applied (a row: ROLLBACK and stop)
+SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
+
 -- create staging table
 CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_ORDERS" (
   "ID" BIGINT,
@@ -57,11 +71,12 @@ CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_ORDERS" (
   "_REPLICATOR_TS" TIMESTAMPTZ
 );
 
--- skip a batch already applied
-SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
-
 -- clear staging
 DELETE FROM "_REPLICATOR_STAGE_ORDERS";
+
+-- load staging from the batch's Parquet files
+INSERT INTO "_REPLICATOR_STAGE_ORDERS" BY NAME
+SELECT * FROM read_parquet(?);
 
 -- merge staged changes
 MERGE INTO "MAIN"."ORDERS" AS "tgt"
@@ -133,3 +148,6 @@ SELECT
 
 -- record the batch
 INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP;
+
+-- commit the batch
+COMMIT;

@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
 );
 
 -- create staging table
-CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_ORDER_CHANGES" (
+CREATE TRANSIENT TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STAGE_ORDER_CHANGES" (
   "ID" NUMBER(19,0),
   "ORDER_ID" NUMBER(19,0),
   "NOTE" VARCHAR,
@@ -43,11 +43,36 @@ CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_ORDER_CHANGES" (
   "_REPLICATOR_TS" TIMESTAMP_TZ(6)
 );
 
--- skip a batch already applied
+-- read the target's columns (ALTER TABLE ... ADD COLUMN for each planned column it lacks)
+SELECT * FROM "MAIN"."ORDER_CHANGES" LIMIT 0;
+
+-- read the staging table's columns (CREATE OR REPLACE it when they differ from the plan's)
+SELECT * FROM "MAIN"."_REPLICATOR_STAGE_ORDER_CHANGES" LIMIT 0;
+
+-- end the setup
+COMMIT;
+
+-- each batch:
+
+-- skip a batch already applied (a row: ROLLBACK and stop)
 SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
 
 -- clear staging
-DELETE FROM "_REPLICATOR_STAGE_ORDER_CHANGES";
+DELETE FROM "MAIN"."_REPLICATOR_STAGE_ORDER_CHANGES";
+
+-- upload a Parquet file to the staging table's stage
+PUT 'file://<each Parquet file of the batch>' @"MAIN".%_REPLICATOR_STAGE_ORDER_CHANGES/batch_attempt/ OVERWRITE = TRUE AUTO_COMPRESS = FALSE;
+
+-- load staging from the uploaded files
+COPY INTO "MAIN"."_REPLICATOR_STAGE_ORDER_CHANGES"
+  FROM @"MAIN".%_REPLICATOR_STAGE_ORDER_CHANGES/batch_attempt/
+  FILE_FORMAT = (TYPE = PARQUET USE_LOGICAL_TYPE = TRUE BINARY_AS_TEXT = FALSE)
+  MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE
+  PURGE = TRUE
+  FORCE = TRUE;
+
+-- commit the load (staging only; the MERGE opens the batch's transaction)
+COMMIT;
 
 -- append every change
 INSERT INTO "MAIN"."ORDER_CHANGES" (
@@ -75,8 +100,11 @@ SELECT
     "_BINLOG_POS",
     "_TRANSACTION_ID",
     "_TRANSACTION_ORDER"
-  FROM "_REPLICATOR_STAGE_ORDER_CHANGES"
+  FROM "MAIN"."_REPLICATOR_STAGE_ORDER_CHANGES"
   ORDER BY "_REPLICATOR_SEQ";
 
 -- record the batch
 INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP();
+
+-- commit the batch
+COMMIT;

@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
 );
 
 -- create staging table
-CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_PAYMENT_EVENTS" (
+CREATE TRANSIENT TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STAGE_PAYMENT_EVENTS" (
   "EVENT_ID" NUMBER(20,0),
   "PAYMENT_ID" NUMBER(20,0),
   "ORDER_ID" NUMBER(20,0),
@@ -45,11 +45,36 @@ CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_PAYMENT_EVENTS" (
   "_REPLICATOR_TS" TIMESTAMP_TZ(6)
 );
 
--- skip a batch already applied
+-- read the target's columns (ALTER TABLE ... ADD COLUMN for each planned column it lacks)
+SELECT * FROM "MAIN"."PAYMENT_EVENTS" LIMIT 0;
+
+-- read the staging table's columns (CREATE OR REPLACE it when they differ from the plan's)
+SELECT * FROM "MAIN"."_REPLICATOR_STAGE_PAYMENT_EVENTS" LIMIT 0;
+
+-- end the setup
+COMMIT;
+
+-- each batch:
+
+-- skip a batch already applied (a row: ROLLBACK and stop)
 SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
 
 -- clear staging
-DELETE FROM "_REPLICATOR_STAGE_PAYMENT_EVENTS";
+DELETE FROM "MAIN"."_REPLICATOR_STAGE_PAYMENT_EVENTS";
+
+-- upload a Parquet file to the staging table's stage
+PUT 'file://<each Parquet file of the batch>' @"MAIN".%_REPLICATOR_STAGE_PAYMENT_EVENTS/batch_attempt/ OVERWRITE = TRUE AUTO_COMPRESS = FALSE;
+
+-- load staging from the uploaded files
+COPY INTO "MAIN"."_REPLICATOR_STAGE_PAYMENT_EVENTS"
+  FROM @"MAIN".%_REPLICATOR_STAGE_PAYMENT_EVENTS/batch_attempt/
+  FILE_FORMAT = (TYPE = PARQUET USE_LOGICAL_TYPE = TRUE BINARY_AS_TEXT = FALSE)
+  MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE
+  PURGE = TRUE
+  FORCE = TRUE;
+
+-- commit the load (staging only; the MERGE opens the batch's transaction)
+COMMIT;
 
 -- append every change
 INSERT INTO "MAIN"."PAYMENT_EVENTS" (
@@ -79,8 +104,11 @@ SELECT
     "_BINLOG_POS",
     "_TRANSACTION_ID",
     "_TRANSACTION_ORDER"
-  FROM "_REPLICATOR_STAGE_PAYMENT_EVENTS"
+  FROM "MAIN"."_REPLICATOR_STAGE_PAYMENT_EVENTS"
   ORDER BY "_REPLICATOR_SEQ";
 
 -- record the batch
 INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP();
+
+-- commit the batch
+COMMIT;

@@ -25,6 +25,17 @@ CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
   PRIMARY KEY ("PIPELINE", "TABLE", "BATCH_ID")
 );
 
+-- read the target's columns (ALTER TABLE ... ADD COLUMN for each planned column it lacks)
+SELECT * FROM "MAIN"."CUSTOMERS" LIMIT 0;
+
+-- each batch:
+
+-- begin the batch's transaction
+BEGIN TRANSACTION;
+
+-- skip a batch already applied (a row: ROLLBACK and stop)
+SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
+
 -- create staging table
 CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_CUSTOMERS" (
   "ID" INTEGER,
@@ -38,11 +49,12 @@ CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_CUSTOMERS" (
   "_REPLICATOR_TS" TIMESTAMPTZ
 );
 
--- skip a batch already applied
-SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
-
 -- clear staging
 DELETE FROM "_REPLICATOR_STAGE_CUSTOMERS";
+
+-- load staging from the batch's Parquet files
+INSERT INTO "_REPLICATOR_STAGE_CUSTOMERS" BY NAME
+SELECT * FROM read_parquet(?);
 
 -- merge staged changes
 MERGE INTO "MAIN"."CUSTOMERS" AS "tgt"
@@ -89,3 +101,6 @@ WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
 
 -- record the batch
 INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP;
+
+-- commit the batch
+COMMIT;

@@ -31,7 +31,7 @@ CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
 );
 
 -- create staging table
-CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_CUSTOMERS" (
+CREATE TRANSIENT TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STAGE_CUSTOMERS" (
   "ID" NUMBER(19,0),
   "FIRST_NAME" VARCHAR,
   "LAST_NAME" VARCHAR,
@@ -52,11 +52,36 @@ CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_CUSTOMERS" (
   "_REPLICATOR_TS" TIMESTAMP_TZ(6)
 );
 
--- skip a batch already applied
+-- read the target's columns (ALTER TABLE ... ADD COLUMN for each planned column it lacks)
+SELECT * FROM "MAIN"."CUSTOMERS" LIMIT 0;
+
+-- read the staging table's columns (CREATE OR REPLACE it when they differ from the plan's)
+SELECT * FROM "MAIN"."_REPLICATOR_STAGE_CUSTOMERS" LIMIT 0;
+
+-- end the setup
+COMMIT;
+
+-- each batch:
+
+-- skip a batch already applied (a row: ROLLBACK and stop)
 SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
 
 -- clear staging
-DELETE FROM "_REPLICATOR_STAGE_CUSTOMERS";
+DELETE FROM "MAIN"."_REPLICATOR_STAGE_CUSTOMERS";
+
+-- upload a Parquet file to the staging table's stage
+PUT 'file://<each Parquet file of the batch>' @"MAIN".%_REPLICATOR_STAGE_CUSTOMERS/batch_attempt/ OVERWRITE = TRUE AUTO_COMPRESS = FALSE;
+
+-- load staging from the uploaded files
+COPY INTO "MAIN"."_REPLICATOR_STAGE_CUSTOMERS"
+  FROM @"MAIN".%_REPLICATOR_STAGE_CUSTOMERS/batch_attempt/
+  FILE_FORMAT = (TYPE = PARQUET USE_LOGICAL_TYPE = TRUE BINARY_AS_TEXT = FALSE)
+  MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE
+  PURGE = TRUE
+  FORCE = TRUE;
+
+-- commit the load (staging only; the MERGE opens the batch's transaction)
+COMMIT;
 
 -- merge staged changes
 MERGE INTO "MAIN"."CUSTOMERS" AS "tgt"
@@ -79,7 +104,7 @@ USING (
     "_TS_MS",
     "_REPLICATOR_OP",
     "_REPLICATOR_TS"
-  FROM "_REPLICATOR_STAGE_CUSTOMERS"
+  FROM "MAIN"."_REPLICATOR_STAGE_CUSTOMERS"
   QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
 ) AS "src"
 ON "tgt"."ID" = "src"."ID"
@@ -135,3 +160,6 @@ WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
 
 -- record the batch
 INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP();
+
+-- commit the batch
+COMMIT;

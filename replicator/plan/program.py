@@ -1,0 +1,218 @@
+"""The programs a SQL sink runs, as data: ``replicator plan`` prints them, the sink executes them.
+
+Two programs per table:
+
+- ``setup_program``: CREATE the target, log, state (and, where staging outlives a batch, the
+  staging) tables, then read the columns each of them has; ``column_changes`` turns what was
+  read into the ALTERs for columns the source grew (the only statements that depend on the
+  target's state), then the setup ends with ``setup_end``.
+- ``batch_program``: everything one batch runs, in order: transaction control, the
+  exactly-once lookup (a row means "already applied": ``ROLLBACK`` and stop), clearing and
+  loading staging from the batch's Parquet files, the MERGE / changelog / scd2 statements, the
+  state row and the COMMIT.
+
+A ``Statement`` carries its bind parameters (values never enter SQL text) and a ``role`` the
+one sink algorithm (``sink.sql.SQLSink``) acts on. Everything that differs between warehouses
+is a field of the ``Dialect``; no function here branches on a dialect's name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from replicator.plan import statements
+from replicator.plan.dialects import Dialect
+from replicator.plan.model import TablePlan
+
+# What the sink does with a statement's result:
+#   run      nothing;
+#   skip     a row means the batch is already applied: run ``on_skip`` and stop;
+#   load     it loads staging: its result counts the rows loaded;
+#   columns  its cursor description names the table's existing columns (``column_changes``).
+Role = Literal["run", "skip", "load", "columns"]
+
+ROLLBACK = "ROLLBACK"
+COMMIT = "COMMIT"
+# Shown by `plan` where the batch's files go: a batch has one or more Parquet files.
+FILE_PLACEHOLDER = "<each Parquet file of the batch>"
+# The stage folder of one attempt at a batch (the sink names it: batch id + a random part).
+FOLDER_PLACEHOLDER = "batch_attempt"
+
+
+@dataclass(frozen=True)
+class Statement:
+    purpose: str  # "create target table", ..., "merge staged changes", "record the batch"
+    sql: str
+    params: tuple[Any, ...] = ()
+    role: Role = "run"
+    # role == "columns": which table it reads ("target", "log" or "staging")
+    subject: str = ""
+
+
+@dataclass(frozen=True)
+class BatchKey:
+    """What identifies one batch in the state table, and what its state row records."""
+
+    pipeline: str
+    table: str  # TablePlan.target_table
+    batch_id: int
+    end_offset: Mapping[str, Any]
+
+    @property
+    def lookup(self) -> tuple[Any, ...]:
+        return (self.pipeline, self.table, self.batch_id)
+
+    @property
+    def record(self) -> tuple[Any, ...]:
+        return (*self.lookup, json.dumps(dict(self.end_offset)))
+
+
+ON_SKIP = (Statement("the batch is already applied: end the transaction", ROLLBACK),)
+
+
+# -- setup ------------------------------------------------------------------------------------
+
+
+def setup_program(table: TablePlan, dialect: Dialect) -> list[Statement]:
+    """CREATE what is missing, then read the existing columns (``column_changes`` decides)."""
+    out = []
+    schema = statements.create_schema(table, dialect)
+    if schema:
+        out.append(Statement("create schema", schema))
+    out.append(Statement("create target table", statements.create_target_table(table, dialect)))
+    if table.log_table:
+        out.append(Statement("create log table", statements.create_log_table(table, dialect)))
+    out.append(Statement("create state table", statements.create_state_table(table, dialect)))
+    if not dialect.staging_per_batch:
+        out.append(Statement("create staging table",
+                             statements.create_staging_table(table, dialect)))
+    out.append(Statement("read the target's columns",
+                         statements.read_columns(statements.target_name(table, dialect)),
+                         role="columns", subject="target"))
+    if table.log_table:
+        out.append(Statement("read the log table's columns",
+                             statements.read_columns(statements.log_name(table, dialect)),
+                             role="columns", subject="log"))
+    if not dialect.staging_per_batch:
+        out.append(Statement("read the staging table's columns",
+                             statements.read_columns(statements.staging_name(table, dialect)),
+                             role="columns", subject="staging"))
+    return out
+
+
+def column_changes(
+    table: TablePlan, dialect: Dialect, existing: Mapping[str, set[str]]
+) -> list[Statement]:
+    """ALTERs for planned columns a table lacks (source columns added mid-stream), and a new
+    staging table where its layout changed (it holds no rows between batches).
+
+    ``existing``: subject -> the column names read by the setup's ``columns`` statements.
+    Names match case-blind: build_plan rejects names that differ only by case, and fakesnow's
+    identifiers are case-insensitive.
+    """
+    out = []
+    for subject, columns in (("target", table.columns), ("log", table.log_columns)):
+        if subject not in existing:
+            continue
+        have = {name.lower() for name in existing[subject]}
+        missing = [c for c in columns if c.target_column.lower() not in have]
+        for sql in statements.add_columns(table, missing, dialect, log=subject == "log"):
+            out.append(Statement(f"add columns the {subject} table lacks", sql))
+    if "staging" in existing:
+        have = {name.lower() for name in existing["staging"]}
+        if have != {name.lower() for name, _ in statements.staging_columns(table)}:
+            out.append(Statement("re-create the staging table in the plan's layout",
+                                 statements.create_staging_table(table, dialect, replace=True)))
+    return out
+
+
+def setup_end(dialect: Dialect) -> list[Statement]:
+    """Where every statement opens a transaction, the column reads leave one open."""
+    return [Statement("end the setup", COMMIT)] if dialect.implicit_transactions else []
+
+
+# -- one batch --------------------------------------------------------------------------------
+
+
+def batch_head(table: TablePlan, dialect: Dialect, key: BatchKey | None = None) -> list[Statement]:
+    """Up to the staging load: open the transaction, skip an applied batch, clear staging."""
+    out = []
+    if dialect.begin_transaction:
+        out.append(Statement("begin the batch's transaction", dialect.begin_transaction))
+    out.append(Statement("skip a batch already applied", statements.state_lookup(table, dialect),
+                         params=key.lookup if key else (), role="skip"))
+    if dialect.staging_per_batch:
+        out.append(Statement("create staging table",
+                             statements.create_staging_table(table, dialect)))
+    out.append(Statement("clear staging", statements.clear_staging(table, dialect)))
+    return out
+
+
+def load_statements(
+    table: TablePlan, dialect: Dialect, files: Sequence[str] | None = None, folder: str = ""
+) -> list[Statement]:
+    """Load the batch's Parquet files (already in the staging layout) into staging.
+
+    ``files=None`` renders the program for `plan` with a placeholder; an empty list loads
+    nothing. Warehouses that load through a stage (Snowflake) PUT each file into ``folder``
+    of the staging table's stage, a folder of this attempt's own, and COPY that folder by
+    column name; the others read the files in place (DuckDB's ``read_parquet``).
+    """
+    if files is not None and not files:
+        return []
+    if dialect.load_through_stage:
+        folder = folder or FOLDER_PLACEHOLDER
+        put = [
+            Statement("upload a Parquet file to the staging table's stage",
+                      statements.put_file(table, dialect, path, folder))
+            for path in (files if files is not None else [FILE_PLACEHOLDER])
+        ]
+        return [*put, Statement("load staging from the uploaded files",
+                                statements.copy_into_staging(table, dialect, folder),
+                                role="load")]
+    return [Statement("load staging from the batch's Parquet files",
+                      statements.insert_staging_from_files(table, dialect),
+                      params=(list(files),) if files is not None else (), role="load")]
+
+
+def batch_tail(table: TablePlan, dialect: Dialect, key: BatchKey | None = None) -> list[Statement]:
+    """After the staging load: MERGE (or append, or versions), the state row, COMMIT."""
+    out = []
+    if dialect.commit_after_load:
+        out.append(Statement("commit the load (staging only; the MERGE opens the batch's "
+                             "transaction)", COMMIT))
+    out += [Statement(purpose, sql) for purpose, sql in statements.batch_statements(table, dialect)]
+    out.append(Statement("record the batch", statements.state_insert(table, dialect),
+                         params=key.record if key else ()))
+    out.append(Statement("commit the batch", COMMIT))
+    return out
+
+
+def batch_program(
+    table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
+    files: Sequence[str] | None = None, folder: str = "",
+) -> list[Statement]:
+    """Every statement one batch runs when it is not skipped, in order."""
+    return [*batch_head(table, dialect, key), *load_statements(table, dialect, files, folder),
+            *batch_tail(table, dialect, key)]
+
+
+__all__ = [
+    "COMMIT",
+    "FILE_PLACEHOLDER",
+    "FOLDER_PLACEHOLDER",
+    "ON_SKIP",
+    "ROLLBACK",
+    "BatchKey",
+    "Statement",
+    "batch_head",
+    "batch_program",
+    "batch_tail",
+    "column_changes",
+    "load_statements",
+    "setup_end",
+    "setup_program",
+]

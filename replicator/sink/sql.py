@@ -1,0 +1,280 @@
+"""The one SQL sink algorithm: run the programs ``replicator plan`` prints (``plan.program``).
+
+``SQLSink`` executes the setup program (CREATE, read columns, ALTER) and, per batch, the batch
+program: the exactly-once lookup first (a row: ROLLBACK, nothing else runs and no slice is
+pulled), then the staged rows become Parquet files (or the caller's files are taken as they
+are), the load statements put them into staging, and the MERGE / changelog / scd2 statements
+and the state row commit together. Every statement it runs comes from ``plan.program``; the
+warehouses differ only in what ``DuckDBSink`` and ``SnowflakeSink`` supply: the connection,
+the driver's error classes and how they are sorted, whether one session may run one
+transaction at a time, and which files the load can read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from replicator.errors import SinkError
+from replicator.plan import program
+from replicator.plan.dialects import Dialect
+from replicator.plan.model import Plan, TablePlan
+from replicator.plan.program import BatchKey, Statement
+from replicator.sink import ApplyResult, parquet_files, slices_of, state_from_row
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+class SQLSink:
+    """Subclasses set ``dialect`` and implement the hooks at the end of the class."""
+
+    dialect: Dialect
+    # One transaction at a time per session (a Snowflake connection is one session); DuckDB
+    # gives every batch a connection of its own (``cursor()``), so tables apply in parallel.
+    one_transaction_at_a_time: bool = False
+
+    def __init__(self, pipeline_name: str, plan: Plan, connection: Any) -> None:
+        self.pipeline_name = pipeline_name
+        self.plan = plan
+        self._connection = connection
+        self._session = threading.Lock() if self.one_transaction_at_a_time else None
+        # A transient error may have taken the session with it: the next call opens a new
+        # one (``reopen``) before it runs anything.
+        self._stale = False
+
+    # -- the algorithm --------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """The setup program of every table: CREATE what is missing, ALTER what grew."""
+        with self._one_at_a_time():
+            cursor = self._cursor()
+            try:
+                for table in self.plan.tables:
+                    existing: dict[str, set[str]] = {}
+                    for statement in program.setup_program(table, self.dialect):
+                        self._run(cursor, statement)
+                        if statement.role == "columns":
+                            existing[statement.subject] = {
+                                str(column[0]) for column in cursor.description or ()
+                            }
+                    for statement in program.column_changes(table, self.dialect, existing):
+                        self._run(cursor, statement)
+                    for statement in program.setup_end(self.dialect):
+                        self._run(cursor, statement)
+            except self.driver_errors() as exc:
+                self._rollback(cursor)
+                raise self._failed(exc, "create the target tables") from None
+            finally:
+                cursor.close()
+
+    def apply(
+        self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
+        staged: pa.Table | Iterable[pa.Table] | Sequence[str | os.PathLike[str]],
+    ) -> ApplyResult:
+        """The batch program: skip an applied batch, else load, MERGE and record it in ONE
+        transaction. ``staged``: an Arrow table, an iterable of Arrow slices (pulled only
+        after the lookup), or a list of Parquet files already in the staging layout."""
+        key = BatchKey(self.pipeline_name, table.target_table, batch_id, end_offset)
+        given = parquet_files(staged)
+        rows = 0
+        stage_seconds = 0.0
+        with self._one_at_a_time(), _scratch_directory(given is None) as directory:
+            cursor = self._cursor()
+            try:
+                for statement in program.batch_head(table, self.dialect, key):
+                    self._run(cursor, statement)
+                    if statement.role == "skip" and cursor.fetchone() is not None:
+                        for skip in program.ON_SKIP:
+                            self._run(cursor, skip)
+                        return ApplyResult(skipped=True, rows=0, seconds_stage=0.0,
+                                           seconds_merge=0.0)
+                if given is None:
+                    # Slices are produced (decoded) while the transaction is open: only
+                    # writing and loading them counts as staging time.
+                    written, expected, stage_seconds = _write_slices(staged, directory)
+                    files = self._loadable(written)
+                else:
+                    files, expected = self._loadable(given), None
+                started = time.perf_counter()
+                folder = f"{batch_id}-{uuid.uuid4().hex[:12]}"  # this attempt's own
+                for statement in program.load_statements(table, self.dialect, files, folder):
+                    self._run(cursor, statement)
+                    if statement.role == "load":
+                        rows += _loaded_rows(cursor)
+                if expected is not None and rows != expected:
+                    raise SinkError(
+                        f"staging {table.target_table} loaded {rows} rows of {expected} "
+                        f"(batch {batch_id})",
+                        hint="report a bug: the load statement of `replicator plan` lost rows",
+                    )
+                staged_at = time.perf_counter()
+                stage_seconds += staged_at - started
+                for statement in program.batch_tail(table, self.dialect, key):
+                    self._run(cursor, statement)
+                merged_at = time.perf_counter()
+            except self.driver_errors() as exc:
+                self._rollback(cursor)
+                raise self._failed(exc, f"apply batch {batch_id} to {table.target_table}") \
+                    from None
+            except BaseException:
+                # A slice failed to decode (source error, interrupt), or the load lost rows:
+                # nothing of the batch stays.
+                self._rollback(cursor)
+                raise
+            finally:
+                cursor.close()
+        return ApplyResult(skipped=False, rows=rows, seconds_stage=stage_seconds,
+                           seconds_merge=merged_at - staged_at)
+
+    def last_applied(self, table: TablePlan) -> dict[str, Any] | None:
+        from replicator.plan import statements
+
+        with self._one_at_a_time():
+            cursor = self._cursor()
+            try:
+                cursor.execute(statements.state_latest(table, self.dialect),
+                               [self.pipeline_name, table.target_table])
+                row = cursor.fetchone()
+                if self.dialect.implicit_transactions:  # end the read's transaction
+                    cursor.execute(program.ROLLBACK)
+            except self.driver_errors() as exc:
+                if self.missing_table(exc):
+                    return None  # no state table yet: nothing applied
+                raise self._failed(exc, "read the state table") from None
+            finally:
+                cursor.close()
+        return state_from_row(row)
+
+    @property
+    def connection(self) -> Any:
+        """The driver connection (tests and ``verify`` read the target through it)."""
+        return self._connection
+
+    def close(self) -> None:
+        self._connection.close()
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _cursor(self) -> Any:
+        if self._stale:
+            replacement = self.reopen()
+            if replacement is not None:
+                with contextlib.suppress(Exception):  # the old session is most likely gone
+                    self._connection.close()
+                self._connection = replacement
+            self._stale = False
+        return self._connection.cursor()
+
+    def _failed(self, exc: BaseException, doing: str) -> SinkError:
+        error = self.sink_error(exc, doing)
+        self._stale = self._stale or error.transient
+        return error
+
+    @staticmethod
+    def _run(cursor: Any, statement: Statement) -> None:
+        if statement.params:
+            cursor.execute(statement.sql, list(statement.params))
+        else:
+            cursor.execute(statement.sql)
+
+    def _rollback(self, cursor: Any) -> None:
+        with contextlib.suppress(Exception):  # the failed transaction (or session) may be gone
+            cursor.execute(program.ROLLBACK)
+
+    def _one_at_a_time(self) -> contextlib.AbstractContextManager[Any]:
+        return self._session if self._session is not None else contextlib.nullcontext()
+
+    def _loadable(self, paths: list[str]) -> list[str]:
+        """The caller's Parquet files as the load statements take them. Through a stage (PUT)
+        a file must be local; its name must be unique in the batch (one stage folder)."""
+        if not self.dialect.load_through_stage:
+            return paths
+        local = []
+        for path in paths:
+            if "://" in path and not path.startswith("file://"):
+                raise SinkError(
+                    f"cannot PUT {path} to a Snowflake stage: not a local file",
+                    hint="keep engine.landing on a local or mounted path for a Snowflake target",
+                )
+            path = os.path.abspath(path.removeprefix("file://"))
+            if not os.path.isfile(path):
+                raise SinkError(f"staged Parquet file {path} does not exist",
+                                hint="the landing zone lost a file of this batch; re-run")
+            local.append(path)
+        return _checked_for_put(local)
+
+    # -- hooks ------------------------------------------------------------------------------
+
+    def driver_errors(self) -> tuple[type[BaseException], ...]:
+        raise NotImplementedError
+
+    def sink_error(self, exc: BaseException, doing: str) -> SinkError:
+        raise NotImplementedError
+
+    def missing_table(self, exc: BaseException) -> bool:
+        raise NotImplementedError
+
+    def reopen(self) -> Any:
+        """A new connection after a transient error, or None to keep the one there is."""
+        return None
+
+
+def _checked_for_put(paths: list[str]) -> list[str]:
+    names = [os.path.basename(p) for p in paths]
+    if len(set(names)) != len(names):
+        raise SinkError("two Parquet files of one batch have the same name",
+                        hint="name landing-zone files by table and partition (a batch's files "
+                        "share one stage folder)")
+    for path in paths:
+        if "'" in path or "\\" in path:
+            raise SinkError(f"cannot PUT {path!r}: a quote or backslash in the path",
+                            hint="use a landing (or TMPDIR) path without quotes or backslashes")
+    return paths
+
+
+@contextlib.contextmanager
+def _scratch_directory(needed: bool) -> Iterator[str | None]:
+    """Where a batch's Arrow slices become Parquet files (removed with the batch)."""
+    if not needed:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="replicator-staging-") as directory:
+        yield directory
+
+
+def _write_slices(
+    staged: Any, directory: str | None
+) -> tuple[list[str], int, float]:
+    """Each non-empty Arrow slice as one Parquet file: (paths, rows, seconds writing)."""
+    import pyarrow.parquet as pq
+
+    assert directory is not None
+    files, rows, seconds = [], 0, 0.0
+    for piece in slices_of(staged):
+        if not piece.num_rows:
+            continue
+        started = time.perf_counter()
+        path = os.path.join(directory, f"slice-{len(files):05d}.parquet")
+        pq.write_table(piece, path)
+        seconds += time.perf_counter() - started
+        files.append(path)
+        rows += piece.num_rows
+    return files, rows, seconds
+
+
+def _loaded_rows(cursor: Any) -> int:
+    """Rows a load statement put into staging: COPY reports ``rows_loaded`` per file,
+    INSERT one count."""
+    result = cursor.fetchall()
+    names = [str(d[0]).lower() for d in cursor.description or ()]
+    if "rows_loaded" in names:
+        index = names.index("rows_loaded")
+        return sum(int(row[index] or 0) for row in result)
+    return int(result[0][0]) if result else 0

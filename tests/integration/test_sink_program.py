@@ -1,0 +1,224 @@
+"""Every statement a real sink executes is exactly the program `replicator plan` prints.
+
+A DB-API wrapper around the real driver connection (DuckDB, or the Snowflake connector on
+fakesnow) records each ``execute``; the sink runs the setup and batches of every mode (merge
+with a log table, changelog, scd2, soft deletes, and the awkward sample tables), loaded from
+Arrow slices and from Parquet files, and a replay. The recording must equal
+``plan.program``'s statements for that batch, parameters included; the rows the batch left
+prove the program did its work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replicator.config import load_pipeline
+from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget
+from replicator.plan import DUCKDB, SNOWFLAKE, build_plan, offline_catalog
+from replicator.plan import program as programs
+from replicator.plan.program import BatchKey
+from replicator.plan.statements import target_name
+from replicator.sink import open_sink
+from replicator.sink.duckdb import DuckDBSink
+from replicator.sink.snowflake import SnowflakeSink
+from replicator.sink.staging import stage_changes
+from tests.fixtures.sink_sample import CATALOG, sample_events, sample_pipeline
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class RecordingCursor:
+    def __init__(self, inner: Any, log: list[tuple[str, tuple[Any, ...]]]) -> None:
+        self._inner, self._log = inner, log
+
+    def execute(self, sql: str, params: Any = None) -> RecordingCursor:
+        self._log.append((sql, tuple(params) if params is not None else ()))
+        if params is None:
+            self._inner.execute(sql)
+        else:
+            self._inner.execute(sql, params)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class RecordingConnection:
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.log: list[tuple[str, tuple[Any, ...]]] = []
+
+    def cursor(self) -> RecordingCursor:
+        return RecordingCursor(self.inner.cursor(), self.log)
+
+    def take(self) -> list[tuple[str, tuple[Any, ...]]]:
+        taken, self.log[:] = list(self.log), []
+        return taken
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def as_recorded(statements: list[programs.Statement]) -> list[tuple[str, tuple[Any, ...]]]:
+    return [(s.sql, tuple(s.params)) for s in statements]
+
+
+def loaded_files(dialect, recorded) -> tuple[list[str], str]:
+    """The Parquet files (and Snowflake stage folder) a batch loaded, read off its recording:
+    the sink names its scratch files, so the expected program is completed with them."""
+    if dialect.load_through_stage:
+        puts = [re.match(r"PUT 'file://(.*?)' @\S+?/([^/]+)/ ", sql) for sql, _ in recorded]
+        found = [m for m in puts if m]
+        return [m.group(1) for m in found], (found[0].group(2) if found else "")
+    loads = [params for sql, params in recorded if "read_parquet" in sql]
+    return (list(loads[0][0]) if loads else []), ""
+
+
+def modes_pipeline(warehouse: Any):
+    pipeline = load_pipeline(ROOT / "pipelines" / "modes.yaml")
+    return dataclasses.replace(
+        pipeline, target=dataclasses.replace(pipeline.target, warehouse=warehouse))
+
+
+@pytest.fixture(params=["duckdb", "snowflake"])
+def target(request, tmp_path):
+    """(dialect, open_sink(pipeline, plan) -> sink on a recording connection, count rows)"""
+    if request.param == "duckdb":
+        import duckdb
+
+        path = str(tmp_path / "w.duckdb")
+
+        def sink_for(pipeline, plan):
+            return DuckDBSink(pipeline, plan, connection=RecordingConnection(duckdb.connect(path)))
+
+        yield DUCKDB, DuckDBTarget(path=path, schema="RAW"), sink_for
+        return
+    fakesnow = pytest.importorskip("fakesnow")
+    with fakesnow.patch(create_database_on_connect=True, create_schema_on_connect=True):
+        import snowflake.connector
+
+        def sink_for(pipeline, plan):
+            connection = snowflake.connector.connect(
+                account="fake", user="fake", password="fake", database="ANALYTICS",
+                schema="RAW", paramstyle="qmark", autocommit=False)
+            return SnowflakeSink(pipeline, plan, connection=RecordingConnection(connection))
+
+        yield SNOWFLAKE, SnowflakeTarget(database="ANALYTICS", schema="RAW", account="fake",
+                                         user="fake", password="fake"), sink_for
+
+
+def count(sink, table, dialect) -> int:
+    cursor = sink.connection.inner.cursor()
+    cursor.execute(f"SELECT count(*) FROM {target_name(table, dialect)}")
+    return cursor.fetchone()[0]
+
+
+@pytest.mark.parametrize("pipeline_kind", ["modes", "sample"])
+def test_a_run_executes_exactly_the_planned_program(target, pipeline_kind, tmp_path):
+    dialect, warehouse, sink_for = target
+    if pipeline_kind == "modes":
+        pipeline = modes_pipeline(warehouse)
+        catalog = offline_catalog(pipeline)
+    else:
+        pipeline = dataclasses.replace(
+            sample_pipeline(), target=dataclasses.replace(sample_pipeline().target,
+                                                          warehouse=warehouse))
+        catalog = CATALOG
+    plan = build_plan(pipeline, catalog)
+    sink = sink_for(pipeline, plan)
+    recorder = sink.connection
+    try:
+        sink.prepare()
+        expected = []
+        for table in plan.tables:
+            expected += [*programs.setup_program(table, dialect), *programs.setup_end(dialect)]
+        assert recorder.take() == as_recorded(expected)
+
+        for table in plan.tables:
+            source = catalog.table(table.source_database, table.source_table)
+            staged = stage_changes(table, sample_events(table, source))
+            # 1. Arrow slices (the second empty, as a drained slice source may end).
+            key = BatchKey(pipeline.name, table.target_table, 7, {"file": "f", "pos": 7})
+            result = sink.apply(table, 7, dict(key.end_offset), iter([staged, staged.slice(0, 0)]))
+            recorded = recorder.take()
+            files, folder = loaded_files(dialect, recorded)
+            assert len(files) == 1 and result.rows == staged.num_rows
+            assert recorded == as_recorded(
+                programs.batch_program(table, dialect, key, files, folder)), table.label
+            rows = count(sink, table, dialect)
+            assert rows == {"changelog": 4, "scd2": 2}.get(table.mode, 1), table.label
+
+            # 2. A replay: the lookup finds the state row, ROLLBACK, nothing else.
+            assert sink.apply(table, 7, dict(key.end_offset), staged).skipped
+            head = programs.batch_head(table, dialect, key)
+            skip_at = next(i for i, s in enumerate(head) if s.role == "skip")
+            assert recorder.take() == as_recorded([*head[: skip_at + 1], *programs.ON_SKIP])
+
+            # 3. Parquet files handed in (the landing zone's), two of them, as a new batch.
+            import pyarrow.parquet as pq
+
+            given = []
+            half = staged.num_rows // 2
+            for part, piece in enumerate((staged.slice(0, half), staged.slice(half))):
+                path = tmp_path / f"{table.staging_table}-part-{part}.parquet"
+                pq.write_table(piece, path)
+                given.append(str(path))
+            key = BatchKey(pipeline.name, table.target_table, 8, {"file": "f", "pos": 8})
+            result = sink.apply(table, 8, dict(key.end_offset), given)
+            recorded = recorder.take()
+            _, folder = loaded_files(dialect, recorded)
+            assert recorded == as_recorded(
+                programs.batch_program(table, dialect, key, given, folder)), table.label
+            assert result.rows == staged.num_rows and not result.skipped
+            # The same changes again: merge-like modes converge, a changelog appends them.
+            after = count(sink, table, dialect)
+            assert after == {"changelog": 8, "scd2": 2}.get(table.mode, 1), table.label
+    finally:
+        sink.close()
+
+
+def test_prepare_on_a_grown_plan_runs_the_planned_alters(target):
+    from replicator.plan.model import PlannedColumn
+    from replicator.plan.types import STRING
+
+    dialect, warehouse, sink_for = target
+    pipeline = modes_pipeline(warehouse)
+    plan = build_plan(pipeline, offline_catalog(pipeline))
+    sink = sink_for(pipeline, plan)
+    sink.prepare()
+    orders = plan.table("shop.orders")
+    added = PlannedColumn(target_column="NOTE", target_type=STRING, source_column="note")
+    grown_table = dataclasses.replace(orders, columns=(*orders.columns, added),
+                                      log_columns=(*orders.log_columns, added))
+    grown = dataclasses.replace(plan, tables=(grown_table,))
+    grown_sink = type(sink)(pipeline, grown, connection=sink.connection)
+    sink.connection.take()
+    grown_sink.prepare()
+    recorded = sink.connection.take()
+    sink.close()
+    existing = {"target": {c.target_column for c in orders.columns}}
+    if orders.log_table:
+        existing["log"] = {c.target_column for c in orders.log_columns}
+    if not dialect.staging_per_batch:
+        existing["staging"] = {"stale layout"}
+    changes = programs.column_changes(grown_table, dialect, existing)
+    alters = [s.sql for s in changes if s.sql.startswith("ALTER")]
+    assert len(alters) == 1 + bool(orders.log_table) and all('"NOTE"' in a for a in alters)
+    assert recorded == as_recorded([*programs.setup_program(grown_table, dialect), *changes,
+                                    *programs.setup_end(dialect)])
+
+
+def test_open_sink_picks_the_sql_sink_of_the_target():
+    from replicator.sink.sql import SQLSink
+
+    pipeline = sample_pipeline()
+    sink = open_sink(pipeline, build_plan(pipeline, CATALOG))
+    try:
+        assert isinstance(sink, SQLSink) and sink.dialect is DUCKDB
+    finally:
+        sink.close()
