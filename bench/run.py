@@ -5,7 +5,8 @@
     bench/run --only decode,startup   # some sections
     bench/run --changes 100000 --out /tmp/result.json
 
-Sections (all by default): decode, profile, e2e, partitions, latency, snapshot, bigtxn, startup. A failing section
+Sections (all by default): decode, profile, e2e, partitions, latency, snapshot, bigtxn, startup,
+transforms. A failing section
 is recorded with its error and the others still run; the exit status is 1 if any failed.
 See bench/README.md for what each number means.
 """
@@ -32,7 +33,8 @@ from bench.environment import describe
 from bench.report import RESULTS_DIR, render_table, write_json
 from bench.tables import TABLES
 
-SECTIONS = ("decode", "profile", "e2e", "partitions", "latency", "snapshot", "bigtxn", "startup")
+SECTIONS = ("decode", "profile", "e2e", "partitions", "latency", "snapshot", "bigtxn", "startup",
+            "transforms")
 # The server for the benchmark: a bigger buffer pool than the test default so the 1M-row
 # table is not disk-bound.
 SERVER_ARGS = ("--innodb-buffer-pool-size=512M",)
@@ -186,6 +188,11 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 if "bigtxn" in sections:
                     _section(results, "big_transaction", lambda: snapshot.run_big_transaction(
                         ctx, sizes.snapshot_rows, filled))
+            if "transforms" in sections:  # no server needed: a generated change batch
+                from bench.transforms import run_transforms
+
+                _section(results, "transforms", lambda: run_transforms(
+                    5_000 if args.quick else 50_000, 3 if args.quick else 9))
             if "startup" in sections:
                 from bench.pipelines import write_pipeline
                 from bench.startup import run_startup

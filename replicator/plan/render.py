@@ -41,6 +41,12 @@ def render_sql(table: TablePlan, dialect: Dialect) -> str:
         parts[0] += (
             "\n-- sources: " + ", ".join(table.sources) if table.sources else
             "\n-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE")
+    from replicator.plan.transpile import describe_transforms
+
+    transforms = describe_transforms(table)
+    if transforms:
+        parts.append("-- transforms, evaluated by DuckDB over each change batch before staging "
+                     "(Spark SQL translated):\n" + "\n".join(f"--   {line}" for line in transforms))
     setup = [*program.setup_program(table, dialect), *program.setup_end(dialect)]
     parts += [f"{_comment(s)}\n{s.sql};" for s in setup]
     parts.append("-- each batch:")

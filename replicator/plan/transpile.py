@@ -119,8 +119,10 @@ def cast_sql(sql: str, source: SparkType, target: SparkType, *, safe: bool = Fal
     """``sql`` (of Spark type ``source``) as ``target``: Spark's ANSI CAST (``safe``: try_cast,
     NULL where CAST fails)."""
     s, t = source.kind, target.kind
-    if s in ("null", "any") or source == target:
-        return f"CAST({sql} AS {duck_type(target)})" if s != "any" else sql
+    if source == target or s == "any":
+        return sql  # every node is already in the DuckDB form of its Spark type
+    if s == "null":
+        return f"CAST({sql} AS {duck_type(target)})"
 
     def guarded(condition: str, value: str, error_class: str, what: str) -> str:
         failure = "NULL" if safe else _fail_sql(error_class, what)
@@ -690,11 +692,11 @@ class _Translator:
 
 def _special_upper() -> dict[str, str]:
     """Characters whose upper case is not one character (Java and Python: 'ß' -> 'SS');
-    DuckDB maps them one to one. Computed once: 102 characters in Unicode 15."""
+    DuckDB maps them one to one. 102 characters in Unicode 15, all in U+00DF..U+FB17 (the
+    scan is kept to that range: the whole of Unicode takes seconds on a busy machine)."""
     global _SPECIAL_UPPER
     if _SPECIAL_UPPER is None:
-        import sys
-        _SPECIAL_UPPER = {chr(c): chr(c).upper() for c in range(sys.maxunicode + 1)
+        _SPECIAL_UPPER = {chr(c): chr(c).upper() for c in range(0x00DF, 0xFB18)
                           if not 0xD800 <= c <= 0xDFFF and len(chr(c).upper()) > 1}
     return _SPECIAL_UPPER
 
@@ -805,3 +807,34 @@ def result_type(text: str, inputs: Mapping[str, SparkType]) -> SparkType:
     return _Translator(inputs, q).type(parse(text))
 
 
+
+
+def describe_transforms(table: Any) -> list[str]:
+    """``replicator plan``'s view of a table's transforms: each filter and computed column as
+    the transform step runs it (the DuckDB SQL), and each mask; never a salt."""
+    from replicator.plan.expressions import ExpressionError
+
+    lines = []
+
+    def translated(text: str, inputs: Mapping[str, SparkType]) -> str:
+        try:
+            return translate(text, inputs)[0]
+        except (Untranslatable, ExpressionError) as exc:  # plan refuses these; offline: a note
+            return f"(not translatable: {exc.message})"
+
+    if table.filter:
+        lines += [f"filter: {table.filter}", f"  -> {translated(table.filter, dict(table.filter_inputs))}"]
+    for column in table.data_columns:
+        if column.expression is not None:
+            lines += [f"{column.target_column} = {column.expression}",
+                      f"  -> {translated(column.expression, dict(column.expression_inputs))}"]
+        if column.mask is not None:
+            detail = {"sha256": "sha256 of the value's text" + (" (salted: the salt is a bind "
+                                                                 "parameter, never printed)"
+                                                                 if column.mask_salt else ""),
+                      "md5": "md5 of the value's text", "null": "NULL",
+                      "redact": f"redact, keeping the last {column.mask_keep_last}"
+                      if column.mask_keep_last else "redact ('***')",
+                      "truncate": f"the first {column.mask_length} characters"}[column.mask]
+            lines.append(f"{column.target_column}: mask {detail}")
+    return lines

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from replicator.plan.transpile import Untranslatable, result_type, translate
@@ -38,6 +39,7 @@ def filter_sql(table: TablePlan, kinds: Mapping[str, str]) -> str:
     return sql
 
 
+@lru_cache(maxsize=256)
 def translatable(table: TablePlan) -> bool:
     """Whether the table's filter and computed columns all have a DuckDB form."""
     from replicator.plan.expressions import ExpressionError

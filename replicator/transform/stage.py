@@ -5,9 +5,10 @@ The statement, in the order ``sink.staging.stage_changes`` applies its steps per
 1. ``split``: an update that changed the key (its before-key columns are set) becomes a delete
    of the old key (the after-image with the old key: the batch carries no more of the
    before-image) ordered just before an insert of the new row;
-2. ``judged``: the row filter and the computed columns, evaluated over the row images;
-3. merge tables keep the last change per key (binlog order); changelog and log tables keep
-   every change, dropping inserts/reads/deletes of rows the filter never matched;
+2. ``last``: merge tables keep the last change per key (binlog order); changelog and log
+   tables keep every change;
+3. ``judged``: the row filter and the computed columns, evaluated over those row images only;
+   changelog and log tables drop inserts/reads/deletes of rows the filter never matched;
 4. a c/u/r that fails the filter becomes a delete of its key (it leaves the target);
 5. the staged columns: converted to their target types and masked (``transform.columns``),
    metadata and internal columns; ``STAGE_SEQ`` numbers the rows from ``first_seq``.
@@ -19,6 +20,7 @@ outbox routes still go through the per-row path (``sink.versions``, ``sink.outbo
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from replicator.model import change_batch as cb
@@ -49,6 +51,7 @@ _METADATA_SOURCES = {
 }
 
 _local = threading.local()
+THREADS = 1  # a batch is small, and the cores serve Spark
 
 
 def _connection() -> Any:
@@ -60,7 +63,7 @@ def _connection() -> Any:
         connection = duckdb.connect(":memory:")
         # TIMESTAMP values are instants in UTC; DuckDB prints and casts them in its zone.
         connection.execute("SET TimeZone = 'UTC'")
-        connection.execute("SET threads = 1")  # one batch is small; the cores serve Spark
+        connection.execute(f"SET threads = {THREADS}")
         _local.connection = connection
     return connection
 
@@ -105,8 +108,7 @@ def _columnar(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
     for index, field in enumerate(batch.schema):
         if pa.types.is_decimal256(field.type):  # DuckDB has no DECIMAL over 38 digits
             batch = batch.set_column(index, field.name, batch.column(index).cast(pa.string()))
-    params = Params()
-    sql = statement(table, batch.schema, first_seq, params)
+    sql, params = _statement(table, tuple((f.name, source_kind(f.type)) for f in batch.schema))
     connection = _connection()
     connection.register("batch", batch)
     try:
@@ -126,14 +128,25 @@ def _columnar(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
         connection.unregister("batch")
     columns = []
     for field in schema:
-        column = result.column(field.name)
+        column = result.column(field.name) if field.name != STAGE_SEQ else None
         if field.name == STAGE_TS:
             column = column.cast(pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+        elif field.name == STAGE_SEQ:  # the rows come in staging order
+            column = pa.array(np.arange(first_seq, first_seq + result.num_rows, dtype=np.int64))
         columns.append(column.cast(field.type))
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _failing_row(table: TablePlan, batch: pa.Table, sql: str, params: Params) -> dict[str, Any]:
+@lru_cache(maxsize=256)
+def _statement(table: TablePlan, layout: tuple[tuple[str, str], ...]) -> tuple[str, tuple[Any, ...]]:
+    """The statement for batches of this layout ((column, batch kind) pairs), built once per
+    table and layout: the expressions are type-checked and translated at the first batch."""
+    params = Params()
+    sql = statement(table, dict(layout), params)
+    return sql, tuple(params)
+
+
+def _failing_row(table: TablePlan, batch: pa.Table, sql: str, params: tuple[Any, ...]) -> dict[str, Any]:
     """The key of the first row the statement fails on (bisection: ~log2(rows) statements,
     only on the way to an error)."""
     import duckdb
@@ -154,12 +167,13 @@ def _failing_row(table: TablePlan, batch: pa.Table, sql: str, params: Params) ->
     return {key: row.get(key) for key in batch_key(table)}
 
 
-def statement(table: TablePlan, batch_schema: pa.Schema, first_seq: int, params: Params) -> str:
-    """The DuckDB statement staging a change batch of this layout (``batch`` is its name)."""
+def statement(table: TablePlan, kinds: dict[str, str], params: Params) -> str:
+    """The DuckDB statement staging a change batch whose columns have these batch kinds
+    (``transform.columns.source_kind``); the batch is the view ``batch``. ``STAGE_SEQ``
+    counts from 0 (``first_seq`` is added to the result)."""
     from replicator.transform.expressions import computed_sql, filter_sql
 
-    names = set(batch_schema.names)
-    kinds = {field.name: source_kind(field.type) for field in batch_schema}
+    names = set(kinds)
     key = batch_key(table)
     before = [cb.before_key_column(k) for k in key]
     has_before = bool(key) and all(b in names for b in before)
@@ -178,6 +192,16 @@ def statement(table: TablePlan, batch_schema: pa.Schema, first_seq: int, params:
     else:
         split = f"SELECT *, 1 AS {q(_SUB)}{routed} FROM batch"
 
+    op = q(cb.OP)
+    order = ", ".join(q(c) for c in _ORDER)
+    if table.keeps_every_change:
+        last = "SELECT * FROM split"
+    else:  # the last change per key; the filter and computed columns then run on it alone
+        partition = ", ".join(q(k) for k in table.source_key) or "NULL"
+        descending = ", ".join(f"{q(c)} DESC" for c in _ORDER)
+        last = (f"SELECT * FROM split QUALIFY row_number() OVER (PARTITION BY {partition} "
+                f"ORDER BY {descending}) = 1")
+
     judged_columns = ["*"]
     filter_text = filter_sql(table, kinds) if table.filter else None
     judged_columns.append(f"coalesce(({filter_text}), FALSE) AS {q(_PASS)}" if filter_text
@@ -186,26 +210,21 @@ def statement(table: TablePlan, batch_schema: pa.Schema, first_seq: int, params:
     for index, column in enumerate(computed):
         judged_columns.append(f"({computed_sql(column, kinds, table)}) AS {q(_COMPUTED + str(index))}")
 
-    op = q(cb.OP)
     final_op = f"CASE WHEN {op} <> 'd' AND NOT {q(_PASS)} THEN 'd' ELSE {op} END"
-    order = ", ".join(q(c) for c in _ORDER)
-    if table.keeps_every_change:
-        kept = f"SELECT *, {final_op} AS {q(_FINAL_OP)} FROM judged WHERE {q(_PASS)} OR {op} = 'u'"
-    else:
-        partition = ", ".join(q(k) for k in table.source_key) or "NULL"
-        descending = ", ".join(f"{q(c)} DESC" for c in _ORDER)
-        kept = (f"SELECT *, {final_op} AS {q(_FINAL_OP)} FROM judged QUALIFY row_number() "
-                f"OVER (PARTITION BY {partition} ORDER BY {descending}) = 1")
+    # Every change: inserts, reads and deletes of rows the filter never matched are dropped;
+    # an update that fails it is a delete (the row may have matched before).
+    where = f" WHERE {q(_PASS)} OR {op} = 'u'" if table.keeps_every_change else ""
+    kept = f"SELECT *, {final_op} AS {q(_FINAL_OP)} FROM judged{where}"
 
     selected = []
     computed_index = {column: index for index, column in enumerate(computed)}
     for column in table.staged_columns:
         selected.append(f"{_staged(column, kinds, names, computed_index, params)} AS {q(column.staging_name)}")
     selected.append(f"{q(_FINAL_OP)} AS {q(STAGE_OP)}")
-    selected.append(f"{int(first_seq)} + row_number() OVER (ORDER BY {order}) - 1 AS {q(STAGE_SEQ)}")
     selected.append(f"{q(cb.TS_MS)} * 1000 AS {q(STAGE_TS)}")
-    return (f"WITH split AS (\n  {split}\n), judged AS (\n  SELECT {', '.join(judged_columns)} FROM split\n"
-            f"), kept AS (\n  {kept}\n)\nSELECT {', '.join(selected)}\nFROM kept ORDER BY {order}")
+    return (f"WITH split AS (\n  {split}\n), last AS (\n  {last}\n), judged AS (\n"
+            f"  SELECT {', '.join(judged_columns)} FROM last\n), kept AS (\n  {kept}\n)\n"
+            f"SELECT {', '.join(selected)}\nFROM kept ORDER BY {order}")
 
 
 def _staged(column: PlannedColumn, kinds: dict[str, str], names: set[str],

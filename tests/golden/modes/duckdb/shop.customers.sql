@@ -1,5 +1,8 @@
 -- shop.customers -> MAIN.CUSTOMERS (duckdb)
 
+-- transforms, evaluated by DuckDB over each change batch before staging (Spark SQL translated):
+--   EMAIL: mask sha256 of the value's text
+
 -- create schema
 CREATE SCHEMA IF NOT EXISTS "MAIN";
 

@@ -1,5 +1,8 @@
 -- shop.customers -> MAIN.CUSTOMERS (snowflake)
 
+-- transforms, evaluated by DuckDB over each change batch before staging (Spark SQL translated):
+--   EMAIL: mask sha256 of the value's text
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "MAIN"."CUSTOMERS" (
   "ID" NUMBER(10,0) NOT NULL,

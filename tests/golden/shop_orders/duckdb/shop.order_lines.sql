@@ -1,5 +1,10 @@
 -- shop.order_lines -> MAIN.ORDER_LINES (duckdb)
 
+-- transforms, evaluated by DuckDB over each change batch before staging (Spark SQL translated):
+--   filter: status <> 'test'
+--     -> (CAST("status" AS VARCHAR) <> 'test')
+--   EMAIL_HASH: mask sha256 of the value's text
+
 -- create schema
 CREATE SCHEMA IF NOT EXISTS "MAIN";
 

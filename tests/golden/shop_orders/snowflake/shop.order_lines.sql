@@ -1,5 +1,10 @@
 -- shop.order_lines -> MAIN.ORDER_LINES (snowflake)
 
+-- transforms, evaluated by DuckDB over each change batch before staging (Spark SQL translated):
+--   filter: status <> 'test'
+--     -> (CAST("status" AS VARCHAR) <> 'test')
+--   EMAIL_HASH: mask sha256 of the value's text
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "MAIN"."ORDER_LINES" (
   "ORDER_ID" NUMBER(20,0) NOT NULL,

@@ -1,5 +1,21 @@
 -- crm.customers -> MAIN.CUSTOMERS (snowflake)
 
+-- transforms, evaluated by DuckDB over each change batch before staging (Spark SQL translated):
+--   filter: kind <> 'test'
+--     -> (CAST("kind" AS VARCHAR) <> 'test')
+--   EMAIL: mask sha256 of the value's text (salted: the salt is a bind parameter, never printed)
+--   CARD_NUMBER: mask redact, keeping the last 4
+--   PHONE: mask the first 3 characters
+--   BIRTH_DATE: mask NULL
+--   FULL_NAME = concat_ws(' ', first_name, last_name)
+--     -> concat_ws(' ', CAST("first_name" AS VARCHAR), CAST("last_name" AS VARCHAR))
+--   TOTAL_WITH_TAX = round(net_amount * 1.2, 2)
+--     -> CAST(round(CAST(CAST(CAST("net_amount" AS DECIMAL(12,2)) AS DECIMAL(12,2)) * CAST(CAST('1.2' AS DECIMAL(2,1)) AS DECIMAL(2,1)) AS DECIMAL(15,3)), 2) AS DECIMAL(15,2))
+--   SIGNUP_MONTH = date_format(created_at, 'yyyy-MM')
+--     -> strftime(CAST("created_at" AS TIMESTAMP), '%Y-%m')
+--   EMAIL_DOMAIN = CASE WHEN email LIKE '%@%' THEN lower(regexp_replace(email, '^.*@', '')) END
+--     -> CAST(CASE WHEN (CAST("email" AS VARCHAR) LIKE '%@%' ESCAPE '\') THEN CASE WHEN regexp_matches(regexp_replace(CAST("email" AS VARCHAR), '^.*@', '', 'g'), '[İΣ]') THEN lower(replace(regexp_replace(regexp_replace(CAST("email" AS VARCHAR), '^.*@', '', 'g'), '(\pL\pM*)Σ(\PL|$)', '\1ς\2', 'g'), 'İ', 'i̇')) ELSE lower(regexp_replace(CAST("email" AS VARCHAR), '^.*@', '', 'g')) END ELSE NULL END AS VARCHAR)
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "MAIN"."CUSTOMERS" (
   "ID" NUMBER(19,0) NOT NULL,
