@@ -1,11 +1,15 @@
-"""Prometheus metrics of a running pipeline, per pipeline and table.
+"""Prometheus metrics of a running pipeline, per pipeline and table, via ``prometheus_client``.
 
 Exposed two ways, both optional (``replicator run --metrics-file / --metrics-port``):
 
-- a text file in the exposition format, rewritten atomically after every batch — what
-  node_exporter's textfile collector and most agents read;
-- an HTTP endpoint ``/metrics`` served by a daemon thread (stdlib only: no client library to
-  install on the cluster).
+- a text file in the exposition format, rewritten atomically after every batch
+  (``write_to_textfile``) — what node_exporter's textfile collector and most agents read;
+- an HTTP endpoint ``/metrics`` (``start_http_server``, a daemon thread).
+
+The counters are kept here and exposed by a custom collector (the client library's pattern
+for state owned elsewhere), in a registry of this pipeline's own, with the library's process
+and platform collectors (``process_cpu_seconds_total``, ``process_resident_memory_bytes``,
+``python_info`` ...) beside them. The dashboard in docs/grafana-dashboard.json queries these.
 
 Lag is measured two ways: seconds since the commit of the newest change applied (what an
 on-call engineer asks), and bytes/files of binlog between the applied position and the head
@@ -15,15 +19,23 @@ read at most every ``head_interval_s``).
 
 from __future__ import annotations
 
-import os
-import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+    start_http_server,
+    write_to_textfile,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from replicator.engine.metrics import BatchReport
 from replicator.model.changes import BinlogPosition
@@ -39,11 +51,6 @@ class _TableCounters:
     skipped: int = 0
     unrouted: int = 0  # outbox events no route takes
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
-
-
-def _escape(value: str) -> str:
-    """A label value in the exposition format (backslash, quote and newline escaped)."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 class PipelineMetrics:
@@ -68,13 +75,18 @@ class PipelineMetrics:
         self._tables: dict[str, _TableCounters] = defaultdict(_TableCounters)
         self._batches: dict[str, int] = defaultdict(int)  # by kind: stream | snapshot
         self._batch_seconds_sum = 0.0
-        self._errors: dict[str, int] = defaultdict(int)
+        # Both kinds exist from the start, so rate() and alerts see a 0, not a missing series.
+        self._errors: dict[str, int] = defaultdict(int, {"transient": 0, "fatal": 0})
         self._last_ts_ms = 0
         self._last_batch_at = 0.0
         self._position: BinlogPosition | None = None
         self._head_position: BinlogPosition | None = None
         self._head_read_at = float("-inf")
         self._lag: int | None = None
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry.register(self)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -123,101 +135,105 @@ class PipelineMetrics:
 
     # -- exposition ------------------------------------------------------------------------
 
-    def render(self) -> str:
-        p = f'pipeline="{_escape(self.pipeline)}"'
-        out: list[str] = []
+    def describe(self) -> list[Metric]:
+        return []  # families depend on what was observed; collect() is the truth
 
-        def metric(name: str, kind: str, help_text: str, samples: list[tuple[str, float]]) -> None:
-            out.append(f"# HELP {name} {help_text}")
-            out.append(f"# TYPE {name} {kind}")
-            for labels, value in samples:
-                out.append(f"{name}{{{labels}}} {value:.6g}" if isinstance(value, float)
-                           else f"{name}{{{labels}}} {value}")
-
+    def collect(self) -> Iterator[Metric]:
+        """The pipeline's families (called by the registry on every scrape and file write)."""
+        pipeline = self.pipeline
         with self._lock:
             tables = sorted(self._tables.items())
 
-            def per_table(attr: str) -> list[tuple[str, float]]:
-                return [(f'{p},table="{_escape(t)}"', getattr(c, attr)) for t, c in tables]
+            def per_table(name: str, help_text: str, attr: str) -> Metric:
+                family = CounterMetricFamily(name, help_text, labels=["pipeline", "table"])
+                for table, counters in tables:
+                    family.add_metric([pipeline, table], getattr(counters, attr))
+                return family
 
-            metric("replicator_changes_read_total", "counter",
-                   "Row changes read from the binlog (or the snapshot) per table.",
-                   per_table("changes"))
-            metric("replicator_rows_applied_total", "counter",
-                   "Rows merged into the target per table, after compaction and filters.",
-                   per_table("rows"))
-            metric("replicator_table_batches_total", "counter",
-                   "Batches that carried changes of the table.", per_table("batches"))
-            metric("replicator_table_batches_skipped_total", "counter",
-                   "Batches skipped because the target already had them (replays).",
-                   per_table("skipped"))
-            outboxes = [(f'{p},table="{_escape(t)}"', c.unrouted) for t, c in tables
-                         if c.unrouted]
-            if outboxes:
-                metric("replicator_outbox_unrouted_total", "counter",
-                       "Outbox events whose type no route takes (ignored), per outbox.",
-                       outboxes)
-            metric("replicator_phase_seconds_total", "counter",
-                   "Seconds spent per phase of applying batches, per table.",
-                   [(f'{p},table="{_escape(t)}",phase="{phase}"', c.seconds[phase])
-                    for t, c in tables for phase in PHASES])
-            metric("replicator_batches_total", "counter", "Batches applied, by kind.",
-                   [(f'{p},kind="{kind}"', n) for kind, n in sorted(self._batches.items())])
-            metric("replicator_batch_seconds_total", "counter",
-                   "Wall seconds spent applying batches.", [(p, self._batch_seconds_sum)])
-            metric("replicator_errors_total", "counter", "Errors by kind (transient, fatal).",
-                   [(f'{p},kind="{kind}"', n) for kind, n in sorted(self._errors.items())])
-            metric("replicator_last_batch_timestamp_seconds", "gauge",
-                   "Unix time the last batch was applied.", [(p, self._last_batch_at)])
+            yield per_table("replicator_changes_read_total",
+                            "Row changes read from the binlog (or the snapshot) per table.",
+                            "changes")
+            yield per_table("replicator_rows_applied_total",
+                            "Rows merged into the target per table, after compaction and "
+                            "filters.", "rows")
+            yield per_table("replicator_table_batches_total",
+                            "Batches that carried changes of the table.", "batches")
+            yield per_table("replicator_table_batches_skipped_total",
+                            "Batches skipped because the target already had them (replays).",
+                            "skipped")
+            if any(counters.unrouted for _, counters in tables):
+                outbox = CounterMetricFamily(
+                    "replicator_outbox_unrouted_total",
+                    "Outbox events whose type no route takes (ignored), per outbox.",
+                    labels=["pipeline", "table"])
+                for table, counters in tables:
+                    if counters.unrouted:
+                        outbox.add_metric([pipeline, table], counters.unrouted)
+                yield outbox
+            phases = CounterMetricFamily("replicator_phase_seconds_total",
+                                         "Seconds spent per phase of applying batches, per "
+                                         "table.", labels=["pipeline", "table", "phase"])
+            for table, counters in tables:
+                for phase in PHASES:
+                    phases.add_metric([pipeline, table, phase], counters.seconds[phase])
+            yield phases
+            batches = CounterMetricFamily("replicator_batches_total", "Batches applied, by kind.",
+                                          labels=["pipeline", "kind"])
+            for kind, count in sorted(self._batches.items()):
+                batches.add_metric([pipeline, kind], count)
+            yield batches
+            batch_seconds = CounterMetricFamily("replicator_batch_seconds_total",
+                                                "Wall seconds spent applying batches.",
+                                                labels=["pipeline"])
+            batch_seconds.add_metric([pipeline], self._batch_seconds_sum)
+            yield batch_seconds
+            errors = CounterMetricFamily("replicator_errors_total",
+                                         "Errors by kind (transient, fatal, metrics).",
+                                         labels=["pipeline", "kind"])
+            for kind, count in sorted(self._errors.items()):
+                errors.add_metric([pipeline, kind], count)
+            yield errors
+            yield _gauge("replicator_last_batch_timestamp_seconds",
+                         "Unix time the last batch was applied.", pipeline, self._last_batch_at)
             if self._last_ts_ms:
-                lag_s = max(0.0, self._clock() - self._last_ts_ms / 1000)
-                metric("replicator_lag_seconds", "gauge",
-                       "Seconds since the commit of the newest change applied.", [(p, lag_s)])
+                yield _gauge("replicator_lag_seconds",
+                             "Seconds since the commit of the newest change applied.", pipeline,
+                             max(0.0, self._clock() - self._last_ts_ms / 1000))
             if self._lag is not None:
-                metric("replicator_lag_bytes", "gauge",
-                       "Bytes of binlog between the applied position and the head.",
-                       [(p, self._lag)])
+                yield _gauge("replicator_lag_bytes",
+                             "Bytes of binlog between the applied position and the head.",
+                             pipeline, self._lag)
             if self._position is not None and self._head_position is not None:
-                metric("replicator_lag_files", "gauge",
-                       "Binlog files between the applied position and the head.",
-                       [(p, self._head_position.sequence - self._position.sequence)])
-        return "\n".join(out) + "\n"
+                yield _gauge("replicator_lag_files",
+                             "Binlog files between the applied position and the head.", pipeline,
+                             self._head_position.sequence - self._position.sequence)
+
+    def render(self) -> str:
+        """The exposition text of this pipeline's registry (what a scrape returns)."""
+        return generate_latest(self.registry).decode()
 
     def write_file(self, path: str | Path) -> None:
-        """Rewrite ``path`` atomically (a reader never sees half a file)."""
+        """Rewrite ``path`` atomically (the client writes a temporary file and renames it),
+        readable by its user only: it names the pipeline's tables (docs/running.md, files
+        and permissions). The client creates the file with the process umask, so that umask
+        is tightened around the write (``replicator run`` already runs under 077)."""
+        import os
+
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+        previous = os.umask(0o077)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(self.render())
-            os.replace(temp, target)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+            write_to_textfile(str(target), self.registry)
+        finally:
+            os.umask(previous)
 
     def serve(self, port: int, host: str = "127.0.0.1") -> Any:
         """Serve ``/metrics`` on a daemon thread; returns the server (``.shutdown()``)."""
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        metrics = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # the stdlib calls it by this name
-                if self.path.split("?")[0] != "/metrics":
-                    self.send_error(404)
-                    return
-                body = metrics.render().encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:  # scrapes are not log lines
-                return
-
-        server = ThreadingHTTPServer((host, port), Handler)
-        threading.Thread(target=server.serve_forever, name="replicator-metrics",
-                         daemon=True).start()
+        server, _thread = start_http_server(port, addr=host, registry=self.registry)
         return server
+
+
+def _gauge(name: str, help_text: str, pipeline: str, value: float) -> Metric:
+    family = GaugeMetricFamily(name, help_text, labels=["pipeline"])
+    family.add_metric([pipeline], value)
+    return family

@@ -1,25 +1,30 @@
 """Pipeline metrics in the Prometheus exposition format: counters add up per table and
 phase, lag is computed from commit times and the binlog head, the file and endpoint serve it."""
 
-import re
 import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from replicator.engine.metrics import BatchReport, TableReport, format_json, format_text
 from replicator.engine.prometheus import PipelineMetrics
 from replicator.model.changes import BinlogPosition
 
-SAMPLE = re.compile(r'^(?P<name>[a-z_]+)\{(?P<labels>[^}]*)\} (?P<value>\S+)$')
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def parse(text: str) -> dict[tuple[str, str], float]:
+    """(sample name, labels as `pipeline="..",table=".."` in this order) -> value, parsed by
+    the client library's own parser (a malformed exposition raises)."""
+    order = ("pipeline", "table", "phase", "kind")
     samples = {}
-    for line in text.splitlines():
-        if line.startswith("#"):
-            assert re.match(r"^# (HELP|TYPE) replicator_[a-z_]+ ", line), line
-            continue
-        match = SAMPLE.match(line)
-        assert match, f"not an exposition line: {line!r}"
-        samples[(match["name"], match["labels"])] = float(match["value"])
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f'{k}="{_escape(sample.labels[k])}"'
+                              for k in sorted(sample.labels, key=lambda k: (
+                                  order.index(k) if k in order else 9, k)))
+            samples[(sample.name, labels)] = sample.value
     return samples
 
 
@@ -100,7 +105,11 @@ def test_file_is_replaced_whole_and_endpoint_serves_it(tmp_path):
         port = server.server_address[1]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
             assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
-            assert response.read().decode() == metrics.render()
+            served = parse(response.read().decode())
+        assert served[("replicator_rows_applied_total", 'pipeline="p",table="a.b"')] == 4
+        # The client's process collector comes along (what every exporter has).
+        assert served[("process_resident_memory_bytes", "")] > 0
+        assert ("process_cpu_seconds_total", "") in served
     finally:
         server.shutdown()
 

@@ -459,7 +459,7 @@ def test_unrouted_events_reach_the_log_line_and_the_metrics():
     metrics.observe(report)
     metrics.observe(report)
     rendered = metrics.render()
-    assert ('replicator_outbox_unrouted_total{pipeline="outbox",table="shop.outbox[order]"} 4'
+    assert ('replicator_outbox_unrouted_total{pipeline="outbox",table="shop.outbox[order]"} 4.0'
             in rendered)
     assert 'replicator_outbox_unrouted_total{pipeline="outbox",table="shop.outbox[customer]"' \
         not in rendered
