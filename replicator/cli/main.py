@@ -52,6 +52,7 @@ def _global_options(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
 ) -> None:
     render.settings.verbosity = -1 if quiet else verbose
+    render.settings.json_lines = False  # `run --log-format json` turns it on
     render.settings.color = not no_color
     render.settings.debug = debug
 
@@ -80,10 +81,10 @@ def main() -> None:
     except ReplicatorError as exc:
         if render.settings.debug:
             raise
-        render.error(exc.message, exc.hint)
+        render.error(exc.message, exc.hint, code=type(exc).__name__)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        render.error("interrupted")
+        render.error("interrupted", code="Interrupted")
         sys.exit(130)
 
 

@@ -24,6 +24,9 @@ class OutputSettings:
     verbosity: int = 0  # -1 quiet, 0 normal, 1+ verbose
     color: bool = True
     debug: bool = False
+    # `run --log-format json`: notices and the final error are JSON lines too, so a log
+    # shipper parses every line of the run's stderr.
+    json_lines: bool = False
 
 
 settings = OutputSettings()
@@ -75,19 +78,37 @@ def _line(stream: IO[str], text: str, style: str | None = None) -> None:
     console.print(text, style=style, markup=False, highlight=False, emoji=False)
 
 
+def _json_line(**fields: Any) -> None:
+    import json
+
+    log_line(json.dumps(fields, separators=(",", ":"), default=str))
+
+
 def info(message: str, *args: Any) -> None:
     """A progress line on stderr (silenced by -q)."""
     if settings.verbosity >= 0:
-        _line(sys.stderr, message % args if args else message)
+        text = message % args if args else message
+        if settings.json_lines:
+            _json_line(notice=text)
+        else:
+            _line(sys.stderr, text)
 
 
 def detail(message: str, *args: Any) -> None:
     """A line shown only with -v."""
     if settings.verbosity >= 1:
-        _line(sys.stderr, message % args if args else message, style="dim")
+        text = message % args if args else message
+        if settings.json_lines:
+            _json_line(detail=text)
+        else:
+            _line(sys.stderr, text, style="dim")
 
 
-def error(message: str, hint: str | None = None) -> None:
+def error(message: str, hint: str | None = None, code: str | None = None) -> None:
+    """The one error line (and its hint); ``code`` names the kind (``BinlogGoneError``)."""
+    if settings.json_lines:
+        _json_line(error={"code": code or "error", "message": message, "hint": hint})
+        return
     _line(sys.stderr, f"error: {message}", style="bold red")
     if hint:
         _line(sys.stderr, f"  hint: {hint}", style="yellow")
@@ -95,6 +116,9 @@ def error(message: str, hint: str | None = None) -> None:
 
 def warning(message: str, hint: str | None = None) -> None:
     if settings.verbosity < 0:
+        return
+    if settings.json_lines:
+        _json_line(warning={"message": message, "hint": hint})
         return
     _line(sys.stderr, f"warning: {message}", style="yellow")
     if hint:
@@ -148,26 +172,40 @@ def nothing() -> _Nothing:
 
 
 class RunDisplay:
-    """A live table of ``replicator run`` on a terminal: per table rows, rows/s, batches.
+    """The live view of ``replicator run`` on a terminal.
 
+    Snapshot: one progress bar per table (rows copied of the estimated total, rows/s, ETA).
+    Stream: changes/s, lag in seconds and bytes, the last batch and its age, per-table totals.
     ``live`` is False off a terminal (or with -q): callers then log plain lines instead.
     """
 
-    def __init__(self, pipeline: str) -> None:
+    def __init__(self, pipeline: str, *, clock: Any = None) -> None:
+        import time
+
         self.pipeline = pipeline
         self.live = is_terminal() and sys.stderr.isatty() and settings.verbosity >= 0
+        self._clock = clock or time.time
         self._live: Any = None
+        self._progress: Any = None  # rich Progress, created on the first snapshot chunk
+        self._snapshot_tasks: dict[str, Any] = {}
+        # Tables are copied one after the other: a table's copy started when the previous
+        # chunk (or the snapshot) did; rows/s is its rows over the time since.
+        self._snapshot_started: dict[str, float] = {}
+        self._last_chunk_at: float | None = None
         self._tables: dict[str, dict[str, Any]] = {}
         self._batches = 0
         self._position = "-"
         self._lag = "-"
+        self._last_batch_at: float | None = None
         self._last_error = ""
 
     def __enter__(self) -> RunDisplay:
         if self.live:
             from rich.live import Live
 
-            self._live = Live(self._render(), console=stderr(), refresh_per_second=4)
+            # Live re-renders ``self`` on every refresh, so rates, ETAs and "last batch N s
+            # ago" move on between batches.
+            self._live = Live(self, console=stderr(), refresh_per_second=4)
             self._live.__enter__()
         return self
 
@@ -176,14 +214,68 @@ class RunDisplay:
             self._live.__exit__(*exc)
             self._live = None
 
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.refresh()
+
     def error(self, message: str) -> None:
         self._last_error = message
-        if self._live is not None:
-            self._live.update(self._render())
+        self._refresh()
+
+    def snapshot_started(self) -> None:
+        self._last_chunk_at = self._clock()
+
+    def snapshot(self, report: Any, estimates: dict[str, int]) -> None:
+        """Fold in one snapshot chunk (``engine.metrics.BatchReport`` of kind snapshot);
+        ``estimates`` are the tables' approximate row counts (lower-cased ``db.table``)."""
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        if self._progress is None:
+            self._progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("rows"), TextColumn("{task.fields[rate]}"),
+                TextColumn("ETA"), TimeRemainingColumn(),
+                console=stderr(), auto_refresh=False,
+            )
+        for table in report.tables:
+            task = self._snapshot_tasks.get(table.table)
+            estimate = estimates.get(table.table.lower())
+            if task is None:
+                task = self._progress.add_task(f"snapshot {table.table}", total=estimate,
+                                               rate="")
+                self._snapshot_tasks[table.table] = task
+            now = self._clock()
+            started = self._snapshot_started.setdefault(table.table,
+                                                        self._last_chunk_at or report.finished_at
+                                                        - report.seconds)
+            self._progress.advance(task, table.changes)
+            done = self._progress.tasks[task].completed
+            if estimate is not None and done > (self._progress.tasks[task].total or 0):
+                # InnoDB's estimate was low: the bar shows the rows copied so far as the total.
+                self._progress.update(task, total=done)
+            elapsed = now - started
+            self._progress.update(task, rate=f"{done / elapsed:,.0f} rows/s" if elapsed > 0
+                                  else "")
+        self._last_chunk_at = self._clock()
+        self._refresh()
+
+    def snapshot_done(self) -> None:
+        """The snapshot finished: every bar shows 100% (estimates are only estimates)."""
+        if self._progress is not None:
+            for task in self._progress.tasks:
+                self._progress.update(task.id, total=task.completed)
+        self._refresh()
 
     def update(self, report: Any, lag: str | None = None) -> None:
-        """Fold in one ``engine.metrics.BatchReport`` (and the lag behind the binlog head)."""
+        """Fold in one stream ``engine.metrics.BatchReport`` (and the lag behind the head)."""
         self._batches += 1
+        self._last_batch_at = report.finished_at
         if lag is not None:
             self._lag = lag
         if report.end_offset:
@@ -197,15 +289,19 @@ class RunDisplay:
             entry["batches"] += 1
             seconds = report.seconds or 1e-9
             entry["rate"] = table.changes / seconds
-        if self._live is not None:
-            self._live.update(self._render())
+        self._refresh()
+
+    def title(self) -> str:
+        age = ("-" if self._last_batch_at is None
+               else f"{max(0.0, self._clock() - self._last_batch_at):.0f} s ago")
+        return (f"{self.pipeline}: {self._batches} batch(es), at {self._position}, "
+                f"lag {self._lag}, last batch {age}")
 
     def _render(self) -> Any:
         from rich.table import Table
 
         table = Table(
-            title=f"{self.pipeline}: {self._batches} batch(es), at {self._position}, "
-            f"lag {self._lag}",
+            title=self.title(),
             caption=f"last error: {self._last_error}" if self._last_error else None,
         )
         for column in ("table", "changes", "rows applied", "batches", "changes/s (last)"):
@@ -214,6 +310,16 @@ class RunDisplay:
             table.add_row(name, str(entry["changes"]), str(entry["rows"]),
                           str(entry["batches"]), f"{entry['rate']:.0f}")
         return table
+
+    def __rich__(self) -> Any:
+        from rich.console import Group
+
+        parts = []
+        if self._progress is not None:
+            parts.append(self._progress.get_renderable())
+        if self._batches or self._progress is None or self._last_error:
+            parts.append(self._render())
+        return Group(*parts)
 
 
 def run_display(pipeline: str) -> RunDisplay:

@@ -7,6 +7,7 @@ tests). Per-batch metrics go to stderr as structured lines (``--log-format text|
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import sys
 from dataclasses import replace
@@ -43,10 +44,13 @@ def parse_conf(pairs: list[str]) -> dict[str, str]:
     return conf
 
 
-def _lag_text(pipeline: Any, report: Any) -> str | None:
-    """Bytes behind the binlog head after a batch (for the live display only)."""
+def _lag(pipeline: Any, report: Any) -> tuple[int | None, float | None]:
+    """Bytes of binlog behind the head after a batch, and seconds since the commit of the
+    newest change applied (0 once at the head): for the live display and ``run.json``."""
     if not report.end_offset:
-        return None
+        return None, None
+    import time
+
     from replicator.engine.progress import lag_behind
     from replicator.errors import ReplicatorError
     from replicator.model.changes import BinlogPosition
@@ -56,8 +60,16 @@ def _lag_text(pipeline: Any, report: Any) -> str | None:
         position = BinlogPosition.from_offset(report.end_offset)
         lag = lag_behind(pipeline.source, position, current_position(pipeline.source))
     except ReplicatorError:
-        return None
-    return f"{lag.bytes if lag.bytes is not None else '?'} bytes"
+        return None, None
+    if lag.bytes == 0:
+        return 0, 0.0
+    seconds = max(0.0, time.time() - report.last_ts_ms / 1000) if report.last_ts_ms else None
+    return lag.bytes, seconds
+
+
+def _lag_text(lag_bytes: int | None, lag_seconds: float | None) -> str:
+    seconds = "?" if lag_seconds is None else f"{lag_seconds:.0f} s"
+    return f"{seconds} / {'?' if lag_bytes is None else lag_bytes} bytes"
 
 
 def command(
@@ -104,6 +116,8 @@ def command(
     from replicator.config import load_pipeline
     from replicator.engine.launch import SUBMITTED_ENV, master_kind
 
+    # Set first: a bad pipeline file is reported as a JSON error line too.
+    render.settings.json_lines = log_format is LogFormat.json
     spark_conf = parse_conf(conf or [])
     pipeline = load_pipeline(file)
     # Everything this run creates (checkpoint, Spark's logs and temp files, the metrics file,
@@ -176,33 +190,76 @@ def _submit(file: Path, pipeline: Any, master: str, spark_conf: dict[str, str],
 
 def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, master: str | None,
          spark_conf: dict[str, str], log_format: LogFormat, metrics: Any = None) -> None:
+    import time
+
     from replicator.engine.metrics import BatchReport, format_json, format_text
     from replicator.engine.runner import RunOptions, run_pipeline
+    from replicator.engine.runstate import JVM_LOG, RunStateWriter
+    from replicator.engine.session import route_jvm_output
+    from replicator.errors import ReplicatorError
 
+    checkpoint_dir = Path(pipeline.checkpoint_dir)
+    # Spark's start-up chatter and its Python workers' output: a file, not the user's stderr.
+    route_jvm_output(checkpoint_dir / JVM_LOG)
+    render.detail(f"Spark's own log: {checkpoint_dir / JVM_LOG}")
     formatter = format_json if log_format is LogFormat.json else format_text
     display = render.run_display(pipeline.name) if log_format is LogFormat.text else None
+    live = display is not None and display.live
+    run_state = RunStateWriter(checkpoint_dir, pipeline.name)
+    estimates: dict[str, int] = {}
+    looked_up: set[str] = set()
+    streaming = False
+
+    def estimate(tables: list[str]) -> dict[str, int]:
+        """Row estimates of tables not looked up yet (one information_schema query)."""
+        from replicator.engine.progress import row_estimates
+
+        new = [name for name in tables if name.lower() not in looked_up]
+        if new:
+            looked_up.update(name.lower() for name in new)
+            # Only the bars' scale: the copy itself reports a source problem.
+            with contextlib.suppress(ReplicatorError):
+                estimates.update(row_estimates(pipeline.source, new))
+        return estimates
 
     def on_report(report: BatchReport) -> None:
+        nonlocal streaming
         if metrics is not None:
             metrics.observe(report)
             if metrics.file is not None:
                 metrics.write_file(metrics.file)
-        if display is not None and display.live:
-            display.update(report, lag=_lag_text(pipeline, report))
+        if report.kind == "snapshot":
+            known = estimate([table.table for table in report.tables])
+            run_state.batch(report, estimates=known)
+            if live:
+                display.snapshot(report, known)
+            else:
+                render.log_line(formatter(report))
+            return
+        if not streaming:
+            streaming = True
+            if live:
+                display.snapshot_done()
+        lag_bytes, lag_seconds = _lag(pipeline, report)
+        run_state.batch(report)
+        run_state.update(lag_bytes=lag_bytes, lag_seconds=lag_seconds)
+        if live:
+            display.update(report, lag=_lag_text(lag_bytes, lag_seconds))
         else:
             render.log_line(formatter(report))
 
     def on_notice(message: str) -> None:
-        if metrics is not None and message.startswith("transient error"):
-            metrics.error("transient")
-        if display is not None and display.live and message.startswith("transient error"):
-            display.error(message)
-        if log_format is LogFormat.json:
-            import json
-
-            render.log_line(json.dumps({"notice": message}))
-        else:
-            render.info(message)
+        if live and message.startswith("snapshot of "):
+            display.snapshot_started()
+        if message.startswith("transient error"):
+            if metrics is not None:
+                metrics.error("transient")
+            run_state.update(phase="retrying", last_error={
+                "code": "transient", "message": message, "hint": None, "transient": True,
+                "at": time.time()})
+            if live:
+                display.error(message)
+        render.info(message)
 
     options = RunOptions(
         until_caught_up=until_caught_up,
@@ -213,8 +270,26 @@ def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, mast
         on_notice=on_notice,
         debug=render.settings.debug,
     )
-    with display if display is not None else render.nothing():
-        result = run_pipeline(pipeline, options)
+    try:
+        with run_state, display if display is not None else render.nothing():
+            result = run_pipeline(pipeline, options)
+            if live and not result.stopped:
+                display.snapshot_done()  # the bars end at 100%: estimates are estimates
+    except ReplicatorError as exc:
+        run_state.error(exc, transient=False)
+        if metrics is not None:
+            metrics.error("fatal")
+            if metrics.file is not None:
+                metrics.write_file(metrics.file)
+        raise
+    except KeyboardInterrupt:  # a second Ctrl-C: stopped at once, not failed
+        run_state.update(phase="stopped", ended_at=time.time())
+        raise
+    except BaseException as exc:  # a bug: still say how the run ended
+        run_state.error(exc, transient=False)
+        raise
+    ended = "stopped" if result.stopped or not until_caught_up else "caught_up"
+    run_state.update(phase=ended, ended_at=time.time())
     summary = (
         f"{pipeline.name}: {result.batches} batch(es), {result.changes} change(s), "
         f"{result.rows} row(s) applied, {result.snapshot_rows} snapshot row(s); "

@@ -1,4 +1,18 @@
-"""``replicator status FILE``: where the pipeline is, how far behind, last batch per table."""
+"""``replicator status FILE``: is the pipeline healthy? Running or not, where, how far
+behind, last batch and its age, snapshot progress, last error.
+
+The exit code is a health verdict, so the command works as a container health check or a
+Nagios-style probe (docs/running.md, "Health checks"):
+
+- 0 healthy: a run holds the pipeline's lock, its heartbeat is fresh, no error is being
+  retried and the lag is under ``--max-lag`` (with ``--stopped-ok``: the last run ended
+  cleanly, for pipelines run by cron with ``--until-caught-up``);
+- 1 degraded: running, but retrying an error, stuck (no heartbeat for a minute), behind by
+  more than ``--max-lag`` seconds, or the source cannot be read from here (so the lag is
+  unknown); the target's health is the run's own record (a DuckDB file is busy while its
+  one writer runs);
+- 2 down: no run holds the lock (never started, stopped, failed or killed).
+"""
 
 from __future__ import annotations
 
@@ -13,7 +27,11 @@ import typer
 from replicator.cli import render
 from replicator.errors import ReplicatorError
 
-COMMAND_SETTINGS = {"help": "Checkpoint position, binlog head, lag and last batch per table."}
+COMMAND_SETTINGS = {"help": "Is the pipeline healthy? Running, lag, last batch, snapshot "
+                    "progress, last error; exit 0 healthy / 1 degraded / 2 down."}
+
+HEALTHY, DEGRADED, DOWN = 0, 1, 2
+HEALTH_NAMES = {HEALTHY: "healthy", DEGRADED: "degraded", DOWN: "down"}
 
 
 class OutputFormat(enum.StrEnum):
@@ -21,17 +39,38 @@ class OutputFormat(enum.StrEnum):
     json = "json"
 
 
-def collect_status(pipeline: Any) -> dict[str, Any]:
+def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool = False,
+                   clock: Any = None) -> dict[str, Any]:
     """Everything ``status`` shows, as plain data; parts that cannot be read say why."""
-    from replicator.engine.checkpoint import CheckpointDir
+    import time
 
+    from replicator.engine.checkpoint import CheckpointDir
+    from replicator.engine.runstate import JVM_LOG, lock_holder, read_run_state
+
+    now = (clock or time.time)()
     checkpoint = CheckpointDir(pipeline.checkpoint_dir)
     state = checkpoint.load_start()
     committed = checkpoint.committed()
     position = committed[1] if committed else (state.position if state else None)
+    holder = lock_holder(checkpoint.path)
+    run = read_run_state(checkpoint.path) or {}
+    # run.json of the run holding the lock, or the record of how the last run ended.
+    current = bool(run) and holder is not None and run.get("pid") == holder
     status: dict[str, Any] = {
         "pipeline": pipeline.name,
         "checkpoint_dir": str(checkpoint.path),
+        "health": None,
+        "reasons": [],
+        "running": holder is not None,
+        "pid": holder,
+        "host": run.get("host") if current or holder is None else None,
+        "state": _run_state(holder, run, current),
+        "heartbeat_age_s": round(now - run["updated_at"], 1) if current else None,
+        "run_started_at": run.get("started_at"),
+        "run_ended_at": run.get("ended_at") if holder is None else None,
+        "spark_log": str(checkpoint.path / JVM_LOG),
+        "last_batch": _last_batch(run, now),
+        "last_error": run.get("last_error"),
         "started": state is not None,
         "start_position": str(state.position) if state else None,
         "snapshot": state.snapshot if state else None,
@@ -41,6 +80,13 @@ def collect_status(pipeline: Any) -> dict[str, Any]:
         "head": None,
         "lag_bytes": None,
         "lag_files": None,
+        "lag_seconds": None,
+        "snapshot_tables": _snapshot_progress(checkpoint, state, run),
+        # Rows the run read but applied nowhere: outbox events no route takes. (A row the
+        # target refuses fails its batch instead: it is the last error, never dropped.)
+        "unrouted_events": {name: counts.get("unrouted", 0)
+                            for name, counts in (run.get("tables") or {}).items()
+                            if counts.get("unrouted")},
         "tables": [],
         "problems": [],
     }
@@ -53,6 +99,11 @@ def collect_status(pipeline: Any) -> dict[str, Any]:
         if position is not None:
             lag = lag_behind(pipeline.source, position, head)
             status["lag_bytes"], status["lag_files"] = lag.bytes, lag.files
+            if lag.bytes == 0 and not lag.files:
+                status["lag_seconds"] = 0.0
+            elif run.get("last_change_ts_ms"):
+                # At most this old: the newest change applied was committed then.
+                status["lag_seconds"] = round(max(0.0, now - run["last_change_ts_ms"] / 1000), 1)
     except ReplicatorError as exc:
         status["problems"].append(f"source: {exc.message}")
     try:
@@ -76,7 +127,87 @@ def collect_status(pipeline: Any) -> dict[str, Any]:
     except ReplicatorError as exc:
         status["problems"].append(f"target: {exc.message}"
                                   + (f" ({exc.hint})" if exc.hint else ""))
+    status["health"], status["reasons"] = _health(status, max_lag_s=max_lag_s,
+                                                  stopped_ok=stopped_ok)
     return status
+
+
+def _run_state(holder: int | None, run: dict[str, Any], current: bool) -> str:
+    """running (+ phase) | caught_up | stopped | failed | died | never started."""
+    if holder is not None:
+        return f"running ({run.get('phase', 'starting')})" if current else "running (starting)"
+    if not run:
+        return "never started"
+    phase = run.get("phase")
+    if phase in ("caught_up", "stopped", "failed"):
+        return str(phase)
+    # The file says a run was under way, but no process holds the lock: it was killed.
+    return "died"
+
+
+def _last_batch(run: dict[str, Any], now: float) -> dict[str, Any] | None:
+    last = run.get("last_batch")
+    if not last:
+        return None
+    return {**last, "age_s": round(max(0.0, now - last["at"]), 1)}
+
+
+def _snapshot_progress(checkpoint: Any, state: Any, run: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per table of a snapshot: chunks applied of planned (from the checkpoint, so also
+    after a crash) and rows copied by the last run of the estimated total."""
+    if state is None:
+        return []
+    copied = run.get("snapshot") or {}
+    names = list(dict.fromkeys([*state.chunks_applied, *copied]))
+    tables = []
+    for name in names:
+        try:
+            chunks = checkpoint.load_chunks(name)
+        except Exception:  # a chunk plan written by another version: progress is a report
+            chunks = None
+        entry = copied.get(name) or {}
+        done = state.chunks_applied.get(name, 0)
+        tables.append({
+            "table": name,
+            "chunks_applied": done,
+            "chunks": len(chunks) if chunks is not None else None,
+            "done": state.snapshot == "done" or (chunks is not None and done >= len(chunks)),
+            "rows_copied": entry.get("rows"),
+            "rows_estimate": entry.get("estimate"),
+        })
+    return tables
+
+
+def _health(status: dict[str, Any], *, max_lag_s: float, stopped_ok: bool,
+            ) -> tuple[int, list[str]]:
+    """The exit code and why: 0 healthy, 1 degraded, 2 down (module docstring)."""
+    from replicator.engine.runstate import STALE_S
+
+    reasons: list[str] = []
+    state = status["state"]
+    error = status["last_error"] or {}
+    if not status["running"]:
+        if state == "failed":
+            return DOWN, [f"the last run failed: {error.get('message', '?')}"]
+        if state == "died":
+            return DOWN, ["the last run ended without a word (killed?): see "
+                          f"{status['spark_log']} and the system log"]
+        if not stopped_ok or state == "never started":
+            return DOWN, [f"not running (last run: {state})"]
+    else:
+        if state.endswith("(retrying)"):
+            reasons.append(f"retrying: {error.get('message', '?')}")
+        age = status["heartbeat_age_s"]
+        if age is not None and age > STALE_S:
+            reasons.append(f"no heartbeat for {age:.0f} s: the run may be stuck")
+    lag = status["lag_seconds"]
+    if lag is not None and lag > max_lag_s:
+        reasons.append(f"{lag:.0f} s behind the source (more than --max-lag {max_lag_s:g})")
+    # The source read from here decides the lag; the target's health is the run's own record
+    # (it retries or fails on target errors), and a DuckDB file is busy while its one writer
+    # runs: target problems are shown, not counted.
+    reasons.extend(p for p in status["problems"] if p.startswith("source:"))
+    return (DEGRADED, reasons) if reasons else (HEALTHY, [])
 
 
 def _offset_text(offset: Any) -> str:
@@ -90,33 +221,74 @@ def _offset_text(offset: Any) -> str:
     return "-" if offset is None else str(offset)
 
 
+def _age(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.0f} s ago"
+
+
 def command(
     file: Annotated[Path, typer.Argument(help="The pipeline file.", show_default=False)],
     output_format: Annotated[
         OutputFormat, typer.Option("--format", "-f", help="text or json.")
     ] = OutputFormat.text,
+    max_lag: Annotated[
+        float, typer.Option("--max-lag", min=0, help="Seconds behind the source above which "
+                            "a running pipeline is degraded (exit 1).")
+    ] = 300.0,
+    stopped_ok: Annotated[
+        bool, typer.Option("--stopped-ok", help="A pipeline whose last run ended cleanly is "
+                           "healthy (cron runs with --until-caught-up); failed is still down.")
+    ] = False,
 ) -> None:
     from replicator.config import load_pipeline
 
     pipeline = load_pipeline(file)
-    status = collect_status(pipeline)
+    status = collect_status(pipeline, max_lag_s=max_lag, stopped_ok=stopped_ok)
+    status["health"] = HEALTH_NAMES[code := status["health"]]
     if output_format is OutputFormat.json:
         sys.stdout.write(json.dumps(status, indent=2, default=str) + "\n")
-        return
+        sys.exit(code)
     lag = "-"
     if status["lag_bytes"] is not None or status["lag_files"]:
         lag = f"{status['lag_bytes'] if status['lag_bytes'] is not None else '?'} bytes"
         if status["lag_files"]:
             lag += f" across {status['lag_files']} binlog file(s)"
+        if status["lag_seconds"] is not None:
+            lag = f"{status['lag_seconds']:.0f} s, {lag}"
+    running = status["state"]
+    if status["running"]:
+        running += f", PID {status['pid']}" + (f" on {status['host']}" if status["host"] else "")
+        running += f", heartbeat {_age(status['heartbeat_age_s'])}"
+    last = status["last_batch"]
     lines = [
+        f"health:      {status['health']}" + (f" ({'; '.join(status['reasons'])})"
+                                               if status["reasons"] else ""),
         f"pipeline:    {status['pipeline']}",
+        f"run:         {running}",
         f"checkpoint:  {status['checkpoint_dir']}"
         + ("" if status["started"] else "  (not started: `replicator run` starts it)"),
         f"snapshot:    {status['snapshot'] or '-'}",
         f"position:    {status['position'] or '-'}",
         f"binlog head: {status['head'] or '-'}",
         f"lag:         {lag}",
+        "last batch:  " + ("-" if last is None else
+                           f"{last['kind']} {last['batch_id']}, {last['changes']} change(s), "
+                           f"{last['rows']} row(s), {_age(last['age_s'])}"),
     ]
+    for table in status["snapshot_tables"]:
+        chunks = (f"{table['chunks_applied']}/{table['chunks']} chunks"
+                  if table["chunks"] is not None else f"{table['chunks_applied']} chunks")
+        rows = ""
+        if table["rows_copied"] is not None:
+            rows = f", {table['rows_copied']:,} rows copied by the last run"
+            if table["rows_estimate"]:
+                rows += f" of ~{table['rows_estimate']:,}"
+        lines.append(f"  snapshot {table['table']}: {'done' if table['done'] else chunks}{rows}")
+    for name, count in status["unrouted_events"].items():
+        lines.append(f"  unrouted outbox events {name}: {count}")
+    error = status["last_error"]
+    if error:
+        lines.append(f"last error:  [{error['code']}] {error['message']}"
+                     + (f" (hint: {error['hint']})" if error.get("hint") else ""))
     for line in lines:
         render.print_text(line)
     if status["tables"]:
@@ -128,3 +300,4 @@ def command(
         )
     for problem in status["problems"]:
         render.warning(problem)
+    sys.exit(code)

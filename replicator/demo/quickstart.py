@@ -114,8 +114,22 @@ def main() -> int:
         render.error("the target differs from the source")
         return 1
     render.info("quickstart: the target equals the source. Query it: "
-                f"duckdb {warehouse} 'SELECT * FROM main.\"AWKWARD\" LIMIT 3'")
+                + query_command(warehouse, "SELECT * FROM main.AWKWARD LIMIT 3"))
     return 0
+
+
+def query_command(warehouse: Path, sql: str) -> str:
+    """A shell command that runs ``sql`` on the warehouse with what the set-up installed:
+    the venv's Python and its duckdb module (the set-up installs no duckdb CLI)."""
+    import json
+    import shlex
+
+    python = os.path.relpath(sys.executable) if Path(sys.executable).is_relative_to(
+        Path.cwd()) else sys.executable
+    # JSON strings are Python literals: double quotes inside the shell's single quotes.
+    code = (f"import duckdb; duckdb.connect({json.dumps(str(warehouse))}, read_only=True)"
+            f".sql({json.dumps(sql)}).show()")
+    return f"{shlex.quote(python)} -c {shlex.quote(code)}"
 
 
 if __name__ == "__main__":

@@ -48,6 +48,24 @@ def package_root() -> str:
 
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
+# Where the JVM's own stdout/stderr go when this process starts it (``route_jvm_output``):
+# None keeps them on the terminal (tests, embedding); ``replicator run`` sets a file.
+_jvm_output: Path | None = None
+
+
+def route_jvm_output(path: Path | None) -> None:
+    """Send the output of the JVM this process starts next to ``path`` (appended).
+
+    The JVM writes start-up chatter straight to the file descriptors it inherits, before any
+    log4j setting applies (``WARNING: Using incubator modules``, Spark's ``Setting default log
+    level``), and so do the Python workers it forks. Users read those lines as "something is
+    wrong", so ``replicator run`` gives the JVM a log file in the checkpoint directory
+    instead of its own stderr; errors reach the user as replicator's translated error line.
+    A JVM already running in this process (a test's session) keeps its output where it is.
+    """
+    global _jvm_output
+    _jvm_output = path
+
 
 def prepare_environment(master: str = "local[*]") -> None:
     """Make the package importable by Spark's Python processes (see the module docstring),
@@ -78,6 +96,8 @@ def spark_session(
     prepare_environment(master)
     from pyspark.sql import SparkSession
 
+    if _jvm_output is not None:
+        _launch_jvm(master, app_name, {**DEFAULT_CONF, **(conf or {})}, _jvm_output)
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
@@ -85,6 +105,30 @@ def spark_session(
     spark.sparkContext.setLogLevel(log_level)
     register_sources(spark)
     return spark
+
+
+def _launch_jvm(master: str, app_name: str, conf: Mapping[str, str], output: Path) -> None:
+    """Start the JVM (py4j gateway) with its stdout/stderr in ``output``, the way the
+    builder would start it (same master, app name and settings on spark-submit's command
+    line, so launch-time settings such as ``spark.driver.memory`` still apply). PySpark
+    documents ``popen_kwargs`` of ``launch_gateway`` for capturing the JVM's output."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:  # a JVM is already up in this process
+        return
+    spark_conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(app_name)
+    for key, value in conf.items():
+        spark_conf.set(key, value)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    # The JVM (and the Python workers it forks) keep the descriptor; ours is closed after.
+    log = os.open(output, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(log, f"--- JVM started by replicator (pid {os.getpid()})\n".encode())
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
+    finally:
+        os.close(log)
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def register_sources(spark: SparkSession) -> None:

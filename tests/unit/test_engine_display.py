@@ -21,3 +21,25 @@ def test_run_display_accumulates_batches_and_shows_lag():
     assert cells[0] == ["shop.orders"] and cells[1] == ["14"] and cells[2] == ["11"]
     assert cells[4] == ["4"]  # changes/s of the last batch
     assert "server gone" in str(table.caption)
+
+
+def test_snapshot_progress_bars_scale_by_the_estimate_and_end_at_the_rows_copied():
+    from rich.console import Console
+
+    now = [100.0]
+    display = render.RunDisplay("shop", clock=lambda: now[0])
+    display.snapshot_started()
+    now[0] = 110.0
+    display.snapshot(BatchReport("snapshot", -1, None, [TableReport("shop.orders", 2000, 2000)],
+                                 finished_at=110.0), {"shop.orders": 5000})
+    now[0] = 120.0
+    display.snapshot(BatchReport("snapshot", -2, None, [TableReport("shop.orders", 2000, 2000)],
+                                 finished_at=120.0), {"shop.orders": 5000})
+    console = Console(width=160, record=True, color_system=None)
+    console.print(display)
+    text = console.export_text()
+    assert "snapshot shop.orders" in text and "4000/5000" in text
+    assert "200 rows/s" in text  # 4000 rows in the 20 s since the snapshot started
+    display.snapshot_done()  # InnoDB's estimate was high: the bar ends at the rows copied
+    console.print(display)
+    assert "4000/4000" in console.export_text()
