@@ -272,7 +272,10 @@ def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, mast
     )
     try:
         with run_state, display if display is not None else render.nothing():
-            result = run_pipeline(pipeline, options)
+            try:
+                result = run_pipeline(pipeline, options)
+            finally:
+                route_jvm_output(None)  # in-process callers (tests) start no other JVM there
             if live and not result.stopped:
                 display.snapshot_done()  # the bars end at 100%: estimates are estimates
     except ReplicatorError as exc:

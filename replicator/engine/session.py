@@ -115,8 +115,8 @@ def _launch_jvm(master: str, app_name: str, conf: Mapping[str, str], output: Pat
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    if SparkContext._gateway is not None:  # a JVM is already up in this process
-        return
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return  # a JVM is already up: this process's, or spark-submit's (cluster masters)
     spark_conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(app_name)
     for key, value in conf.items():
         spark_conf.set(key, value)
