@@ -78,6 +78,9 @@ OPT_SERVER_ID = "server_id"
 OPT_START = "start"  # JSON offset, resolved once by the runner
 OPT_MAX_ROWS = "max_rows"
 OPT_PARTITIONS = "decode_partitions"
+OPT_LANDING = "landing"  # engine.landing, resolved: set -> rows are manifest rows of files
+OPT_EPOCH = "epoch"  # the run's epoch: part of the landed files' names
+OPT_SELECTION_KEYS = "selection_keys"  # JSON [[TableSelection JSON, [key columns]], ...]
 
 
 def reader_options(
@@ -89,8 +92,16 @@ def reader_options(
     start: BinlogPosition,
     max_rows: int,
     decode_partitions: int = 1,
+    landing: str | None = None,
+    epoch: int = 0,
+    selection_keys: Sequence[tuple[TableSelection, Sequence[str]]] = (),
 ) -> dict[str, str]:
-    """The options of ``spark.readStream.format(SOURCE_FORMAT)`` for one pipeline."""
+    """The options of ``spark.readStream.format(SOURCE_FORMAT)`` for one pipeline.
+
+    ``landing`` (a resolved ``engine.landing``): executors write change batches there and
+    the stream's rows are their manifest (``engine.landing``); None: rows carry JSON row
+    images (the path before the landing zone). ``keys`` and ``selection_keys``: the key
+    columns whose pre-update values the change batches carry, by table and by selection."""
     fields = asdict(source)
     fields.pop("password", None)
     fields.pop("start", None)  # the start is resolved: OPT_START
@@ -103,6 +114,10 @@ def reader_options(
         OPT_START: json.dumps(start.to_offset()),
         OPT_MAX_ROWS: str(max_rows),
         OPT_PARTITIONS: str(decode_partitions),
+        OPT_LANDING: landing or "",
+        OPT_EPOCH: str(epoch),
+        OPT_SELECTION_KEYS: json.dumps([[selection.to_json(), list(columns)]
+                                        for selection, columns in selection_keys]),
     }
 
 
@@ -139,6 +154,10 @@ class BinlogDataSource(DataSource):
         return SOURCE_FORMAT
 
     def schema(self) -> str:
+        if self.options.get(OPT_LANDING) or self.options.get(OPT_LANDING.upper()):
+            from replicator.engine.landing import MANIFEST_SCHEMA
+
+            return MANIFEST_SCHEMA
         return CHANGE_SCHEMA
 
     def streamReader(self, schema: Any) -> BinlogStreamReader:
@@ -154,6 +173,11 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.server_id = int(self.options[OPT_SERVER_ID])
         self.tables = TableSelector.from_json(self.options[OPT_TABLES])
         self.keys = {t: list(c) for t, c in json.loads(self.options.get(OPT_KEYS, "{}")).items()}
+        self.selection_keys = [
+            (TableSelection.from_json(selection), list(columns))
+            for selection, columns in json.loads(self.options.get(OPT_SELECTION_KEYS) or "[]")]
+        self.landing = self.options.get(OPT_LANDING) or None
+        self.epoch = int(self.options.get(OPT_EPOCH, "0") or 0)
         self._until: BinlogPosition | None = None  # set by prepareForTriggerAvailableNow
 
     # -- driver side -----------------------------------------------------------------------
@@ -215,6 +239,19 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @carried  # its ReplicatorError reaches the driver with its hint
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, BinlogRange)
+        if self.landing:
+            from replicator.engine.landing import land_range, manifest_batch
+            from replicator.source.fast.columnar import KeyColumns
+
+            manifest = land_range(
+                self._source(), start=BinlogPosition.from_offset(partition.start),
+                end=BinlogPosition.from_offset(partition.end), tables=self.tables,
+                keys=KeyColumns(self.keys, self.selection_keys),
+                server_id=self.server_id + partition.index, root=self.landing,
+                epoch=self.epoch, part=partition.index)
+            if manifest:
+                yield manifest_batch(manifest)
+            return
         from replicator.source.binlog import read_changes
 
         events = read_changes(

@@ -32,6 +32,7 @@ from replicator.engine.checkpoint import CheckpointDir, StartState, epoch_of
 from replicator.engine.metrics import BatchReport
 from replicator.errors import EngineError, ReplicatorError
 from replicator.model.changes import BinlogPosition
+from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 
 if TYPE_CHECKING:
     from replicator.model.catalog import Catalog
@@ -389,6 +390,10 @@ def _stream(
         start=state.position,
         max_rows=pipeline.batching.max_rows,
         decode_partitions=pipeline.engine.decode_partitions,
+        landing=applier.landing,
+        epoch=applier.epoch,
+        selection_keys=[(table.selection, [k for k in table.source_key if k != SOURCE_TABLE_COLUMN])
+                        for table in plan.tables if table.selection is not None],
     )
     frame = spark.readStream.format(SOURCE_FORMAT).options(**reader).load()
     writer = (

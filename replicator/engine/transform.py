@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -139,6 +140,14 @@ class BatchApplier:
         self._unplanned: set[str] = set()  # see _plan_unplanned_sources
         self.in_batch = False
         self.batches = 0
+        # Where executors land change batches (engine.landing); None: the stream carries
+        # JSON row images (the path before the landing zone, REPLICATOR_LANDING=0).
+        self.landing: str | None = None
+        if os.environ.get("REPLICATOR_LANDING", "1").strip().lower() not in (
+                "0", "false", "no", "off"):
+            from replicator.engine.landing import landing_root
+
+            self.landing = landing_root(pipeline.engine.landing, checkpoint.path)
         self.failure: ReplicatorError | None = None  # kept: Spark wraps it in its own error
 
     # -- foreachBatch ----------------------------------------------------------------------
@@ -148,8 +157,11 @@ class BatchApplier:
         try:
             started = time.perf_counter()
             end_offset = self.checkpoint.batch_end_offset(spark_batch_id)
-            big = self._large_range(spark_batch_id, end_offset)
-            if big is not None:
+            big = None if self.landing else self._large_range(spark_batch_id, end_offset)
+            if self.landing:
+                manifest = frame.toArrow().to_pylist()  # one small row per landed file
+                report = self.apply_manifest(manifest, spark_batch_id, end_offset)
+            elif big is not None:
                 # The frame is never evaluated: Spark does not read this range at all.
                 report = self.apply_range(big[0], big[1], spark_batch_id, end_offset)
             else:
@@ -242,6 +254,110 @@ class BatchApplier:
             table_report.seconds_decode = decoded
             report.tables.append(table_report)
         return report
+
+    # -- landed files (engine.landing) ----------------------------------------------------
+
+    def apply_manifest(
+        self, manifest: list[dict[str, Any]], spark_batch_id: int,
+        end_offset: dict[str, Any] | None,
+    ) -> BatchReport:
+        """Apply one micro-batch from its manifest: schema changes first (as ``apply_rows``),
+        then per target table its landed files -> staging rows -> the sink, exactly once."""
+        from replicator.engine.landing import file_order, prune
+
+        if end_offset is None:
+            # The offset log is local to the driver; elsewhere the last file's end is the
+            # best we know (see apply_rows).
+            ends = [BinlogPosition(r["end_file"], int(r["end_pos"])) for r in manifest
+                    if r["kind"] == "rows"]
+            if ends:
+                end_offset = max(ends, key=lambda p: p._key()).to_offset()
+        files: dict[str, list[dict[str, Any]]] = {}
+        for row in sorted((r for r in manifest if r["kind"] == "rows"), key=file_order):
+            files.setdefault(row["table"].lower(), []).append(row)
+        ddl = sorted((r for r in manifest if r["kind"] == "ddl"),
+                     key=lambda r: (int(r["part"]), int(r["seq"])))
+        if ddl:
+            self._follow_schema_changes(ddl, with_rows=files)
+        self._plan_unplanned_sources(files)
+        report = BatchReport("stream", sink_batch_id(self.epoch, spark_batch_id), end_offset,
+                             pipeline=self.pipeline.name)
+        for table_plan in self.plan.tables:
+            # One source table can feed several targets (outbox routes) and one target can
+            # read several source tables (routing): each plan takes the files it reads.
+            table_files = [row for name, rows_of in files.items() if table_plan.reads(name)
+                           for row in rows_of]
+            if table_files:
+                report.tables.append(
+                    self.apply_files(table_plan, table_files, report.batch_id, end_offset))
+        if self.landing and manifest:
+            prune(self.landing, self.pipeline.engine.landing_retention_ms)
+        return report
+
+    def apply_files(
+        self, table_plan: TablePlan, files: list[dict[str, Any]], batch_id: int,
+        end_offset: dict[str, Any] | None,
+    ) -> TableReport:
+        """One table's landed files of a batch -> staging rows -> ONE sink transaction.
+
+        Files of one source table are already in binlog order and are staged slice by slice
+        (``SLICE_ROWS``: a big transaction never sits whole in driver memory; ``STAGE_SEQ``
+        continues across slices, so the MERGE's "last change per key" spans them). A routed
+        target's files (many source tables) are merged into binlog order first, and an scd2
+        table is staged whole (a key's versions depend on all its changes in the batch)."""
+        from replicator.engine.landing import file_slices, read_files
+
+        assert self.landing is not None
+        root = self.landing
+        report = TableReport(table=table_plan.label, changes=0)
+        paths = [row["path"] for row in files]
+        sources = {row["table"].lower() for row in files}
+        whole = len(sources) > 1 or table_plan.mode == "scd2" or \
+            sum(int(row["rows"]) for row in files) <= SLICE_ROWS
+
+        def batches() -> Iterator[Any]:
+            if whole:
+                yield read_files(paths, root, sort=len(sources) > 1)
+            else:
+                yield from file_slices(paths, root, SLICE_ROWS)
+
+        def staged() -> Iterator[Any]:
+            staged_rows = 0
+            decode = _Timer()
+            for batch in decode.wrap(batches()):
+                report.seconds_decode = decode.seconds
+                table = self._stage_batch(table_plan, batch, report, first_seq=staged_rows)
+                staged_rows += table.num_rows
+                yield table
+
+        result = self.sink.apply(table_plan, batch_id, end_offset or {}, staged())
+        report.rows = int(result.rows)
+        report.skipped = bool(result.skipped)
+        report.seconds_stage += float(result.seconds_stage)
+        report.seconds_merge = float(result.seconds_merge)
+        return report
+
+    def _stage_batch(self, table_plan: TablePlan, batch: Any, report: TableReport, *,
+                     first_seq: int) -> Any:
+        """A change batch -> the staging rows of ``table_plan`` (``replicator.transform``)."""
+        import pyarrow.compute as pc
+
+        from replicator.model import change_batch as cb
+        from replicator.transform import stage_batch
+
+        if table_plan.outbox is not None and table_plan.outbox.first:
+            from replicator.sink.outbox import count_unrouted
+            from replicator.transform.batch import batch_events
+            from replicator.transform.stage import batch_key
+
+            report.unrouted += count_unrouted(table_plan, batch_events(batch, batch_key(table_plan)))
+        report.changes += batch.num_rows
+        if batch.num_rows:
+            report.last_ts_ms = max(report.last_ts_ms, int(pc.max(batch.column(cb.TS_MS)).as_py()))
+        started = time.perf_counter()
+        table = stage_batch(table_plan, batch, first_seq=first_seq)
+        report.seconds_stage += time.perf_counter() - started
+        return table
 
     # -- a big batch, read on the driver ---------------------------------------------------
 
@@ -432,7 +548,7 @@ class BatchApplier:
         evolve = False
         created: list[str] = []  # tables a selection matches, CREATEd in this batch
         for row in ddl_rows:
-            details = json.loads(row["after"])
+            details = _ddl_details(row)
             tables = [str(t) for t in details.get("tables", [])]
             sql = str(details.get("sql", "")).strip()
             where = f"{row['file']}:{row['pos']}" if row.get("file") else "the binlog"
@@ -449,7 +565,7 @@ class BatchApplier:
                     # created before this RENAME, and those whose first rows are in it (see
                     # _plan_unplanned_sources), stream from there and need no copy.
                     renamed = {str(name).lower() for r in ddl_rows
-                               for d in [json.loads(r["after"])] if d.get("kind") == "rename"
+                               for d in [_ddl_details(r)] if d.get("kind") == "rename"
                                for name in d.get("tables", [])[1::2]}
                     created += [name for name in with_rows if name not in known
                                 and name not in renamed and self._routed(name)]
@@ -524,6 +640,12 @@ class BatchApplier:
             self.sink = self._open_sink(self.pipeline, new_plan)
         self.plan = new_plan
         self.sink.prepare()
+
+
+def _ddl_details(row: dict[str, Any]) -> dict[str, Any]:
+    """A DDL row's {database, sql, kind, tables}: a manifest row's ``ddl``, or the JSON in
+    a change row's ``after``."""
+    return json.loads(row.get("ddl") or row["after"])
 
 
 def _schema_change_row(change: Any) -> dict[str, Any]:

@@ -185,6 +185,11 @@ class EngineConfig:
     # A micro-batch whose binlog range is larger is read on the driver and applied in slices
     # (bounded memory for big transactions, engine.transform); 0: always through Spark.
     large_batch_bytes: int = 32 * 2**20
+    # Where executors land change batches as Parquet (engine.landing); None: the checkpoint
+    # directory's landing/ (engine.landing module doc: layout and naming).
+    landing: str | None = None
+    # How long landed files are kept after their batch is applied (audits, reloads).
+    landing_retention_ms: int = 24 * 3600 * 1000
 
 
 @dataclass(frozen=True)
