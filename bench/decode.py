@@ -4,7 +4,11 @@
   value of every row image: the baseline every other number is a ratio of;
 - ``read_changes``: the product's source reader (``replicator.source.binlog.read_changes``),
   which adds transaction buffering, typed value conversion and ``ChangeEvent``s;
-- ``fast``: the fast decoder of ``replicator/source/fast/`` (issue 11) when it exists.
+- ``fast``: the fast decoder of ``replicator/source/fast/`` (issue 11) when it exists;
+- ``columnar``: the same decoder filling typed Arrow change batches
+  (``source.fast.columnar.read_change_batches``, issue 15: what executors run now);
+- ``landed``: ``columnar`` + writing the batches as Parquet files (``engine.landing.land_range``,
+  the whole executor side of a micro-batch).
 
 Each reader runs in this process, one after the other, with its own server_id. The rate is
 row changes per wall second; CPU is this process's CPU (the server's share is reported by the
@@ -242,3 +246,37 @@ def compare_fast_with_read_changes(source: MySQLSource, start: BinlogPosition,
         fast(source, start=start, end=end, tables=names, server_id=server_ids[1]), limit)
     return {"changes_compared": min(slow_count, fast_count),
             "identical": slow_count == fast_count and slow_digest == fast_digest}
+
+
+def decode_columnar(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,
+                    *, tables: Iterable[str], server_id: int) -> DecodeResult:
+    """The fast decoder into Arrow change batches: rows counted, values = rows x columns."""
+    from replicator.source.fast.columnar import TableChunk, read_change_batches
+
+    def run() -> tuple[int, int]:
+        rows = values = 0
+        for item in read_change_batches(source, start=start, end=end, tables=list(tables),
+                                        server_id=server_id):
+            if isinstance(item, TableChunk):
+                rows += item.data.num_rows
+                values += item.data.num_rows * item.data.num_columns
+        return rows, values
+
+    return _timed("columnar", run, "replicator.source.fast.columnar.read_change_batches")
+
+
+def decode_landed(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,
+                  *, tables: Iterable[str], server_id: int, root: str) -> DecodeResult:
+    """``decode_columnar`` + the Parquet files of the landing zone (one decode task)."""
+    from replicator.engine.landing import land_range
+    from replicator.model.selection import TableSelector
+    from replicator.source.fast.columnar import KeyColumns
+
+    def run() -> tuple[int, int]:
+        manifest = land_range(source, start=start, end=end, tables=TableSelector.of(tables),
+                              keys=KeyColumns({}), server_id=server_id, root=root, epoch=0,
+                              part=0)
+        rows = sum(int(row["rows"]) for row in manifest if row["kind"] == "rows")
+        return rows, rows
+
+    return _timed("landed", run, "replicator.engine.landing.land_range (zstd Parquet)")

@@ -111,8 +111,15 @@ def _decode(ctx: BenchContext, generated: workload.WorkloadResult) -> dict[str, 
                          source, generated.start, generated.end, tables=tables,
                          server_ids=(ctx.next_server_id(), ctx.next_server_id()),
                          limit=ctx.sizes.verify_changes))
+    _section(out, "columnar", lambda: decode.decode_columnar(
+        source, generated.start, generated.end, tables=tables,
+        server_id=ctx.next_server_id()).to_json())
+    with tempfile.TemporaryDirectory(prefix="bench-landing-") as root:
+        _section(out, "landed", lambda: decode.decode_landed(
+            source, generated.start, generated.end, tables=tables,
+            server_id=ctx.next_server_id(), root=root).to_json())
     library = out.get("library", {}).get("rows_per_s")
-    for reader in ("read_changes_library", "read_changes", "fast"):
+    for reader in ("read_changes_library", "read_changes", "fast", "columnar", "landed"):
         entry = out.get(reader, {})
         if library and "rows_per_s" in entry:
             entry["ratio_to_library"] = round(entry["rows_per_s"] / library, 3)

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from replicator.errors import EngineError
 from replicator.model import change_batch as cb
 from replicator.model.changes import BinlogPosition, SchemaChange
 from replicator.model.pipeline import MySQLSource
@@ -196,6 +197,15 @@ def file_order(row: dict[str, Any]) -> tuple[int, int, int, int]:
     return (first.sequence, first.pos, int(row["part"]), int(row["seq"]))
 
 
+def _unreadable(path: str, exc: Exception) -> EngineError:
+    return EngineError(
+        f"cannot read the landed change file {path}: {exc}",
+        hint="the driver reads what executors wrote under engine.landing: on a cluster it must "
+        "be a path every process shares (a shared mount, s3://, hdfs://), and nothing may "
+        "remove files before their batch is applied",
+    )
+
+
 def read_schema(paths: Sequence[str], root: str) -> pa.Schema:
     """One schema over a table's files: columns added mid-stream join it (NULL for the
     files without them)."""
@@ -203,7 +213,12 @@ def read_schema(paths: Sequence[str], root: str) -> pa.Schema:
     import pyarrow.parquet as pq
 
     filesystem, _ = _filesystem(root)
-    schemas = [pq.read_schema(path, filesystem=filesystem) for path in paths]
+    schemas = []
+    for path in paths:
+        try:
+            schemas.append(pq.read_schema(path, filesystem=filesystem))
+        except (OSError, pa.ArrowException) as exc:
+            raise _unreadable(path, exc) from exc
     return pa.unify_schemas(schemas, promote_options="permissive")
 
 
@@ -228,8 +243,13 @@ def read_files(paths: Sequence[str], root: str, *, sort: bool) -> pa.Table:
 
     filesystem, _ = _filesystem(root)
     schema = read_schema(paths, root)
-    table = pa.concat_tables(
-        [conform(pq.read_table(path, filesystem=filesystem), schema) for path in paths])
+    parts = []
+    for path in paths:
+        try:
+            parts.append(conform(pq.read_table(path, filesystem=filesystem), schema))
+        except (OSError, pa.ArrowException) as exc:
+            raise _unreadable(path, exc) from exc
+    table = pa.concat_tables(parts)
     if sort and table.num_rows:
         table = table.sort_by([(name, "ascending") for name in cb.ORDER_COLUMNS])
     return table
@@ -243,9 +263,13 @@ def file_slices(paths: Sequence[str], root: str, rows: int) -> Iterator[pa.Table
     filesystem, _ = _filesystem(root)
     schema = read_schema(paths, root)
     for path in paths:
-        with filesystem.open_input_file(path) as handle:
-            parquet = pq.ParquetFile(handle)
-            for batch in parquet.iter_batches(batch_size=rows):
+        try:
+            handle = filesystem.open_input_file(path)
+            batches = pq.ParquetFile(handle).iter_batches(batch_size=rows)
+        except (OSError, pa.ArrowException) as exc:
+            raise _unreadable(path, exc) from exc
+        with handle:
+            for batch in batches:
                 yield conform(pa.Table.from_batches([batch]), schema)
 
 

@@ -312,8 +312,12 @@ class BatchApplier:
         report = TableReport(table=table_plan.label, changes=0)
         paths = [row["path"] for row in files]
         sources = {row["table"].lower() for row in files}
-        whole = len(sources) > 1 or table_plan.mode == "scd2" or \
-            sum(int(row["rows"]) for row in files) <= SLICE_ROWS
+        changes = sum(int(row["rows"]) for row in files)
+        whole = len(sources) > 1 or table_plan.mode == "scd2" or changes <= SLICE_ROWS
+        if not whole and self._on_notice:
+            self._on_notice(
+                f"batch {batch_id}: {changes:,} changes of {table_plan.label} in {len(files)} "
+                f"landed file(s): applying them in slices of {SLICE_ROWS:,} changes")
 
         def batches() -> Iterator[Any]:
             if whole:

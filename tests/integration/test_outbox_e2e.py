@@ -291,17 +291,17 @@ def _scenario(spark, root, database, pipeline, connect, prefix, monkeypatch, *,
 
     # A crash right after the changelog route committed a batch (before the batch is done):
     # the restart replays it, and the state table keeps every route from applying it twice.
-    original = BatchApplier.apply_events
+    original = BatchApplier.apply_files
     crashed = []
 
-    def crash_after_payments(self, table_plan, events, batch_id, end_offset):
-        report = original(self, table_plan, events, batch_id, end_offset)
+    def crash_after_payments(self, table_plan, files, batch_id, end_offset):
+        report = original(self, table_plan, files, batch_id, end_offset)
         if table_plan.target_table == "PAYMENT_EVENTS" and report.rows and not crashed:
             crashed.append(batch_id)
             raise SinkError("simulated crash after the changelog route committed")
         return report
 
-    monkeypatch.setattr(BatchApplier, "apply_events", crash_after_payments)
+    monkeypatch.setattr(BatchApplier, "apply_files", crash_after_payments)
     _execute(root, database, AFTER_RESTART)
     with pytest.raises(SinkError, match="simulated crash"):
         run(pipeline, spark)

@@ -229,11 +229,9 @@ def _scenario(spark, root, prefix: str, pipeline, connect) -> None:
     assert outcome, "the run did not stop within 180 s of the request"
     streamed = outcome[0]
     assert not isinstance(streamed, BaseException), repr(streamed)
-    # The renamed table only. On the large-batch path the batch's rows are not known when its
-    # RENAME stops it, so shop_4 (CREATE ... SELECT, whose CREATE MariaDB logs inside the
-    # transaction of its rows, unseen by the DDL filter) is copied too: redundant, still exact.
-    large = pipeline.engine.large_batch_bytes < 1024
-    assert streamed.snapshot_rows == (2 + 1 if large else 2), notices
+    # The renamed table only: shop_4 (CREATE ... SELECT, whose CREATE MariaDB logs inside the
+    # transaction of its rows, unseen by the DDL filter) streams from its first rows.
+    assert streamed.snapshot_rows == 2, notices
     assert any("match a `sources:` selection" in n and f"{prefix}_shop_3.orders" in n
                for n in notices), notices
     assert any("renamed into a `sources:` selection" in n and f"{prefix}_shop_5.orders" in n
@@ -295,9 +293,7 @@ def test_sharded_tables_into_snowflake_sql(spark, mariadb, mysql_source, shards,
     root = mariadb.root_connection()
     try:
         with fakesnow_warehouse(tmp_path, monkeypatch) as (target, connect):
-            # Every micro-batch over 1 byte: all are read and applied on the driver in slices
-            # (engine.large_batch_bytes), the path huge transactions take.
-            pipeline = _pipeline(mysql_source, shards, tmp_path, target, large_batch_bytes=1)
+            pipeline = _pipeline(mysql_source, shards, tmp_path, target)
             _scenario(spark, root, shards, pipeline, connect)
     finally:
         root.close()

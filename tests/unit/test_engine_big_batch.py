@@ -1,7 +1,10 @@
 """Which micro-batches take the big-batch path, and what that path does, without Spark or
 MySQL: the batch's range comes from Spark's offset log; over ``engine.large_batch_bytes`` the
 frame is never evaluated; schema changes are followed before any table is applied; each
-table's changes reach the sink as slices under the batch's id (one ``apply`` per table)."""
+table's changes reach the sink as slices under the batch's id (one ``apply`` per table).
+
+This is the path before the landing zone (``REPLICATOR_LANDING=0``), kept until it is
+deleted; with the landing zone a big transaction spills to files on the executor."""
 
 from __future__ import annotations
 
@@ -27,6 +30,11 @@ from replicator.plan import build_plan, offline_catalog
 from replicator.sink import ApplyResult, slices_of
 
 FILE = "mysql-bin.000001"
+
+
+@pytest.fixture(autouse=True)
+def _without_landing(monkeypatch):
+    monkeypatch.setenv("REPLICATOR_LANDING", "0")
 
 
 class SlicedSink:
