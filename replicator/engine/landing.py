@@ -178,6 +178,32 @@ def land_range(
     return manifest
 
 
+def land_batch(root: str, directory: str, name: str, data: pa.Table, *, part: int = 0,
+               seq: int = 0, end: BinlogPosition | None = None) -> dict[str, Any]:
+    """Write one change batch (one table, any producer) as a landed file ``directory/name``
+    under ``root``; its manifest row. ``end``: the boundary after its last transaction
+    (default: that transaction's start, the best a change batch alone knows)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    filesystem, base = _filesystem(root)
+    folder = f"{base.rstrip('/')}/{directory}"
+    filesystem.create_dir(folder, recursive=True)
+    path = f"{folder}/{name}"
+    pq.write_table(data, path, filesystem=filesystem, compression="zstd")
+    files, positions = data.column(cb.FILE), data.column(cb.POS)
+    first = BinlogPosition(files[0].as_py(), int(positions[0].as_py()))
+    last = BinlogPosition(files[-1].as_py(), int(positions[-1].as_py()))
+    end = end or last
+    table = pc.unique(data.column(cb.TABLE)).to_pylist()
+    return {
+        "kind": "rows", "table": table[0], "path": path, "rows": data.num_rows, "part": part,
+        "seq": seq, "file": first.file, "pos": first.pos, "last_file": last.file,
+        "last_pos": last.pos, "end_file": end.file, "end_pos": end.pos,
+        "fingerprint": str(data.schema), "ts_ms": None, "ddl": None,
+    }
+
+
 def manifest_batch(rows: Sequence[dict[str, Any]]) -> pa.RecordBatch:
     import pyarrow as pa
 
@@ -299,6 +325,6 @@ def prune(root: str, retention_ms: int, keep: Iterable[str] = ()) -> int:
     return removed
 
 
-__all__ = ["MANIFEST_COLUMNS", "MANIFEST_SCHEMA", "conform", "file_order", "file_slices",
-           "land_range", "landing_root", "manifest_batch", "prune", "read_files",
+__all__ = ["MANIFEST_COLUMNS", "MANIFEST_SCHEMA", "conform", "ddl_row", "file_order",
+           "file_slices", "land_batch", "land_range", "landing_root", "manifest_batch", "prune", "read_files",
            "task_dir"]

@@ -1,6 +1,7 @@
-"""A big batch applied in slices (``BatchApplier.apply_event_slices``) through the real sinks
-(DuckDB and fakesnow): the same target as applying it whole, in every mode; a replayed batch
-is skipped before any slice is decoded; a failure between slices leaves nothing applied.
+"""A big batch applied in slices from its landed files (``BatchApplier.apply_files``) through
+the real sinks (DuckDB and fakesnow): the same target as applying it whole, in every mode; a
+replayed batch is skipped before any file is read; a failure between slices leaves nothing
+applied.
 
 The pipeline is ``pipelines/modes.yaml`` (merge + log table, changelog, scd2, soft deletes).
 Slices of 3 changes make every key's history cross slices (insert in one, update or key
@@ -17,21 +18,24 @@ from pathlib import Path
 import pytest
 
 from replicator.config import load_pipeline
+from replicator.engine import transform
 from replicator.engine.checkpoint import CheckpointDir
-from replicator.engine.transform import BatchApplier, _event_slices
+from replicator.engine.transform import BatchApplier
 from replicator.errors import SourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget, TargetConfig
 from replicator.plan import DUCKDB, SNOWFLAKE, build_plan, offline_catalog
 from replicator.plan.statements import _state_name, log_name, target_name
 from replicator.sink import open_sink
+from tests.fixtures.landed import land_events
 
 ROOT = Path(__file__).resolve().parents[2]
 SLICE = 3
 
 
 @pytest.fixture(params=["duckdb", "snowflake"])
-def applier(request, tmp_path):
+def applier(request, tmp_path, monkeypatch):
+    monkeypatch.setattr(transform, "SLICE_ROWS", SLICE)
     kind = request.param
     patch = None
     if kind == "snowflake":
@@ -133,6 +137,11 @@ def _clear(applier) -> None:
         cursor.close()
 
 
+def _files(applier, events, batch_id):
+    """The batch's landed files of one table (what its decode task wrote)."""
+    return land_events(applier, events, directory=f"batch-{batch_id}-{events[0].table}")
+
+
 def test_slices_leave_the_same_target_as_the_whole_batch_in_every_mode(applier):
     batches = [{t.source_name: _history(t.source_name, seed * 10 + i)
                 for i, t in enumerate(applier.plan.tables)} for seed in (1, 2)]
@@ -145,46 +154,50 @@ def test_slices_leave_the_same_target_as_the_whole_batch_in_every_mode(applier):
     for batch_id, batch in enumerate(batches):
         for table in applier.plan.tables:
             events = batch[table.source_name]
-            report = applier.apply_event_slices(
-                table, _event_slices(iter(events), SLICE), batch_id, {"pos": batch_id})
+            report = applier.apply_files(table, _files(applier, events, batch_id), batch_id,
+                                         {"pos": batch_id})
             assert (report.changes, report.skipped) == (len(events), False)
     assert _dump(applier) == whole
 
 
-def test_a_replayed_batch_is_skipped_without_decoding_a_slice(applier):
+def test_a_replayed_batch_is_skipped_without_reading_a_file(applier):
     table = applier.plan.table("shop.orders")
-    events = _history("shop.orders", 3)
-    applier.apply_event_slices(table, _event_slices(iter(events), SLICE), 7, {"pos": 7})
+    files = _files(applier, _history("shop.orders", 3), 7)
+    applier.apply_files(table, files, 7, {"pos": 7})
     before = _dump(applier)
+    for row in files:
+        Path(row["path"]).unlink()  # reading them now would fail
 
-    def must_not_be_pulled():
-        raise AssertionError("the sink decoded a slice of a batch it had applied")
-        yield  # a generator
-
-    report = applier.apply_event_slices(table, must_not_be_pulled(), 7, {"pos": 7})
+    report = applier.apply_files(table, files, 7, {"pos": 7})
     assert report.skipped and report.rows == 0
     assert _dump(applier) == before
     assert applier.sink.last_applied(table)["batch_id"] == 7
 
 
-def test_a_failure_between_slices_leaves_nothing_of_the_batch(applier):
+def test_a_failure_between_slices_leaves_nothing_of_the_batch(applier, monkeypatch):
+    from replicator.engine import landing
+
     table = applier.plan.table("shop.orders")
-    first = _history("shop.orders", 4)
-    applier.apply_event_slices(table, _event_slices(iter(first), SLICE), 1, {"pos": 1})
+    applier.apply_files(table, _files(applier, _history("shop.orders", 4), 1), 1, {"pos": 1})
     before = _dump(applier)
     events = _history("shop.orders", 5)
-    pieces = list(_event_slices(iter(events), SLICE))
+    files = _files(applier, events, 2)
+    original = landing.file_slices
 
-    def dies_after_two_slices():
-        yield from pieces[:2]
-        raise SourceError("lost the binlog connection mid-batch")
+    def dies_after_two_slices(paths, root, rows):
+        pieces = original(paths, root, rows)
+        yield next(pieces)
+        yield next(pieces)
+        raise SourceError("the landing zone went away mid-batch")
 
+    monkeypatch.setattr(landing, "file_slices", dies_after_two_slices)
     with pytest.raises(SourceError):
-        applier.apply_event_slices(table, dies_after_two_slices(), 2, {"pos": 2})
+        applier.apply_files(table, files, 2, {"pos": 2})
     assert _dump(applier) == before
     assert applier.sink.last_applied(table)["batch_id"] == 1
     # The batch applies in full when replayed.
-    report = applier.apply_event_slices(table, iter(pieces), 2, {"pos": 2})
+    monkeypatch.setattr(landing, "file_slices", original)
+    report = applier.apply_files(table, files, 2, {"pos": 2})
     assert not report.skipped and report.changes == len(events)
     assert applier.sink.last_applied(table)["batch_id"] == 2
     assert _dump(applier) != before

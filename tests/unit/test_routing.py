@@ -332,26 +332,30 @@ class _RecordingSink:
         self.applied = []
 
     def apply(self, table, batch_id, end_offset, staged):
-        from replicator.sink import ApplyResult
+        from replicator.sink import ApplyResult, slices_of
 
-        self.applied.append((table.target_table, staged.to_pylist()))
-        return ApplyResult(skipped=False, rows=staged.num_rows, seconds_stage=0.0,
-                           seconds_merge=0.0)
+        rows = [row for piece in slices_of(staged) for row in piece.to_pylist()]
+        self.applied.append((table.target_table, rows))
+        return ApplyResult(skipped=False, rows=len(rows), seconds_stage=0.0, seconds_merge=0.0)
 
 
 def _change_row(table, op, pos, after):
-    from replicator.engine.datasource import change_row
-
-    return change_row(_event(table, op, after=after, pos=pos), None)
+    return _event(table, op, after=after, pos=pos)
 
 
 def _ddl_row(sql, kind, tables, pos=90):
-    import json
+    from replicator.model.changes import SchemaChange
 
-    return {"table": tables[0], "op": "ddl", "file": "mysql-bin.000001", "file_seq": 1,
-            "pos": pos, "row_index": 0, "ts_ms": 0, "gtid": None, "transaction_id": None,
-            "end_file": None, "end_pos": None, "key": None, "before": None,
-            "after": json.dumps({"database": "x", "sql": sql, "kind": kind, "tables": tables})}
+    return SchemaChange(database="x", sql=sql, kind=kind, tables=tuple(tables),
+                        position=BinlogPosition("mysql-bin.000001", pos))
+
+
+def _apply(applier, items, batch_id):
+    """The micro-batch ``batch_id`` holding ``items``, landed as executors land it."""
+    from tests.fixtures.landed import land_events
+
+    return applier.apply_manifest(land_events(applier, items, directory=f"batch-{batch_id}"),
+                                  batch_id, None)
 
 
 @pytest.fixture()
@@ -389,7 +393,7 @@ def test_a_batch_of_many_shards_is_one_apply_keyed_by_shard(routed_applier):
             _change_row("shop_1.orders", "c", 100, _row(1)),
             _change_row("shop_0.orders", "c", 300, _row(1)),  # excluded
             _change_row("shop_1.customers", "c", 300, {"id": 1})]  # not selected
-    report = applier.apply_rows(rows, 0, None)
+    report = _apply(applier, rows, 0)
     ((target, staged),) = applier.sink.applied
     assert target == "ORDERS" and [(r["_SOURCE_TABLE"], r["ID"]) for r in staged] == [
         ("shop_1.orders", 1), ("shop_2.orders", 1)]
@@ -399,8 +403,8 @@ def test_a_batch_of_many_shards_is_one_apply_keyed_by_shard(routed_applier):
 def test_rows_of_an_unplanned_matching_table_re_plan_once(routed_applier):
     applier, _, evolved = routed_applier
     row = _change_row("shop_7.orders", "c", 100, _row(1))  # CREATE ... SELECT: no DDL seen
-    applier.apply_rows([row], 0, None)
-    applier.apply_rows([row], 1, None)
+    _apply(applier, [row], 0)
+    _apply(applier, [row], 1)
     assert evolved == [1]
     assert applier.sink.applied[0][1][0]["_SOURCE_TABLE"] == "shop_7.orders"
 
@@ -409,8 +413,8 @@ def test_a_create_re_plans_and_a_rename_into_the_selection_asks_for_a_copy(route
     from replicator.engine.routing import SourcesToCopy
 
     applier, covered, evolved = routed_applier
-    applier.apply_rows([_ddl_row("CREATE TABLE shop_8.orders LIKE shop_1.orders", "create",
-                                 ["shop_8.orders"])], 0, None)
+    _apply(applier, [_ddl_row("CREATE TABLE shop_8.orders LIKE shop_1.orders", "create",
+                                 ["shop_8.orders"])], 0)
     assert evolved == [1] and covered == [["shop_8.orders"]]
     covered.clear()
     batch = [
@@ -420,11 +424,11 @@ def test_a_create_re_plans_and_a_rename_into_the_selection_asks_for_a_copy(route
         _change_row("shop_5.orders", "u", 97, _row(1)),  # the renamed one: needs its copy
     ]
     with pytest.raises(SourcesToCopy) as caught:
-        applier.apply_rows(batch, 1, None)
+        _apply(applier, batch, 1)
     assert caught.value.tables == ("shop_5.orders",) and applier.sink.applied == []
     assert covered == [["shop_9.orders", "shop_6.orders"]]  # they stream from the replay on
     applier.copied_sources.add("shop_5.orders")  # what the runner does after copying it
-    applier.apply_rows(batch, 1, None)  # the replay: the RENAME is known now
+    _apply(applier, batch, 1)  # the replay: the RENAME is known now
     assert {r["_SOURCE_TABLE"] for _, staged in applier.sink.applied for r in staged} == {
         "shop_6.orders", "shop_5.orders"}
 
@@ -453,29 +457,29 @@ def test_a_table_the_live_catalog_shows_before_its_rename_is_streamed_is_still_c
                            covers=lambda name: name.lower() in state)
     applier.replan = lambda new_plan: setattr(applier, "plan", new_plan)
     monkeypatch.setattr("replicator.engine.runner.read_pipeline_catalog", lambda p: ahead)
-    applier.apply_rows([_ddl_row("CREATE TABLE shop_3.orders LIKE shop_1.orders", "create",
-                                 ["shop_3.orders"])], 0, None)
+    _apply(applier, [_ddl_row("CREATE TABLE shop_3.orders LIKE shop_1.orders", "create",
+                                 ["shop_3.orders"])], 0)
     assert "shop_5.orders" in applier.plan.tables[0].sources  # the catalog is ahead
     assert covered == [["shop_3.orders"]]  # only the table whose CREATE was seen
     rename = _ddl_row("RENAME TABLE tmp.o TO shop_5.orders", "rename",
                       ["tmp.o", "shop_5.orders"], 95)
     with pytest.raises(SourcesToCopy) as caught:
-        applier.apply_rows([rename, _change_row("shop_5.orders", "u", 97, _row(1))], 1, None)
+        _apply(applier, [rename, _change_row("shop_5.orders", "u", 97, _row(1))], 1)
     assert caught.value.tables == ("shop_5.orders",)
     # Rows of a planned but uncovered table with no RENAME before them are a CREATE ...
     # SELECT the reader saw no DDL of: covered from here (no copy at the next start).
-    applier.apply_rows([_change_row("shop_4.orders", "c", 99, _row(2))], 2, None)
+    _apply(applier, [_change_row("shop_4.orders", "c", 99, _row(2))], 2)
     assert covered == [["shop_3.orders"], ["shop_4.orders"]]
 
 
 def test_an_alter_of_a_shard_follows_the_one_table_rules(routed_applier):
     applier, _, evolved = routed_applier
-    applier.apply_rows([_ddl_row("ALTER TABLE shop_1.orders ADD COLUMN x INT", "alter",
-                                 ["shop_1.orders"])], 0, None)
+    _apply(applier, [_ddl_row("ALTER TABLE shop_1.orders ADD COLUMN x INT", "alter",
+                                 ["shop_1.orders"])], 0)
     assert evolved == [1]
     with pytest.raises(EngineError, match="cannot be followed"):
-        applier.apply_rows([_ddl_row("ALTER TABLE shop_1.orders DROP COLUMN note", "alter",
-                                     ["shop_1.orders"])], 1, None)
+        _apply(applier, [_ddl_row("ALTER TABLE shop_1.orders DROP COLUMN note", "alter",
+                                     ["shop_1.orders"])], 1)
 
 
 def test_routed_check_lists_the_matched_tables():
