@@ -985,10 +985,7 @@ class _Compiler:
             raise self.error(node.expression, "LIKE needs a string literal pattern")
         if inner.type.kind not in ("string", "null", "any"):
             raise self.error(node, f"LIKE on {inner.type}", hint="CAST(x AS STRING) LIKE '...'")
-        from replicator.plan.filters import like_regex
-
-        regex = like_regex(pattern.value, ignore_case=False,
-                           bad_escape=self.error(node.expression, "bad LIKE escape"))
+        regex = _like_regex(pattern.value, self.error(node.expression, "bad LIKE escape"))
         return Compiled(lambda row: None if (v := inner(row)) is None else bool(regex.match(v)), BOOLEAN)
 
     def conditional(self, node: Any, branches: list[tuple[Any, Any]], default: Any) -> Compiled:
@@ -1672,6 +1669,31 @@ def _decimal_op(op: str, left: Compiled, right: Compiled, result: SparkType) -> 
         return _fit_decimal(value, result)
 
     return apply
+
+
+def _like_regex(pattern: str, bad_escape: Exception) -> re.Pattern[str]:
+    """A Spark LIKE pattern as a regex for ``.match``: ``%`` any run, ``_`` one character;
+    ``\\`` escapes only ``_ % \\``, and a pattern ending in a lone ``\\`` is an error."""
+    out = []
+    escaped = False
+    for char in pattern:
+        if escaped:
+            if char not in "_%\\":
+                raise bad_escape
+            out.append(re.escape(char))
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "%":
+            out.append(".*")
+        elif char == "_":
+            out.append(".")
+        else:
+            out.append(re.escape(char))
+    if escaped:
+        raise bad_escape
+    # \Z, not $: '$' also matches before a trailing newline ('a\n' LIKE 'a' is false).
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
 
 
 def _substring_sql(text: str, pos: int, length: int) -> str:

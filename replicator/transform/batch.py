@@ -3,7 +3,7 @@
 The decoders and the snapshot reader fill change batches directly; these bridges serve the
 paths that still hold ``ChangeEvent`` objects (the driver's big-batch reader, outbox
 flattening, tests) until they are columnar too. Both directions keep values exact:
-``change_batch`` types every column by ``source_arrow_type`` (the contract's types),
+``change_batch`` types every column as the decoders do (``source.arrow_types``),
 ``batch_events`` gives back the values ``model.values`` documents (TIME stays MySQL text).
 """
 
@@ -20,39 +20,14 @@ from replicator.model.changes import BinlogPosition, ChangeEvent
 if TYPE_CHECKING:
     import pyarrow as pa
 
-_SIGNED_BITS = {"tinyint": 8, "smallint": 16, "mediumint": 32, "int": 32, "integer": 32,
-                "bigint": 64}
-
-
 def source_arrow_type(mysql_type: MySQLType | None) -> pa.DataType:
-    """The Arrow type a MySQL column has in a change batch (``model.change_batch``)."""
+    """The Arrow type a MySQL column has in a change batch: the producers' one mapping
+    (``source.arrow_types``); a column of unknown type is text."""
     import pyarrow as pa
 
-    if mysql_type is None:
-        return pa.string()
-    name = mysql_type.name
-    if name in _SIGNED_BITS:
-        if mysql_type.unsigned:
-            return pa.uint64() if name == "bigint" else pa.int64()
-        return pa.int64()
-    if name in ("decimal", "numeric", "dec", "fixed"):
-        precision, scale = mysql_type.precision or 10, mysql_type.scale or 0
-        return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
-    if name in ("float", "double", "real", "double precision"):
-        return pa.float64()
-    if name == "datetime":
-        return pa.timestamp("us")
-    if name == "timestamp":
-        return pa.timestamp("us", tz="UTC")
-    if name == "date":
-        return pa.date32()
-    if name in ("year", "bit"):
-        return pa.int64() if name == "year" else pa.uint64()
-    if name in ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry",
-                "point", "linestring", "polygon", "multipoint", "multilinestring",
-                "multipolygon", "geometrycollection"):
-        return pa.binary()
-    return pa.string()  # text, ENUM, SET, JSON, TIME (MySQL's text form), UUID, INET
+    from replicator.source.arrow_types import source_arrow_type as producers_type
+
+    return pa.string() if mysql_type is None else producers_type(mysql_type)
 
 
 def _cell(value: Any, mysql_type: MySQLType | None) -> Any:
