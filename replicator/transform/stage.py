@@ -13,8 +13,10 @@ The statement, in the order ``sink.staging.stage_changes`` applies its steps per
 5. the staged columns: converted to their target types and masked (``transform.columns``),
    metadata and internal columns; ``STAGE_SEQ`` numbers the rows from ``first_seq``.
 
-DuckDB scans the Arrow batch in place; nothing loops over rows in Python. scd2 tables and
-outbox routes still go through the per-row path (``sink.versions``, ``sink.outbox``).
+scd2 tables keep every change and then fold them into versions with window functions
+(``_scd2_ctes``: the versions of ``sink.versions``). DuckDB scans the Arrow batch in place;
+nothing loops over rows in Python. Outbox routes still go through the per-row path
+(``sink.outbox`` flattens JSON payloads per event).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from replicator.model import change_batch as cb
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
-from replicator.plan.model import STAGE_OP, STAGE_SEQ, STAGE_TS
+from replicator.plan.model import STAGE_CHANGE_SEQ, STAGE_OP, STAGE_SEQ, STAGE_TS, STAGE_VALID_TO
 from replicator.transform.columns import Params, q, source_kind, staged_value
 
 if TYPE_CHECKING:
@@ -79,7 +81,7 @@ def stage_batch(table: TablePlan, batch: pa.Table, *, first_seq: int = 0) -> pa.
     batch staged before these (``STAGE_SEQ`` continues across slices)."""
     from replicator.transform.expressions import translatable
 
-    if table.mode == "scd2" or table.outbox is not None or not translatable(table):
+    if table.outbox is not None or not translatable(table):
         return _per_row(table, batch, first_seq)
     return _columnar(table, batch, first_seq)
 
@@ -129,7 +131,7 @@ def _columnar(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
     columns = []
     for field in schema:
         column = result.column(field.name) if field.name != STAGE_SEQ else None
-        if field.name == STAGE_TS:
+        if field.name in (STAGE_TS, STAGE_VALID_TO):
             column = column.cast(pa.int64()).cast(pa.timestamp("us", tz="UTC"))
         elif field.name == STAGE_SEQ:  # the rows come in staging order
             column = pa.array(np.arange(first_seq, first_seq + result.num_rows, dtype=np.int64))
@@ -194,7 +196,8 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params) -> str:
 
     op = q(cb.OP)
     order = ", ".join(q(c) for c in _ORDER)
-    if table.keeps_every_change:
+    every_change = table.keeps_every_change or table.mode == "scd2"
+    if every_change:
         last = "SELECT * FROM split"
     else:  # the last change per key; the filter and computed columns then run on it alone
         partition = ", ".join(q(k) for k in table.source_key) or "NULL"
@@ -213,18 +216,76 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params) -> str:
     final_op = f"CASE WHEN {op} <> 'd' AND NOT {q(_PASS)} THEN 'd' ELSE {op} END"
     # Every change: inserts, reads and deletes of rows the filter never matched are dropped;
     # an update that fails it is a delete (the row may have matched before).
-    where = f" WHERE {q(_PASS)} OR {op} = 'u'" if table.keeps_every_change else ""
+    where = f" WHERE {q(_PASS)} OR {op} = 'u'" if every_change else ""
     kept = f"SELECT *, {final_op} AS {q(_FINAL_OP)} FROM judged{where}"
+    ctes = [("split", split), ("last", last),
+            ("judged", f"SELECT {', '.join(judged_columns)} FROM last"), ("kept", kept)]
+    final_order = order
+    if table.mode == "scd2":
+        ctes += _scd2_ctes(table)
+        final_order = f"{q(_KEY_FIRST)}, {q(_N)}"
 
     selected = []
     computed_index = {column: index for index, column in enumerate(computed)}
     for column in table.staged_columns:
         selected.append(f"{_staged(column, kinds, names, computed_index, params)} AS {q(column.staging_name)}")
     selected.append(f"{q(_FINAL_OP)} AS {q(STAGE_OP)}")
-    selected.append(f"{q(cb.TS_MS)} * 1000 AS {q(STAGE_TS)}")
-    return (f"WITH split AS (\n  {split}\n), last AS (\n  {last}\n), judged AS (\n"
-            f"  SELECT {', '.join(judged_columns)} FROM last\n), kept AS (\n  {kept}\n)\n"
-            f"SELECT {', '.join(selected)}\nFROM kept ORDER BY {order}")
+    if table.mode == "scd2":
+        selected.append(f"{q(_VALID_FROM)} * 1000 AS {q(STAGE_TS)}")
+        selected.append(f"{q(_VALID_TO)} * 1000 AS {q(STAGE_VALID_TO)}")
+        selected.append(f"{q(_VERSION_SEQ)} AS {q(STAGE_CHANGE_SEQ)}")
+    else:
+        selected.append(f"{q(cb.TS_MS)} * 1000 AS {q(STAGE_TS)}")
+    with_ = ",\n".join(f"{name} AS (\n  {body}\n)" for name, body in ctes)
+    return f"WITH {with_}\nSELECT {', '.join(selected)}\nFROM {ctes[-1][0]} ORDER BY {final_order}"
+
+
+_N = cb.INTERNAL_PREFIX + "n"
+_GLOBAL = cb.INTERNAL_PREFIX + "global"
+_KEY_FIRST = cb.INTERNAL_PREFIX + "key_first"
+_VALID_FROM = cb.INTERNAL_PREFIX + "valid_from"
+_VALID_TO = cb.INTERNAL_PREFIX + "valid_to"
+_VERSION_SEQ = cb.INTERNAL_PREFIX + "version_seq"
+
+
+def _scd2_ctes(table: TablePlan) -> list[tuple[str, str]]:
+    """scd2: the kept changes -> the versions ``sink.versions.versions`` computes, per key in
+    binlog order: a change whose tracked columns differ from the previous change of its run
+    (the changes since the key's last delete) opens a version, others fold into it; a
+    version ends at the next change after its last (a delete or the next version); a delete
+    as the key's first change ends the target's current version."""
+    key = ", ".join(q(k) for k in table.source_key) or "NULL"
+    order = ", ".join(q(c) for c in _ORDER)
+    window = f"(PARTITION BY {key} ORDER BY {order})"
+    tracked = [q(c.image_key) for c in table.tracked_columns]
+    op, final = q(cb.OP), q(_FINAL_OP)
+    # change_seq(): binlog position as sortable text; a snapshot read (r) sorts first.
+    seq = (f"printf('%010d.%020d.%d%010d', {q(cb.FILE_SEQ)}, {q(cb.POS)}, "
+           f"CASE WHEN {op} = 'r' THEN 0 ELSE 1 END, {q(cb.ROW_INDEX)})")
+    lags = "".join(f", lag({c}) OVER {window} AS {q(_N + '_prev_' + str(i))}, "
+                   f"lead({c}) OVER {window} AS {q(_N + '_next_' + str(i))}"
+                   for i, c in enumerate(tracked))
+    differs_prev = " OR ".join(f"{c} IS DISTINCT FROM {q(_N + '_prev_' + str(i))}"
+                               for i, c in enumerate(tracked)) or "FALSE"
+    differs_next = " OR ".join(f"{c} IS DISTINCT FROM {q(_N + '_next_' + str(i))}"
+                               for i, c in enumerate(tracked)) or "FALSE"
+    ordered = (f"SELECT *, row_number() OVER {window} AS {q(_N)}, "
+               f"min({q(_GLOBAL)}) OVER (PARTITION BY {key}) AS {q(_KEY_FIRST)}, "
+               f"lag({final}) OVER {window} AS __prev_op, lead({final}) OVER {window} AS __next_op, "
+               f"lead({q(cb.TS_MS)}) OVER {window} AS __next_ts, {seq} AS __seq, "
+               f"lead({seq}) OVER {window} AS __next_seq{lags} "
+               f"FROM (SELECT *, row_number() OVER (ORDER BY {order}) AS {q(_GLOBAL)} FROM kept)")
+    marked = (f"SELECT *, sum(CASE WHEN {final} <> 'd' AND (__prev_op IS NULL OR __prev_op = 'd' "
+              f"OR {differs_prev}) THEN 1 ELSE 0 END) OVER ({window[1:-1]} ROWS UNBOUNDED "
+              f"PRECEDING) AS __version FROM ordered")
+    grouped = (f"SELECT *, first_value({q(cb.TS_MS)}) OVER (PARTITION BY {key}, __version, "
+               f"{final} = 'd' ORDER BY {order}) AS {q(_VALID_FROM)} FROM marked")
+    is_last = f"(__next_op IS NULL OR __next_op = 'd' OR {differs_next})"
+    versions = (f"SELECT *, CASE WHEN {final} = 'd' OR __next_op IS NULL THEN NULL "
+                f"ELSE __next_ts END AS {q(_VALID_TO)}, CASE WHEN __next_op = 'd' AND {final} <> 'd' "
+                f"THEN __next_seq ELSE __seq END AS {q(_VERSION_SEQ)} FROM grouped "
+                f"WHERE ({final} <> 'd' AND {is_last}) OR ({final} = 'd' AND {q(_N)} = 1)")
+    return [("ordered", ordered), ("marked", marked), ("grouped", grouped), ("versions", versions)]
 
 
 def _staged(column: PlannedColumn, kinds: dict[str, str], names: set[str],
