@@ -341,3 +341,16 @@ def test_every_change_tables_log_a_delete_when_an_update_leaves_the_filter() -> 
     staged = stage_batch(table_plan, batch).to_pydict()
     assert list(zip(staged["ID"], staged["_REPLICATOR_OP"], staged["NOTE"], strict=True)) == [
         (1, "c", "a"), (1, "d", "b")]
+
+
+def test_plan_prints_the_translated_sql_and_never_the_salt() -> None:
+    from replicator.plan import DUCKDB, SNOWFLAKE, render_sql
+
+    table_plan, _ = _transforms()
+    for dialect in (DUCKDB, SNOWFLAKE):
+        text = render_sql(table_plan, dialect)
+        assert "filter: kind <> 'test'" in text
+        assert "-> (CAST(\"kind\" AS VARCHAR) <> 'test')" in text
+        assert "TOTAL_WITH_TAX = round(net_amount * 1.2, 2)" in text and "round_even" not in text
+        assert "salt is a bind parameter" in text
+        assert SALT not in text and "pepper" not in text
