@@ -17,13 +17,15 @@ the wall time splits into:
   a boundary after max_rows changes) and Spark's own bookkeeping;
 - ``shutdown``: last batch -> process exit.
 
-The fakesnow run is the same command inside ``bench.fakesnow_run`` (fakesnow patches the
-Snowflake connector in the driver process, where the sink runs).
+The fakesnow run is the same command against fakesnow's HTTP server in a process of its own
+(``bench.fakesnow_run``), reached by the real connector through a ``connections.toml``: the
+sink's PUT uploads and COPY loads cross HTTP as they would to Snowflake. The server's CPU is
+reported apart (``warehouse_cpu_seconds``), like the MySQL server's.
 """
 
 from __future__ import annotations
 
-import sys
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -118,10 +120,6 @@ def duckdb_counts(path: Path, tables: list[str]) -> dict[str, int]:
         connection.close()
 
 
-def fakesnow_command() -> list[str]:
-    return [sys.executable, "-m", "bench.fakesnow_run"]
-
-
 def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
             library_rate: float | None, *, decode_partitions: int = 1) -> dict[str, Any]:
     """One ``replicator run --until-caught-up`` of the workload range into ``target``."""
@@ -132,19 +130,23 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
         decode_partitions=decode_partitions,
     )
     env = ctx.environment()
-    if target == "duckdb":
-        command = replicator_command()
-    else:
-        command = fakesnow_command()
-        fake_warehouse = ctx.workdir / f"{name}.fakesnow"
-        fake_warehouse.mkdir(exist_ok=True)
-        env["BENCH_FAKESNOW_DB"] = str(fake_warehouse)
-    server_cpu = cpu_seconds(ctx.server.pid or 0)
-    outcome = run_monitored(
-        [*command, "run", str(pipeline), "--until-caught-up", "--log-format", "json"],
-        env=env, cwd=str(ctx.workdir), timeout=RUN_TIMEOUT_S,
-    )
-    server_cpu = cpu_seconds(ctx.server.pid or 0) - server_cpu
+    with contextlib.ExitStack() as stack:
+        warehouse_pid = None
+        if target != "duckdb":
+            from bench.fakesnow_run import fakesnow_server
+
+            extra, warehouse_pid = stack.enter_context(fakesnow_server(ctx.workdir))
+            env.update(extra)
+        server_cpu = cpu_seconds(ctx.server.pid or 0)
+        warehouse_cpu = cpu_seconds(warehouse_pid) if warehouse_pid else 0.0
+        outcome = run_monitored(
+            [*replicator_command(), "run", str(pipeline), "--until-caught-up",
+             "--log-format", "json"],
+            env=env, cwd=str(ctx.workdir), timeout=RUN_TIMEOUT_S,
+        )
+        server_cpu = cpu_seconds(ctx.server.pid or 0) - server_cpu
+        if warehouse_pid:
+            warehouse_cpu = cpu_seconds(warehouse_pid) - warehouse_cpu
     result: dict[str, Any] = {"target": target, "decode_partitions": decode_partitions,
                               "returncode": outcome.returncode,
                               "wall_seconds": round(outcome.wall_seconds, 3)}
@@ -167,6 +169,8 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
     result["cpu_s_per_1k_changes"] = (
         round(1000 * outcome.usage.cpu_seconds / changes, 3) if changes else None)
     result["server_cpu_seconds"] = round(server_cpu, 2)
+    if target != "duckdb":
+        result["warehouse_cpu_seconds"] = round(warehouse_cpu, 2)
     table_names = [spec.name for spec in TABLES]
     source = source_counts(ctx, workload.database, table_names)
     result["source_rows"] = source

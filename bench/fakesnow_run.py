@@ -1,25 +1,123 @@
-"""``python -m bench.fakesnow_run run PIPELINE.yaml ...``: the replicator CLI against fakesnow.
+"""The bench's Snowflake: fakesnow's HTTP server in a process of its own, reached by the
+unmodified replicator CLI through a ``connections.toml`` (nothing patched).
 
-fakesnow replaces ``snowflake.connector.connect`` in the process that calls it; the Snowflake
-sink runs in the driver process, so patching the driver is enough (Spark's Python workers
-only read the binlog). ``BENCH_FAKESNOW_DB`` keeps the fake warehouse in a directory.
+``fakesnow_server(workdir)`` starts ``python -m bench.fakesnow_run serve --port N`` (uvicorn
+serving ``fakesnow.server.app``: Snowflake's HTTP protocol, DuckDB underneath) on a free
+port, writes ``<workdir>/snowflake-home/connections.toml`` with a ``[fakesnow]`` connection
+for it, and yields the environment the CLI needs (``SNOWFLAKE_HOME``) and the server's pid
+(its CPU is the warehouse's, counted apart like the MySQL server's).
 """
 
 from __future__ import annotations
 
-import os
+import argparse
+import contextlib
+import json
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+CONNECTION = "fakesnow"
+SETTINGS = {"account": "fakesnow", "user": "bench", "password": "bench", "protocol": "http"}
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket()) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def write_connections_toml(home: Path, port: int) -> Path:
+    home.mkdir(parents=True, exist_ok=True)
+    entry = {**SETTINGS, "host": "127.0.0.1", "port": port}
+    path = home / "connections.toml"
+    path.write_text(f"[{CONNECTION}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in entry.items()))
+    path.chmod(0o600)
+    return path
+
+
+@contextlib.contextmanager
+def fakesnow_server(workdir: Path, timeout_s: float = 60.0) -> Iterator[tuple[dict[str, str], int]]:
+    """A fakesnow server process and the environment that points the CLI at it."""
+    port = _free_port()
+    log = open(workdir / "fakesnow-server.log", "wb")  # noqa: SIM115 - closed below
+    process = subprocess.Popen([sys.executable, "-m", "bench.fakesnow_run", "serve",
+                                "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
+                               cwd=str(Path(__file__).resolve().parents[1]))
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"fakesnow server exited: see {log.name}")
+            with contextlib.closing(socket.socket()) as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"fakesnow server did not listen on {port}: see {log.name}")
+            time.sleep(0.1)
+        home = workdir / "snowflake-home"
+        write_connections_toml(home, port)
+        yield {"SNOWFLAKE_HOME": str(home)}, process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def keep_null_timestamps() -> None:
+    """Fix fakesnow 0.12.1's server answering a NULL TIMESTAMP as 1970-01-01 00:00:00.
+
+    Its result encoder (``fakesnow.arrow.timestamp_to_sf_struct``) builds Snowflake's
+    timestamp struct without a validity mask, so a NULL reaches the connector as epoch 0
+    (the warehouse holds NULL: ``col IS NULL`` is true). Only the server's answer is
+    corrected; the replicator process under test is not touched.
+    """
+    import fakesnow.arrow
+    import pyarrow as pa
+
+    original = fakesnow.arrow.timestamp_to_sf_struct
+    if getattr(original, "keeps_nulls", False):
+        return
+
+    def timestamp_to_sf_struct(ts: Any) -> Any:
+        if isinstance(ts, pa.ChunkedArray):
+            ts = ts.combine_chunks()
+        struct = original(ts)
+        if not ts.null_count:
+            return struct
+        children = [struct.field(i) for i in range(struct.type.num_fields)]
+        fields = [struct.type.field(i) for i in range(struct.type.num_fields)]
+        return pa.StructArray.from_arrays(children, fields=fields, mask=ts.is_null())
+
+    timestamp_to_sf_struct.keeps_nulls = True  # type: ignore[attr-defined]
+    fakesnow.arrow.timestamp_to_sf_struct = timestamp_to_sf_struct
+
+
+def serve(port: int) -> None:
+    import fakesnow.server
+    import uvicorn
+
+    keep_null_timestamps()
+
+    # warning: fakesnow logs every login and query at info level
+    uvicorn.run(fakesnow.server.app, host="127.0.0.1", port=port, log_level="warning")
 
 
 def main() -> None:
-    import fakesnow
-
-    from replicator.cli.main import main as replicator_main
-
-    with fakesnow.patch(create_database_on_connect=True, create_schema_on_connect=True,
-                        db_path=os.environ.get("BENCH_FAKESNOW_DB") or None):
-        sys.argv = ["replicator", *sys.argv[1:]]
-        replicator_main()
+    parser = argparse.ArgumentParser(prog="python -m bench.fakesnow_run")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve_command = commands.add_parser("serve", help="serve fakesnow on 127.0.0.1:PORT")
+    serve_command.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    serve(args.port)
 
 
 if __name__ == "__main__":

@@ -44,9 +44,9 @@ def pipeline_yaml(
     if target == "duckdb":
         target_text = f"  duckdb: {{path: {_quote(str(workdir / f'{name}.duckdb'))}}}"
     elif target == "snowflake":
-        # fakesnow accepts any account and credentials; the sink requires an account.
+        # The [fakesnow] connection of the connections.toml bench.fakesnow_run writes.
         target_text = (
-            f"  snowflake: {{account: bench, user: bench, password: \"${{SNOWFLAKE_PASSWORD:-x}}\", "
+            f"  snowflake: {{connection: fakesnow, "
             f"database: {SNOWFLAKE_DATABASE}, schema: {SNOWFLAKE_SCHEMA}}}"
         )
     else:

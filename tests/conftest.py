@@ -15,7 +15,8 @@ os.environ.setdefault("NO_COLOR", "1")
 
 pytest_plugins = [
     name
-    for name in ("tests.fixtures.mariadb", "tests.fixtures.spark", "tests.fixtures.spark_cluster")
+    for name in ("tests.fixtures.mariadb", "tests.fixtures.spark", "tests.fixtures.spark_cluster",
+                 "tests.fixtures.fakesnow_server")
     if importlib.util.find_spec(name) is not None
 ]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -88,3 +90,35 @@ def fakesnow_warehouse(
             return contextlib.closing(snowflake.connector.connect(**settings))
 
         yield SnowflakeTarget(**settings), connect
+
+
+# -- the CLI as a subprocess against fakesnow's server (tests/fixtures/fakesnow_server.py) ------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli_environment(fakesnow_server, database: str, mysql_source, workdir: Path,
+                    **connection: object) -> dict[str, str]:
+    """The subprocess's environment: MySQL settings for the YAML, SNOWFLAKE_HOME for the
+    connector, and none of the developer's SNOWFLAKE_* variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SNOWFLAKE_")}
+    env.update(
+        MYSQL_HOST=mysql_source.host, MYSQL_PORT=str(mysql_source.port),
+        MYSQL_USER=mysql_source.user, MYSQL_PASSWORD=mysql_source.password or "",
+        WORKDIR=str(workdir), TARGET_DATABASE=database,
+        SNOWFLAKE_HOME=str(fakesnow_server.snowflake_home(**connection)),
+    )
+    return env
+
+
+def replicator(*args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "replicator", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    if result.returncode != 0:
+        pytest.fail(f"{' '.join(map(str, result.args[2:]))} exited {result.returncode}\n"
+                    f"--- stdout\n{result.stdout[-4000:]}\n--- stderr\n{result.stderr[-4000:]}",
+                    pytrace=False)
+    return result

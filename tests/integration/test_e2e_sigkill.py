@@ -7,18 +7,26 @@ mid-batch too), then `--until-caught-up` finishes the job and the target equals 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from replicator.config import load_pipeline
 from replicator.demo.workload import apply_changes, create_schema, seed
-from tests.integration.e2e_support import assert_target_equals_source, run
+from tests.integration.e2e_support import (
+    assert_target_equals_source,
+    cli_environment,
+    ok,
+    replicator,
+    run,
+)
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
@@ -54,6 +62,36 @@ def _commits(checkpoint: Path) -> int:
         return 0
 
 
+def _kill_mid_run(root: Any, database: str, pipeline_file: Path, env: dict[str, str],
+                  workdir: Path) -> None:
+    """Start `replicator run` on a workload that keeps writing; SIGKILL it once Spark has
+    committed a few micro-batches."""
+    log = workdir / "run.log"
+    with open(log, "wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "replicator", "run", str(pipeline_file), "--log-format", "json"],
+            env=env, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 600  # JVM start-up alone takes minutes on a busy CI box
+        round_number = 0
+        while _commits(workdir / "checkpoint") < 3:
+            assert process.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            if round_number < 12:  # a bounded workload: ~300 changes, ~8 batches of 40
+                apply_changes(root, database, rounds=2, seed_value=round_number,
+                              first_new_id=100_000 + 1000 * round_number)
+                round_number += 1
+            time.sleep(0.3)
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    time.sleep(1)  # the driver's JVM exits when its Python parent's pipe closes
+
+
 def test_sigkill_mid_run_then_resume_converges(spark, mariadb, mysql_source, fresh_database,
                                                tmp_path):
     root = mariadb.root_connection()
@@ -69,30 +107,7 @@ def test_sigkill_mid_run_then_resume_converges(spark, mariadb, mysql_source, fre
         "MYSQL_PASSWORD": mysql_source.password or "",
         "WORKDIR": str(tmp_path),
     }
-    log = tmp_path / "run.log"
-    with open(log, "wb") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "replicator", "run", str(pipeline_file), "--log-format", "json"],
-            env=env, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + 240
-        round_number = 0
-        while _commits(tmp_path / "checkpoint") < 3:
-            assert process.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, log.read_text()[-3000:]
-            if round_number < 12:  # a bounded workload: ~300 changes, ~8 batches of 40
-                apply_changes(root, fresh_database, rounds=2, seed_value=round_number,
-                              first_new_id=100_000 + 1000 * round_number)
-                round_number += 1
-            time.sleep(0.3)
-        os.kill(process.pid, signal.SIGKILL)
-    finally:
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-    assert process.returncode == -signal.SIGKILL
-    time.sleep(1)  # the driver's JVM exits when its Python parent's pipe closes
+    _kill_mid_run(root, fresh_database, pipeline_file, env, tmp_path)
 
     apply_changes(root, fresh_database, rounds=5, seed_value=99, first_new_id=900_000)
     pipeline = load_pipeline(pipeline_file, environ=env)
@@ -116,4 +131,41 @@ def test_sigkill_mid_run_then_resume_converges(spark, mariadb, mysql_source, fre
     assert status["problems"] == [] and status["position"] == status["head"]
     assert status["lag_bytes"] == 0 and status["snapshot"] == "done"
     assert all(table["batch_id"] is not None for table in status["tables"])
+    root.close()
+
+
+def test_sigkill_mid_run_into_snowflake_then_resume_converges(
+    fakesnow_server, fakesnow_database, mariadb, mysql_source, fresh_database, tmp_path
+):
+    """The same against fakesnow's server through the real connector (connections.toml):
+    the killed session's open transaction is lost with it, the resumed run replays the
+    uncommitted batch under the same id, and nothing is doubled."""
+    root = mariadb.root_connection()
+    create_schema(root, fresh_database)
+    seed(root, fresh_database, customers=30, orders=150, awkward=40)
+    pipeline_file = tmp_path / "sigkill.yaml"
+    pipeline_file.write_text(PIPELINE_YAML.replace("DB.", f"{fresh_database}.").replace(
+        '  duckdb: {path: "${WORKDIR}/warehouse.duckdb"}',
+        '  snowflake: {connection: fakesnow, database: "${TARGET_DATABASE}", schema: RAW}'))
+    env = cli_environment(fakesnow_server, fakesnow_database, mysql_source, tmp_path)
+    _kill_mid_run(root, fresh_database, pipeline_file, env, tmp_path)
+
+    apply_changes(root, fresh_database, rounds=5, seed_value=99, first_new_id=900_000)
+    ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
+    pipeline = load_pipeline(pipeline_file, environ=env)
+    with fakesnow_server.connect(fakesnow_database, "RAW") as target:
+        assert_target_equals_source(pipeline, root, target)
+        cursor = target.cursor()
+        for table in ("CUSTOMERS", "ORDERS", "AWKWARD"):
+            cursor.execute(f'SELECT COUNT(*), COUNT(DISTINCT "ID") FROM "RAW"."{table}"')
+            total, distinct = cursor.fetchone()
+            assert total == distinct, f"{table}: duplicate keys after the restart"
+        cursor.execute('SELECT COUNT(*) FROM (SELECT "TABLE", "BATCH_ID" FROM '
+                       '"RAW"."_REPLICATOR_STATE" GROUP BY 1, 2 HAVING COUNT(*) > 1)')
+        assert cursor.fetchone()[0] == 0
+
+    status = json.loads(ok(replicator("status", str(pipeline_file), "--format", "json",
+                                      env=env)).stdout)
+    assert status["problems"] == [] and status["position"] == status["head"]
+    assert status["lag_bytes"] == 0 and status["snapshot"] == "done"
     root.close()

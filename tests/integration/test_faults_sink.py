@@ -134,3 +134,92 @@ def test_a_persistent_failure_stops_cleanly_and_leaves_no_half_batch(
     run(pipeline, spark)
     report = verify_pipeline(pipeline)
     assert report.equal, "\n".join(report.describe())
+
+
+# -- Snowflake: the connection is lost mid-batch ----------------------------------------------
+
+SNOW_PIPELINE = """\
+version: 1
+name: faults-snow
+source:
+  mysql:
+    host: ${MYSQL_HOST}
+    port: ${MYSQL_PORT}
+    user: ${MYSQL_USER}
+    password: ${MYSQL_PASSWORD}
+target:
+  snowflake: {connection: fakesnow, database: "${TARGET_DATABASE}", schema: RAW}
+batching: {max_rows: 60, max_delay: 200ms}
+engine:
+  master: local[2]
+  checkpoint: ${WORKDIR}/checkpoint
+  conf: {spark.sql.shuffle.partitions: "2"}
+tables:
+  - source: DB.customers
+  - source: DB.orders
+  - source: DB.awkward
+"""
+
+
+def test_a_lost_snowflake_connection_mid_batch_is_retried_with_the_same_batch_id(
+    fakesnow_server, fakesnow_database, mariadb, mysql_source, fresh_database, tmp_path
+):
+    """The CLI runs against fakesnow's server; when the first stream batch has loaded its
+    staging (its COPY arrives), the server stops for 3 s and starts again on the same port.
+    The run finishes on its own, every batch is applied once, and the target equals the
+    source."""
+    import threading
+
+    from replicator.config import load_pipeline
+    from tests.integration.e2e_support import (
+        assert_target_equals_source,
+        cli_environment,
+        ok,
+        replicator,
+    )
+
+    root = mariadb.root_connection()
+    create_schema(root, fresh_database)
+    seed(root, fresh_database, customers=20, orders=100, awkward=20)
+    pipeline_file = tmp_path / "faults-snow.yaml"
+    pipeline_file.write_text(SNOW_PIPELINE.replace("DB.", f"{fresh_database}."))
+    env = cli_environment(fakesnow_server, fakesnow_database, mysql_source, tmp_path)
+    ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))  # the snapshot
+    apply_changes(root, fresh_database, rounds=20)
+
+    bounced: list[threading.Thread] = []
+    copies_before = sum(sql.startswith("COPY INTO") for sql in fakesnow_server.queries)
+
+    def lose_the_connection(sql: str) -> None:
+        if sql.startswith("COPY INTO") and not bounced:
+            copies = sum(q.startswith("COPY INTO") for q in fakesnow_server.queries)
+            if copies > copies_before:  # a stream batch, staging just loaded
+                bounced.append(fakesnow_server.restart_after(3.0))
+
+    fakesnow_server.on_query = lose_the_connection
+    try:
+        result = replicator("run", str(pipeline_file), "--until-caught-up", env=env,
+                            timeout=600)
+    finally:
+        fakesnow_server.on_query = None
+        for thread in bounced:
+            thread.join(timeout=60)
+        if not fakesnow_server.running:
+            fakesnow_server.start()
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert bounced, "the server was never stopped mid-batch"
+    assert "Traceback" not in output
+
+    pipeline = load_pipeline(pipeline_file, environ=env)
+    with fakesnow_server.connect(fakesnow_database, "RAW") as connection:
+        assert_target_equals_source(pipeline, root, connection)
+        cursor = connection.cursor()
+        cursor.execute('SELECT "TABLE", "BATCH_ID", COUNT(*) FROM "RAW"."_REPLICATOR_STATE" '
+                       'GROUP BY 1, 2 HAVING COUNT(*) > 1')
+        assert cursor.fetchall() == []  # every batch id recorded once
+        for table in ("CUSTOMERS", "ORDERS", "AWKWARD"):
+            cursor.execute(f'SELECT COUNT(*), COUNT(DISTINCT "ID") FROM "RAW"."{table}"')
+            total, distinct = cursor.fetchone()
+            assert total == distinct, table
+    root.close()
