@@ -7,7 +7,8 @@ single transaction (its binlog range holds N row changes in multi-row events).
 
 - ``snapshot``: ``replicator run --until-caught-up`` with ``start: initial``; the rate is the
   rows of the snapshot batches over the time from the "snapshot of ..." notice to the last
-  snapshot batch line.
+  snapshot batch line. Run with ``--master local[2]`` (the figure), then ``local[1]``
+  (``scaling``: the ratio of the two rates).
 - ``big_transaction``: ``replicator run --until-caught-up --snapshot never`` from the position
   before the INSERT: one micro-batch holds the whole transaction (a batch never splits one),
   which is the peak-memory case (issue 8: under 3 GiB for all processes together).
@@ -72,13 +73,35 @@ def _run(ctx: BenchContext, name: str, start: BinlogPosition | str, *extra: str)
     )
 
 
+# The scaling check of issue 15: the same snapshot with one and with two Spark cores
+# (local[2] vs local[1] >= 1.7x is the target).
+SCALING_MASTERS = ("local[2]", "local[1]")
+
+
 def run_snapshot(ctx: BenchContext, rows: int, library_rate: float | None,
-                 filled: tuple[BinlogPosition, BinlogPosition, float] | None = None) -> dict[str, Any]:
+                 filled: tuple[BinlogPosition, BinlogPosition, float] | None = None,
+                 *, scaling: bool = True) -> dict[str, Any]:
+    """The snapshot with ``local[2]`` (the headline figure), then with ``local[1]``."""
     fill_seconds = (filled or fill_table(ctx, rows))[2]
-    name = "bench-snapshot"
-    outcome = _run(ctx, name, "initial")
+    result = _snapshot_once(ctx, rows, library_rate, fill_seconds, SCALING_MASTERS[0])
+    if scaling and "error" not in result:
+        single = _snapshot_once(ctx, rows, library_rate, fill_seconds, SCALING_MASTERS[1])
+        result["scaling"] = {
+            "local[1]_rows_per_s": single.get("rows_per_s"),
+            "local[2]_rows_per_s": result["rows_per_s"],
+            "ratio": (round(result["rows_per_s"] / single["rows_per_s"], 2)
+                      if single.get("rows_per_s") else None),
+            "local[1]": single,
+        }
+    return result
+
+
+def _snapshot_once(ctx: BenchContext, rows: int, library_rate: float | None,
+                   fill_seconds: float, master: str) -> dict[str, Any]:
+    name = "bench-snapshot" + ("" if master == SCALING_MASTERS[0] else "-" + master[6:-1])
+    outcome = _run(ctx, name, "initial", "--master", master)
     result: dict[str, Any] = {"rows": rows, "fill_seconds": round(fill_seconds, 2),
-                              "returncode": outcome.returncode,
+                              "master": master, "returncode": outcome.returncode,
                               "wall_seconds": round(outcome.wall_seconds, 3)}
     if outcome.returncode != 0:
         result["error"] = outcome.tail()

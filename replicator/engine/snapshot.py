@@ -1,20 +1,32 @@
-"""The initial snapshot: copy each table in key-range chunks, read in parallel on Spark.
+"""The initial snapshot: every table's key-range chunks read at once on Spark, into files.
 
 The binlog position is recorded *before* the copy (by the runner); streaming then replays
 everything after it. Replayed changes are full-image upserts and deletes, so rows copied
 "too late" converge to the source exactly.
 
-Chunks are read on executors (``source.snapshot.read_chunk``, one connection per chunk) and
-applied on the driver in chunk order, each under its own negative sink batch id. Progress
-(chunks applied per table) is saved in ``start.json`` after each chunk, and the chunk plan is
-saved once per table, so a crash mid-snapshot resumes at the first chunk not applied; the
-one chunk that may be in flight is skipped by the sink's state table if it did commit.
+All pending chunks of all tables are the tasks of ONE Spark job (no table waits for another,
+no wave waits for its slowest chunk). Each task reads its chunk straight into an Arrow change
+batch (``source.snapshot.read_chunk_batch``) and writes it as a Parquet file in the landing
+zone (layout in ``chunk_path``); nothing but a tiny manifest goes back through Spark. The
+driver runs the job in a background thread and, meanwhile, applies the files as they appear:
+``APPLY_GROUP`` consecutive chunks of a table per sink batch (one MERGE), staged slice by slice
+(``BatchApplier.apply_snapshot_batches``), under the sink batch id of the group's first chunk.
+Progress (chunks applied per table) is saved in ``start.json`` after each group, and groups
+are aligned to it, so a crash mid-snapshot resumes at the first group not applied with the
+same batch ids; a group that did commit before the crash is skipped by the sink's state table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from replicator.engine.checkpoint import (
     COPY_SPAN,
@@ -25,39 +37,142 @@ from replicator.engine.checkpoint import (
     snapshot_chunk_number,
 )
 from replicator.errors import EngineError, ReplicatorError
+from replicator.source.snapshot import Chunk
 
 if TYPE_CHECKING:
     from replicator.engine.transform import BatchApplier
     from replicator.model.catalog import Catalog, SourceTable
-    from replicator.model.changes import BinlogPosition, ChangeEvent
+    from replicator.model.changes import BinlogPosition
     from replicator.model.pipeline import MySQLSource
 
 CHUNK_ROWS = 20_000
+# Chunks per sink batch: one MERGE per ~160k rows at the default chunk size (measured: MERGE
+# cost grows far slower than its rows, 25-30x between 1k and 100k changes per MERGE), while a
+# crash redoes at most one group. A constant, not a function of the run's options: a resumed
+# run must cut the same groups to reuse their batch ids.
+APPLY_GROUP = 8
+# Rows per slice when a group's files are staged (bounds the driver's memory per slice).
+SLICE_ROWS = 50_000
+# How often the driver looks for the files of the group it applies next.
+POLL_S = 0.1
 
 
-def read_chunk_events(
-    source: MySQLSource, table: SourceTable, item: tuple[int, Any], position: BinlogPosition
-) -> tuple[int, list[ChangeEvent]]:
-    """Executor side: one chunk's rows as ChangeEvents (pickled back exactly)."""
+@dataclass(frozen=True)
+class ChunkTask:
+    """One chunk to read on an executor, and the file it lands in. Picklable."""
+
+    table: SourceTable
+    chunk: Chunk
+    path: str
+
+
+def landing_dir(checkpoint: CheckpointDir) -> Path:
+    """The snapshot's part of the landing zone: ``<checkpoint>/landing/snapshot/``, beside the
+    stream's files (``landing/stream/``). Absolute: executors run in directories of their own."""
+    return checkpoint.path.absolute() / "landing" / "snapshot"
+
+
+def chunk_path(root: Path, epoch: int, table: str, copy: int, index: int) -> Path:
+    """``e<epoch>/<db.table>/c<copy>/chunk-<index>.parquet`` (the table name URL-quoted): a
+    replayed chunk rewrites the same file; a new copy or epoch never meets an old one."""
+    return root / f"e{epoch}" / quote(table, safe="") / f"c{copy}" / f"chunk-{index:08d}.parquet"
+
+
+def write_chunk_file(source: MySQLSource, task: ChunkTask, position: BinlogPosition) -> int:
+    """Executor side: read one chunk into Arrow and land it as Parquet (written under a
+    temporary name and renamed, so a file the driver sees is whole). Returns its rows."""
+    import pyarrow.parquet as pq
+
     from replicator.engine.errors import carry_errors
-    from replicator.source.snapshot import read_chunk
+    from replicator.source.snapshot import read_chunk_batches
 
-    index, chunk = item
     with carry_errors():
-        return index, list(read_chunk(source, table, chunk, position=position))
+        target = Path(task.path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        scratch = target.with_name(target.name + ".tmp")
+        rows = 0
+        writer = None
+        try:
+            # Batch by batch: a keyless table is one chunk, and no task holds it whole.
+            for batch in read_chunk_batches(source, task.table, task.chunk, position=position):
+                if writer is None:
+                    writer = pq.ParquetWriter(scratch, batch.schema, compression="lz4")
+                writer.write_table(batch)
+                rows += batch.num_rows
+        finally:
+            if writer is not None:
+                writer.close()
+        os.replace(scratch, target)
+        return rows
 
 
-def _collect(chunks: Any, table: str) -> list[tuple[int, list[ChangeEvent]]]:
-    """Run the chunk reads; an executor's error comes back as the ReplicatorError it was
-    (message, hint, transient), not as Spark's PythonException with a Java stack."""
-    from replicator.engine.errors import driver_error
+class _ReadJob:
+    """The Spark job reading every pending chunk, run in a background thread so the driver
+    applies finished chunks while the rest are read."""
 
-    try:
-        return list(chunks.collect())
-    except ReplicatorError:
-        raise
-    except Exception as failure:  # Py4J/PySpark wrap whatever the executor raised
-        raise driver_error(failure, doing=f"copying {table}") from None
+    GROUP = "replicator-snapshot"
+
+    def __init__(self, spark: Any, source: MySQLSource, tasks: list[ChunkTask],
+                 position: BinlogPosition) -> None:
+        self.spark = spark
+        self.failure: BaseException | None = None
+        self.done = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(source, tasks, position),
+                                        name="snapshot-read", daemon=True)
+        self._thread.start()
+
+    def _run(self, source: MySQLSource, tasks: list[ChunkTask], position: BinlogPosition) -> None:
+        try:
+            if tasks:
+                context = self.spark.sparkContext
+                context.setJobGroup(self.GROUP, "snapshot chunks", interruptOnCancel=True)
+                (context.parallelize(tasks, len(tasks))
+                 .map(lambda task: write_chunk_file(source, task, position))
+                 .collect())
+        except BaseException as failure:  # reported by the driver's loop
+            self.failure = failure
+        finally:
+            self.done.set()
+
+    def cancel(self) -> None:
+        with contextlib.suppress(Exception):
+            self.spark.sparkContext.cancelJobGroup(self.GROUP)
+        self._thread.join(timeout=60)
+
+    def raise_failure(self) -> None:
+        from replicator.engine.errors import driver_error
+
+        if self.failure is None:
+            return
+        if isinstance(self.failure, ReplicatorError):
+            raise self.failure
+        raise driver_error(self.failure, doing="copying the tables") from None
+
+    def wait_for(self, paths: list[Path], should_stop: Callable[[], bool]) -> bool:
+        """Until every file exists (True), or a stop is asked (False); raises the job's error."""
+        while True:
+            if all(path.exists() for path in paths):
+                return True
+            if self.done.is_set():
+                self.raise_failure()
+                if all(path.exists() for path in paths):
+                    return True
+                raise EngineError(f"snapshot chunk files missing after the read: {paths[0]}",
+                                  hint="check that engine.checkpoint is writable by the "
+                                  "executors (on a cluster: a path every node shares)")
+            if should_stop():
+                return False
+            time.sleep(POLL_S)
+
+
+def _slices(paths: list[Path]) -> Iterator[Any]:
+    """A group's rows in slices of about ``SLICE_ROWS``, in chunk order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for path in paths:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=SLICE_ROWS):
+            yield pa.Table.from_batches([batch])
 
 
 def _remove_absent_rows(
@@ -103,6 +218,61 @@ def _remove_absent_rows(
     return len(events)
 
 
+@dataclass
+class _TableCopy:
+    """One source table being copied: its readers (plans), chunks and batch numbering."""
+
+    name: str
+    source_table: SourceTable
+    readers: list[Any]
+    chunks: list[Chunk]
+    copy: int
+    numbers: dict[int, Callable[[int], int]]
+    done: int  # chunks applied before this run
+
+    def groups(self) -> list[range]:
+        starts = range(self.done, len(self.chunks), APPLY_GROUP)
+        return [range(start, min(start + APPLY_GROUP, len(self.chunks))) for start in starts]
+
+
+def _prepare(applier: BatchApplier, catalog: Catalog, checkpoint: CheckpointDir,
+             state: StartState, name: str, chunk_rows: int) -> _TableCopy:
+    from replicator.source.snapshot import plan_chunks
+
+    # Every plan reading this source table (the routes of an outbox; a routed target and a
+    # named one) gets each chunk; progress is per source table, so a chunk counts as applied
+    # once all of them have it.
+    readers = [t for t in applier.plan.tables
+               if any(n.lower() == name.lower() for n in t.source_names)]
+    source_table = next((t for t in catalog.tables if t.name.lower() == name.lower()), None)
+    if source_table is None:
+        raise EngineError(
+            f"source table {name} does not exist",
+            hint="create it, or remove it from the pipeline's tables",
+        )
+    chunks = checkpoint.load_chunks(name)
+    if chunks is None:
+        chunks = plan_chunks(applier.pipeline.source, source_table, chunk_rows=chunk_rows)
+        checkpoint.save_chunks(name, chunks)
+    copy = state.copy_number(name)
+    numbers: dict[int, Callable[[int], int]] = {}
+    for reader in readers:
+        if reader.routed:
+            # Many sources, one target's state rows: this copy's chunks get a slot of their
+            # own in that target (checkpoint.SLOT_SPAN), saved before any chunk is applied.
+            if len(chunks) >= SLOT_SPAN - 1:
+                raise EngineError(
+                    f"{name}: {len(chunks)} snapshot chunks, more than a routed copy holds",
+                    hint="copy with larger chunks (run --chunk-rows N)",
+                )
+            slot = state.routed_slot(".".join(reader.target_parts), name)
+            numbers[id(reader)] = lambda index, slot=slot: routed_chunk_number(slot, index)
+        else:
+            numbers[id(reader)] = lambda index, copy=copy: snapshot_chunk_number(copy, index)
+    return _TableCopy(name, source_table, readers, chunks, copy, numbers,
+                      state.chunks_applied.get(name, 0))
+
+
 def run_snapshot(
     spark: Any,
     applier: BatchApplier,
@@ -114,73 +284,54 @@ def run_snapshot(
     should_stop: Callable[[], bool] = lambda: False,
 ) -> bool:
     """Copy every table not yet copied; True when the snapshot is complete."""
-    from replicator.source.snapshot import plan_chunks
-
-    source = applier.pipeline.source
     position = state.snapshot_position or state.position
-    parallelism = max(1, int(spark.sparkContext.defaultParallelism))
     wanted = {name.lower() for name in state.snapshot_tables}
-    copied: set[str] = set()
+    copies: list[_TableCopy] = []
     for name in applier.plan.source_names():
-        if (wanted and name.lower() not in wanted) or name.lower() in copied:
+        if (wanted and name.lower() not in wanted) or any(
+                c.name.lower() == name.lower() for c in copies):
             continue
-        copied.add(name.lower())
-        # Every plan reading this source table (the routes of an outbox; a routed target and
-        # a named one) gets each chunk; progress is per source table, so a chunk counts as
-        # applied once all of them have it.
-        readers = [t for t in applier.plan.tables
-                   if any(n.lower() == name.lower() for n in t.source_names)]
-        source_table = next((t for t in catalog.tables if t.name.lower() == name.lower()), None)
-        if source_table is None:
-            raise EngineError(
-                f"source table {name} does not exist",
-                hint="create it, or remove it from the pipeline's tables",
-            )
-        chunks = checkpoint.load_chunks(name)
-        if chunks is None:
-            chunks = plan_chunks(source, source_table, chunk_rows=chunk_rows)
-            checkpoint.save_chunks(name, chunks)
-        copy = state.copy_number(name)
-        numbers: dict[int, Callable[[int], int]] = {}
-        for reader in readers:
-            if reader.routed:
-                # Many sources, one target's state rows: this copy's chunks get a slot of
-                # their own in that target (checkpoint.SLOT_SPAN), saved before any chunk is
-                # applied under it.
-                if len(chunks) >= SLOT_SPAN - 1:
-                    raise EngineError(
-                        f"{name}: {len(chunks)} snapshot chunks, more than a routed copy holds",
-                        hint="copy with larger chunks (run --chunk-rows N)",
-                    )
-                slot = state.routed_slot(".".join(reader.target_parts), name)
-                numbers[id(reader)] = lambda index, slot=slot: routed_chunk_number(slot, index)
-            else:
-                numbers[id(reader)] = lambda index, copy=copy: snapshot_chunk_number(copy, index)
-        checkpoint.save_start(state)
-        done = state.chunks_applied.get(name, 0)
-        pending = list(range(done, len(chunks)))
-        for wave_start in range(0, len(pending), parallelism):
-            if should_stop():
-                return False
-            wave = [(index, chunks[index]) for index in pending[wave_start : wave_start + parallelism]]
-            results = _collect(
-                spark.sparkContext.parallelize(wave, len(wave))
-                .map(lambda item, t=source_table: read_chunk_events(source, t, item, position)),
-                name,
-            )
-            for index, events in sorted(results, key=lambda result: result[0]):
-                for reader in readers:
-                    applier.apply_snapshot_chunk(reader, numbers[id(reader)](index), events,
-                                                 position)
-                state.chunks_applied[name] = index + 1
+        copies.append(_prepare(applier, catalog, checkpoint, state, name, chunk_rows))
+    checkpoint.save_start(state)
+    root = landing_dir(checkpoint)
+
+    def path(copy: _TableCopy, index: int) -> Path:
+        return chunk_path(root, state.epoch, copy.name, copy.copy, index)
+
+    tasks = []
+    for copy in copies:
+        for index in range(copy.done, len(copy.chunks)):
+            # A file left by a run that stopped is from before this read: this run's task
+            # rewrites it, and the driver must not take the old one for the new.
+            path(copy, index).unlink(missing_ok=True)
+            tasks.append(ChunkTask(copy.source_table, copy.chunks[index], str(path(copy, index))))
+    job = _ReadJob(spark, applier.pipeline.source, tasks, position)
+    try:
+        for copy in copies:
+            for group in copy.groups():
+                paths = [path(copy, index) for index in group]
+                if not job.wait_for(paths, should_stop):
+                    return False
+                for reader in copy.readers:
+                    applier.apply_snapshot_batches(reader, copy.numbers[id(reader)](group[0]),
+                                                   _slices(paths), position)
+                state.chunks_applied[copy.name] = group[-1] + 1
                 checkpoint.save_start(state)
-        if state.epoch > 0 or copy > 0:
-            for reader in readers:
-                last = SLOT_SPAN - 1 if reader.routed else COPY_SPAN - 1
-                _remove_absent_rows(applier, source_table, reader, position,
-                                    numbers[id(reader)](last))
+                for done in paths:
+                    done.unlink(missing_ok=True)
+            if state.epoch > 0 or copy.copy > 0:
+                for reader in copy.readers:
+                    last = SLOT_SPAN - 1 if reader.routed else COPY_SPAN - 1
+                    _remove_absent_rows(applier, copy.source_table, reader, position,
+                                        copy.numbers[id(reader)](last))
+        job.done.wait()
+        job.raise_failure()
+    finally:
+        if not job.done.is_set():
+            job.cancel()
     state.snapshot = "done"
-    for key in copied:
+    for copy in copies:
+        key = copy.name.lower()
         state.copies[key] = state.copies.get(key, 0) + 1
         state.forget_slots(key)
     state.tables = sorted({*state.tables, *applier.plan.source_names()})

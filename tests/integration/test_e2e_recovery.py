@@ -20,7 +20,7 @@ def _target(path):
     return duckdb.connect(str(path), read_only=True)
 
 
-def test_interrupted_snapshot_resumes_at_the_first_chunk_not_applied(
+def test_interrupted_snapshot_resumes_at_the_first_group_not_applied(
     spark, mariadb, mysql_source, fresh_database, tmp_path, monkeypatch
 ):
     root = mariadb.root_connection()
@@ -30,28 +30,29 @@ def test_interrupted_snapshot_resumes_at_the_first_chunk_not_applied(
     pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path, DuckDBTarget(str(warehouse)))
 
     applied: list[tuple[str, int]] = []
-    original = BatchApplier.apply_snapshot_chunk
+    original = BatchApplier.apply_snapshot_batches
 
-    def crash_on_the_fourth_chunk(self, table_plan, chunk_index, events, position):
+    def crash_on_the_fourth_chunk(self, table_plan, chunk_index, batches, position):
         if len(applied) == 3:
             raise RuntimeError("simulated crash mid-snapshot")
         applied.append((table_plan.source_name, chunk_index))
-        return original(self, table_plan, chunk_index, events, position)
+        return original(self, table_plan, chunk_index, batches, position)
 
-    monkeypatch.setattr(BatchApplier, "apply_snapshot_chunk", crash_on_the_fourth_chunk)
+    monkeypatch.setattr(BatchApplier, "apply_snapshot_batches", crash_on_the_fourth_chunk)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        run(pipeline, spark, chunk_rows=25)
+        run(pipeline, spark, chunk_rows=5)
     assert len(applied) == 3
     before_crash = list(applied)
 
-    def record(self, table_plan, chunk_index, events, position):
+    def record(self, table_plan, chunk_index, batches, position):
         applied.append((table_plan.source_name, chunk_index))
-        return original(self, table_plan, chunk_index, events, position)
+        return original(self, table_plan, chunk_index, batches, position)
 
-    monkeypatch.setattr(BatchApplier, "apply_snapshot_chunk", record)
+    monkeypatch.setattr(BatchApplier, "apply_snapshot_batches", record)
     apply_changes(root, fresh_database, rounds=5)  # changes during the interruption
-    resumed = run(pipeline, spark, chunk_rows=25)
-    # The chunks applied before the crash were not copied again; the copy went on from there.
+    resumed = run(pipeline, spark, chunk_rows=5)
+    # The groups of chunks applied before the crash were not copied again (200 orders in
+    # chunks of 5 are 5 groups of APPLY_GROUP chunks); the copy went on from there.
     after_crash = applied[3:]
     assert after_crash and not set(before_crash) & set(after_crash)
     assert len(set(applied)) == len(applied) and resumed.snapshot_rows > 0
