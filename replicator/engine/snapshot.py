@@ -19,12 +19,10 @@ same batch ids; a group that did commit before the crash is skipped by the sink'
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -43,7 +41,7 @@ if TYPE_CHECKING:
     from replicator.engine.transform import BatchApplier
     from replicator.model.catalog import Catalog, SourceTable
     from replicator.model.changes import BinlogPosition
-    from replicator.model.pipeline import MySQLSource
+    from replicator.model.pipeline import MySQLSource, Pipeline
 
 CHUNK_ROWS = 20_000
 # Chunks per sink batch: one MERGE per ~160k rows at the default chunk size (measured: MERGE
@@ -66,43 +64,70 @@ class ChunkTask:
     path: str
 
 
-def landing_dir(checkpoint: CheckpointDir) -> Path:
-    """The snapshot's part of the landing zone: ``<checkpoint>/landing/snapshot/``, beside the
-    stream's files (``landing/stream/``). Absolute: executors run in directories of their own."""
-    return checkpoint.path.absolute() / "landing" / "snapshot"
+def landing_dir(pipeline: Pipeline, checkpoint: CheckpointDir) -> str:
+    """The snapshot's part of the landing zone: ``<engine.landing>/snapshot/`` (default
+    ``<checkpoint>/landing/snapshot/``), beside the stream's ``stream/`` (``engine.landing``);
+    a local path or any URI ``pyarrow.fs`` opens (on a cluster: one every node shares)."""
+    from replicator.engine.landing import landing_root
+
+    return landing_root(pipeline.engine.landing, checkpoint.path).rstrip("/") + "/snapshot"
 
 
-def chunk_path(root: Path, epoch: int, table: str, copy: int, index: int) -> Path:
+def chunk_path(root: str, epoch: int, table: str, copy: int, index: int) -> str:
     """``e<epoch>/<db.table>/c<copy>/chunk-<index>.parquet`` (the table name URL-quoted): a
     replayed chunk rewrites the same file; a new copy or epoch never meets an old one."""
-    return root / f"e{epoch}" / quote(table, safe="") / f"c{copy}" / f"chunk-{index:08d}.parquet"
+    return f"{root}/e{epoch}/{quote(table, safe='')}/c{copy}/chunk-{index:08d}.parquet"
+
+
+def _filesystem(path: str) -> tuple[Any, str]:
+    """The pyarrow file system of a landing path, and the path inside it."""
+    from pyarrow import fs
+
+    if "://" in path:
+        return fs.FileSystem.from_uri(path)
+    return fs.LocalFileSystem(), path
+
+
+def _exists(path: str) -> bool:
+    from pyarrow import fs
+
+    filesystem, inner = _filesystem(path)
+    return bool(filesystem.get_file_info(inner).type != fs.FileType.NotFound)
+
+
+def _remove(path: str) -> None:
+    filesystem, inner = _filesystem(path)
+    with contextlib.suppress(FileNotFoundError, OSError):
+        filesystem.delete_file(inner)
 
 
 def write_chunk_file(source: MySQLSource, task: ChunkTask, position: BinlogPosition) -> int:
     """Executor side: read one chunk into Arrow and land it as Parquet (written under a
-    temporary name and renamed, so a file the driver sees is whole). Returns its rows."""
+    temporary name and moved, so a file the driver sees is whole; on object stores the
+    upload itself appears whole). Returns its rows."""
     import pyarrow.parquet as pq
 
     from replicator.engine.errors import carry_errors
     from replicator.source.snapshot import read_chunk_batches
 
     with carry_errors():
-        target = Path(task.path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        scratch = target.with_name(target.name + ".tmp")
+        filesystem, target = _filesystem(task.path)
+        filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        scratch = target + ".tmp"
         rows = 0
         writer = None
         try:
             # Batch by batch: a keyless table is one chunk, and no task holds it whole.
             for batch in read_chunk_batches(source, task.table, task.chunk, position=position):
                 if writer is None:
-                    writer = pq.ParquetWriter(scratch, batch.schema, compression="lz4")
+                    writer = pq.ParquetWriter(scratch, batch.schema, compression="lz4",
+                                              filesystem=filesystem)
                 writer.write_table(batch)
                 rows += batch.num_rows
         finally:
             if writer is not None:
                 writer.close()
-        os.replace(scratch, target)
+        filesystem.move(scratch, target)
         return rows
 
 
@@ -148,31 +173,34 @@ class _ReadJob:
             raise self.failure
         raise driver_error(self.failure, doing="copying the tables") from None
 
-    def wait_for(self, paths: list[Path], should_stop: Callable[[], bool]) -> bool:
+    def wait_for(self, paths: list[str], should_stop: Callable[[], bool]) -> bool:
         """Until every file exists (True), or a stop is asked (False); raises the job's error."""
         while True:
-            if all(path.exists() for path in paths):
+            if all(_exists(path) for path in paths):
                 return True
             if self.done.is_set():
                 self.raise_failure()
-                if all(path.exists() for path in paths):
+                if all(_exists(path) for path in paths):
                     return True
                 raise EngineError(f"snapshot chunk files missing after the read: {paths[0]}",
-                                  hint="check that engine.checkpoint is writable by the "
-                                  "executors (on a cluster: a path every node shares)")
+                                  hint="check that engine.landing (default: in engine.checkpoint) "
+                                  "is writable by the executors (on a cluster: a path every "
+                                  "node shares)")
             if should_stop():
                 return False
             time.sleep(POLL_S)
 
 
-def _slices(paths: list[Path]) -> Iterator[Any]:
+def _slices(paths: list[str]) -> Iterator[Any]:
     """A group's rows in slices of about ``SLICE_ROWS``, in chunk order."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     for path in paths:
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=SLICE_ROWS):
-            yield pa.Table.from_batches([batch])
+        filesystem, inner = _filesystem(path)
+        with filesystem.open_input_file(inner) as handle:
+            for batch in pq.ParquetFile(handle).iter_batches(batch_size=SLICE_ROWS):
+                yield pa.Table.from_batches([batch])
 
 
 def _remove_absent_rows(
@@ -293,9 +321,9 @@ def run_snapshot(
             continue
         copies.append(_prepare(applier, catalog, checkpoint, state, name, chunk_rows))
     checkpoint.save_start(state)
-    root = landing_dir(checkpoint)
+    root = landing_dir(applier.pipeline, checkpoint)
 
-    def path(copy: _TableCopy, index: int) -> Path:
+    def path(copy: _TableCopy, index: int) -> str:
         return chunk_path(root, state.epoch, copy.name, copy.copy, index)
 
     tasks = []
@@ -303,8 +331,8 @@ def run_snapshot(
         for index in range(copy.done, len(copy.chunks)):
             # A file left by a run that stopped is from before this read: this run's task
             # rewrites it, and the driver must not take the old one for the new.
-            path(copy, index).unlink(missing_ok=True)
-            tasks.append(ChunkTask(copy.source_table, copy.chunks[index], str(path(copy, index))))
+            _remove(path(copy, index))
+            tasks.append(ChunkTask(copy.source_table, copy.chunks[index], path(copy, index)))
     job = _ReadJob(spark, applier.pipeline.source, tasks, position)
     try:
         for copy in copies:
@@ -318,7 +346,7 @@ def run_snapshot(
                 state.chunks_applied[copy.name] = group[-1] + 1
                 checkpoint.save_start(state)
                 for done in paths:
-                    done.unlink(missing_ok=True)
+                    _remove(done)
             if state.epoch > 0 or copy.copy > 0:
                 for reader in copy.readers:
                     last = SLOT_SPAN - 1 if reader.routed else COPY_SPAN - 1
