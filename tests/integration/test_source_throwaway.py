@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 
 import pymysql
 import pytest
@@ -34,15 +33,14 @@ def test_replicator_user_has_least_privileges(mariadb: ThrowawayMariaDB) -> None
             cursor.execute("CREATE DATABASE not_allowed")
 
 
-def test_second_server_starts_fast_and_cleans_up() -> None:
-    started = time.monotonic()
+def test_second_server_starts_and_cleans_up() -> None:
+    # Its start-up time (~0.3 s from the cached template) is not asserted: under load it is
+    # whatever the machine gives (issue 21); the template reuse shows in the suite's time.
     with ThrowawayMariaDB(extra_args=["--binlog-format=STATEMENT"]) as server:
-        elapsed = time.monotonic() - started
         workdir = server.workdir
         with server.root_connection() as connection, connection.cursor() as cursor:
             cursor.execute("SELECT @@binlog_format")
             assert cursor.fetchone() == ("STATEMENT",)
-    assert elapsed < 3.0  # ~0.3 s measured once the template exists; slack for a busy CI box
     assert not os.path.exists(workdir)
     assert not server.running
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -34,15 +33,14 @@ def run_plan(path: Path, *extra: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("pipeline_file", PIPELINES, ids=lambda p: p.stem)
-def test_offline_plan_imports_nothing_heavy_and_is_fast(pipeline_file):
-    started = time.perf_counter()
+def test_offline_plan_imports_nothing_heavy(pipeline_file):
+    # Its start-up time is measured by `bench/run --only startup`, not asserted here: a timed
+    # assertion failed at load ~20 with the code unchanged (issue 21: timing changes speed,
+    # never results). What decides the speed, and can fail, is the heavy imports.
     done = run_plan(pipeline_file)
-    seconds = time.perf_counter() - started
     assert done.returncode == 0, done.stderr
     assert "HEAVY=\n" in done.stderr, done.stderr
     assert "MERGE INTO" in done.stdout and "offline" in done.stderr
-    print(f"{pipeline_file.name}: plan --offline in {seconds:.2f} s")
-    assert seconds < 4  # the goal is well under 2 s; generous for a loaded CI box
 
 
 def test_json_format_and_dialect_override():

@@ -193,7 +193,9 @@ def test_a_50_mb_file_fails_fast_without_reading_it_into_memory(tmp_path):
     finally:
         tracemalloc.stop()
     seconds = time.perf_counter() - started
-    assert seconds < 5, seconds  # ~0.1 s: the file is never parsed (generous for a busy CI box)
+    # ~0.1 s: the file is never parsed. Not a speed target (the memory bound below is the
+    # proof); only a guard against the >60 s parse of a 50 MB file this replaced.
+    assert seconds < 60, seconds
     assert peak < 3 * MAX_FILE_BYTES, peak  # the 50 MB were never held
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml"]
 
