@@ -169,6 +169,9 @@ _CREDENTIAL_ERRORS = frozenset({
     251005,  # user is empty
 })
 _UNKNOWN_ACCOUNT_ERRORS = frozenset({540001})  # HTTP 403 at login: "verify the account name"
+# The session is gone (the service restarted it away, it expired, HTTP 401): a new session
+# and the same batch again can succeed. (Network drops the connector retries itself.)
+_SESSION_GONE_ERRORS = frozenset({390104, 390111, 390112, 390114, 290401})
 _CREDENTIALS_HINT = (
     "check the user and its password (or private key / token) of the Snowflake connection: "
     "the [connection] in connections.toml (SNOWFLAKE_HOME), target.snowflake, or "
@@ -192,6 +195,9 @@ def _sink_error(exc: BaseException, doing: str) -> SinkError:
         return SinkError(message, hint=_CREDENTIALS_HINT)
     if errno in _UNKNOWN_ACCOUNT_ERRORS or isinstance(exc, errors.ForbiddenError):
         return SinkError(message, hint=_ACCOUNT_HINT)
+    if errno in _SESSION_GONE_ERRORS:
+        return TransientSinkError(message, hint="the Snowflake session ended; the batch is "
+                                  "retried on a new session")
     if isinstance(exc, (errors.OperationalError, errors.InterfaceError)):
         return TransientSinkError(message, hint="retried with backoff")
     if isinstance(exc, errors.ProgrammingError) and errno in (2003, 3001):

@@ -161,13 +161,17 @@ tables:
 """
 
 
+@pytest.mark.parametrize("lost", ["connection", "session"])
 def test_a_lost_snowflake_connection_mid_batch_is_retried_with_the_same_batch_id(
-    fakesnow_server, fakesnow_database, mariadb, mysql_source, fresh_database, tmp_path
+    lost, fakesnow_server, fakesnow_database, mariadb, mysql_source, fresh_database, tmp_path
 ):
     """The CLI runs against fakesnow's server; when the first stream batch has loaded its
     staging (its COPY arrives), the server stops for 3 s and starts again on the same port.
-    The run finishes on its own, every batch is applied once, and the target equals the
-    source."""
+    ``connection``: the sessions survive, the connector retries its requests itself.
+    ``session``: the restart also ends every session (HTTP 401): the sink sorts that as
+    transient, the run restarts the query from its checkpoint and the sink applies the same
+    batch id on a new session. Either way the run finishes on its own, every batch is
+    applied once, and the target equals the source."""
     import threading
 
     from replicator.config import load_pipeline
@@ -194,8 +198,10 @@ def test_a_lost_snowflake_connection_mid_batch_is_retried_with_the_same_batch_id
         if sql.startswith("COPY INTO") and not bounced:
             copies = sum(q.startswith("COPY INTO") for q in fakesnow_server.queries)
             if copies > copies_before:  # a stream batch, staging just loaded
-                bounced.append(fakesnow_server.restart_after(3.0))
+                bounced.append(fakesnow_server.restart_after(
+                    3.0, drop_sessions=lost == "session"))
 
+    logins_before = fakesnow_server.logins
     fakesnow_server.on_query = lose_the_connection
     try:
         result = replicator("run", str(pipeline_file), "--until-caught-up", env=env,
@@ -210,6 +216,9 @@ def test_a_lost_snowflake_connection_mid_batch_is_retried_with_the_same_batch_id
     assert result.returncode == 0, output[-4000:]
     assert bounced, "the server was never stopped mid-batch"
     assert "Traceback" not in output
+    if lost == "session":  # our retry: a transient error, a new login, the batch again
+        assert "transient error" in output and "401" in output, output[-4000:]
+        assert fakesnow_server.logins >= logins_before + 2
 
     pipeline = load_pipeline(pipeline_file, environ=env)
     with fakesnow_server.connect(fakesnow_database, "RAW") as connection:

@@ -154,5 +154,7 @@ def test_errors_are_sorted_into_transient_and_terminal():
     login = _sink_error(errors.DatabaseError(msg="Incorrect username or password", errno=390100),
                         "x")
     assert not login.transient and "password" in login.hint
+    gone = _sink_error(errors.HttpError(msg="401 Unauthorized", errno=290401), "x")
+    assert gone.transient and "new session" in gone.hint
     account = _sink_error(errors.ForbiddenError(), "x")
     assert not account.transient and "account identifier" in account.hint
