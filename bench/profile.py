@@ -1,12 +1,13 @@
 """Where the pipeline's CPU goes, measured without Spark on the same binlog range.
 
-The engine's executor side is ``read_changes`` -> ``change_rows`` (row images to exact JSON
-text) -> ``arrow_batches`` (columnar hand-off to Spark); its driver side turns the rows back
-into ``ChangeEvent``s (``event_from_row``), compacts them and stages Arrow for the sink. Run
-here in one process, stage by stage, the differences between the cumulative rates say what
-each stage costs per row, and a cProfile of the whole chain (first ``limit`` changes) names
-the functions. This is the "profile" behind the e2e figures: ``spark_read`` in the e2e split
-is the executor side plus Spark's transport, ``decode``/``transform``/``stage`` the driver's.
+The engine's executor side is ``read_change_batches`` (the fast decoder filling typed Arrow
+change batches) -> ``land_range`` (those batches as Parquet files in the landing zone, one
+manifest row per file); its driver side reads each table's files back (``read_files``) and
+stages them (``replicator.transform.stage_batch``, measured by the e2e split). Run here in
+one process, stage by stage, the differences between the cumulative rates say what each
+stage costs per row, and a cProfile of the decoder (first ``limit`` changes) names the
+functions. ``read_changes`` (ChangeEvents, the reader before the change batches) is the
+reference line.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import cProfile
 import io
 import pstats
+import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -30,10 +32,13 @@ def _events(source: MySQLSource, start: BinlogPosition, end: BinlogPosition, tab
     return read_changes(source, start=start, end=end, tables=tables, server_id=server_id)
 
 
-def _rows(events: Iterable[Any], database: str) -> Iterator[dict[str, Any]]:
-    from replicator.engine.datasource import change_rows
+def _chunks(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,
+            tables: list[str], server_id: int) -> Iterator[Any]:
+    from replicator.source.fast.columnar import TableChunk, read_change_batches
 
-    return change_rows(iter(events), {f"{database}.{spec.name}": [spec.key] for spec in TABLES})
+    return (item.data for item in read_change_batches(source, start=start, end=end,
+                                                      tables=tables, server_id=server_id)
+            if isinstance(item, TableChunk))
 
 
 def _consume_batches(batches: Iterable[Any], limit: int | None = None) -> int:
@@ -45,41 +50,13 @@ def _consume_batches(batches: Iterable[Any], limit: int | None = None) -> int:
     return rows
 
 
-def _driver_side(batches: list[Any], max_rows: int = 50_000) -> int:
-    """Driver, per micro-batch of ~``max_rows``: Arrow -> rows -> ChangeEvents -> compaction."""
-    import pyarrow as pa
-
-    from replicator.engine.transform import event_from_row
-    from replicator.model.compaction import compact
-
-    done = 0
-    group: list[Any] = []
-
-    def apply(group: list[Any]) -> int:
-        rows = pa.Table.from_batches(group).to_pylist()
-        rows.sort(key=lambda row: (row["file_seq"], row["pos"], row["row_index"]))
-        by_table: dict[str, list[Any]] = {}
-        for row in rows:
-            by_table.setdefault(row["table"], []).append(event_from_row(row))
-        for events in by_table.values():
-            compact(events, ["id"])
-        return len(rows)
-
-    for batch in batches:
-        group.append(batch)
-        if sum(b.num_rows for b in group) >= max_rows:
-            done += apply(group)
-            group = []
-    if group:
-        done += apply(group)
-    return done
-
-
 def run_profile(source: MySQLSource, start: BinlogPosition, end: BinlogPosition, *,
                 database: str, server_ids: Iterator[int], limit: int = 50_000) -> dict[str, Any]:
     import pyarrow  # noqa: F401  (imported before the clocks start: ~0.5 s once)
 
-    from replicator.engine.datasource import arrow_batches
+    from replicator.engine.landing import land_range, read_files
+    from replicator.model.selection import TableSelector
+    from replicator.source.fast.columnar import KeyColumns
 
     tables = [f"{database}.{spec.name}" for spec in TABLES]
     stages: dict[str, Any] = {}
@@ -94,18 +71,28 @@ def run_profile(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,
 
     timed("read_changes", lambda: sum(1 for _ in _events(source, start, end, tables,
                                                           next(server_ids))))
-    timed("read_changes+change_rows", lambda: sum(
-        1 for _ in _rows(_events(source, start, end, tables, next(server_ids)), database)))
-    batches: list[Any] = []
+    timed("read_change_batches", lambda: _consume_batches(
+        _chunks(source, start, end, tables, next(server_ids))))
+    manifest: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-profile-") as root:
 
-    def executor_side() -> int:
-        batches.extend(arrow_batches(_rows(_events(source, start, end, tables,
-                                                   next(server_ids)), database)))
-        return sum(batch.num_rows for batch in batches)
+        def executor_side() -> int:
+            manifest.extend(land_range(
+                source, start=start, end=end, tables=TableSelector.of(tables),
+                keys=KeyColumns({t: [spec.key] for t, spec in zip(tables, TABLES, strict=True)}),
+                server_id=next(server_ids), root=root, epoch=0, part=0))
+            return sum(int(row["rows"]) for row in manifest if row["kind"] == "rows")
 
-    timed("executor_side (+arrow_batches)", executor_side)
-    timed("driver_side (to_pylist, event_from_row, compact)", lambda: _driver_side(batches))
-    batches.clear()
+        def driver_read() -> int:
+            by_table: dict[str, list[str]] = {}
+            for row in manifest:
+                if row["kind"] == "rows":
+                    by_table.setdefault(row["table"], []).append(row["path"])
+            return sum(read_files(paths, root, sort=False).num_rows
+                       for paths in by_table.values())
+
+        timed("executor_side (+land_range: Parquet files)", executor_side)
+        timed("driver_side (read_files)", driver_read)
     # per-row microseconds each stage adds, from the differences of cumulative times
     per_row: dict[str, float] = {}
     previous = 0.0
@@ -119,8 +106,7 @@ def run_profile(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,
             previous = cost
     profiler = cProfile.Profile()
     profiler.enable()
-    _consume_batches(arrow_batches(_rows(_events(source, start, end, tables, next(server_ids)),
-                                         database)), limit)
+    _consume_batches(_chunks(source, start, end, tables, next(server_ids)), limit)
     profiler.disable()
     text = io.StringIO()
     pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(15)

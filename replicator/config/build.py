@@ -116,7 +116,6 @@ def _engine(spec: dict[str, Any]) -> EngineConfig:
         checkpoint=spec.get("checkpoint"),
         conf=dict(spec.get("conf") or {}),
         decode_partitions=spec.get("decode_partitions", defaults.decode_partitions),
-        large_batch_bytes=spec.get("large_batch_bytes", defaults.large_batch_bytes),
         landing=spec.get("landing"),
         landing_retention_ms=defaults.landing_retention_ms if retention is None else retention,
     )

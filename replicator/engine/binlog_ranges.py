@@ -287,27 +287,3 @@ def cut_range(
     edges = [start, *cuts, end]
     return [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
 
-
-def range_bytes(source: MySQLSource, start: BinlogPosition, end: BinlogPosition) -> int:
-    """Bytes of binlog between two positions: the cheap measure of how big a batch is.
-
-    Within one file a subtraction; across files the sizes ``SHOW BINARY LOGS`` lists (one
-    query, only then). Files the server no longer has count as nothing.
-    """
-    if end <= start:
-        return 0
-    if start.file == end.file:
-        return end.pos - start.pos
-    from replicator.source.connection import connect
-    from replicator.source.positions import binary_logs
-
-    with connect(source) as connection:
-        logs = binary_logs(connection)
-    total = 0
-    for name, size in logs:
-        here = BinlogPosition(name, 0)
-        if here < BinlogPosition(start.file, 0) or here > BinlogPosition(end.file, 0):
-            continue
-        first = start.pos if name == start.file else 0
-        total += (end.pos if name == end.file else size) - first
-    return max(0, total)

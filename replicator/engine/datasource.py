@@ -9,9 +9,10 @@ Where each method runs, and the measured pitfalls that shaped it:
   planner process on the driver. ``initialOffset()`` is called *twice* for a new query:
   "latest" computed in it would move between the calls and lose rows, so the start position
   is resolved once by the runner and passed in as the ``start`` option.
-- ``read`` runs on executors (a pickled copy of the reader): it decodes its range with
-  ``source.binlog.read_changes`` using its own server_id (pipeline server_id + partition
-  index: a replica connection with a duplicate server_id kicks the other one off).
+- ``read`` runs on executors (a pickled copy of the reader): it decodes its range into
+  change batches (``source.fast.columnar``) using its own server_id (pipeline server_id +
+  partition index: a replica connection with a duplicate server_id kicks the other one off)
+  and lands them as Parquet files (``engine.landing``).
 - option keys arrive lower-cased, so every key here is lower case.
 - ``latestOffset(start, limit)`` honours ``ReadMaxRows`` from ``batching.max_rows`` by
   finding a boundary after about that many row changes (``binlog_ranges``); with
@@ -19,8 +20,9 @@ Where each method runs, and the measured pitfalls that shaped it:
 - ``prepareForTriggerAvailableNow`` (``--until-caught-up``) pins the head seen at start, so
   the query stops once that is applied even while the source keeps writing.
 
-Rows carry row images as JSON text (``model.values.encode_image``, an exact round trip);
-the per-batch transform decodes them on the driver.
+The stream's rows are the manifest of the landed files (``engine.landing.MANIFEST_COLUMNS``):
+one small row per file and per schema change, never a row image; the per-batch transform on
+the driver reads the files.
 """
 
 from __future__ import annotations
@@ -39,33 +41,12 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from replicator.engine.errors import carried
-from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
+from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import MySQLSource, StartPosition
 from replicator.model.selection import TableSelection, TableSelector
-from replicator.model.values import encode_image
 
 SOURCE_FORMAT = "replicator_binlog"
 
-# One row per change. ``op`` is c/u/d (and r for snapshot reads, which use the same layout),
-# or ``ddl`` for a schema change, whose details are the JSON in ``after``.
-CHANGE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("table", "STRING"),
-    ("op", "STRING"),
-    ("file", "STRING"),
-    ("file_seq", "BIGINT"),
-    ("pos", "BIGINT"),
-    ("row_index", "BIGINT"),
-    ("ts_ms", "BIGINT"),
-    ("gtid", "STRING"),
-    ("transaction_id", "STRING"),
-    ("end_file", "STRING"),
-    ("end_pos", "BIGINT"),
-    ("key", "STRING"),
-    ("before", "STRING"),
-    ("after", "STRING"),
-)
-CHANGE_SCHEMA = ", ".join(f"`{name}` {kind}" for name, kind in CHANGE_COLUMNS)
-ARROW_BATCH_ROWS = 4_096
 # With no batching.max_rows, a part must be worth a binlog connection and a task.
 MIN_PARTITION_ROWS = 5_000
 
@@ -78,7 +59,7 @@ OPT_SERVER_ID = "server_id"
 OPT_START = "start"  # JSON offset, resolved once by the runner
 OPT_MAX_ROWS = "max_rows"
 OPT_PARTITIONS = "decode_partitions"
-OPT_LANDING = "landing"  # engine.landing, resolved: set -> rows are manifest rows of files
+OPT_LANDING = "landing"  # engine.landing, resolved (landing_root)
 OPT_EPOCH = "epoch"  # the run's epoch: part of the landed files' names
 OPT_SELECTION_KEYS = "selection_keys"  # JSON [[TableSelection JSON, [key columns]], ...]
 
@@ -92,16 +73,15 @@ def reader_options(
     start: BinlogPosition,
     max_rows: int,
     decode_partitions: int = 1,
-    landing: str | None = None,
+    landing: str,
     epoch: int = 0,
     selection_keys: Sequence[tuple[TableSelection, Sequence[str]]] = (),
 ) -> dict[str, str]:
     """The options of ``spark.readStream.format(SOURCE_FORMAT)`` for one pipeline.
 
-    ``landing`` (a resolved ``engine.landing``): executors write change batches there and
-    the stream's rows are their manifest (``engine.landing``); None: rows carry JSON row
-    images (the path before the landing zone). ``keys`` and ``selection_keys``: the key
-    columns whose pre-update values the change batches carry, by table and by selection."""
+    ``landing`` (a resolved ``engine.landing``): where executors write the change batches.
+    ``keys`` and ``selection_keys``: the key columns whose pre-update values the change
+    batches carry, by table and by selection."""
     fields = asdict(source)
     fields.pop("password", None)
     fields.pop("start", None)  # the start is resolved: OPT_START
@@ -114,7 +94,7 @@ def reader_options(
         OPT_START: json.dumps(start.to_offset()),
         OPT_MAX_ROWS: str(max_rows),
         OPT_PARTITIONS: str(decode_partitions),
-        OPT_LANDING: landing or "",
+        OPT_LANDING: landing,
         OPT_EPOCH: str(epoch),
         OPT_SELECTION_KEYS: json.dumps([[selection.to_json(), list(columns)]
                                         for selection, columns in selection_keys]),
@@ -154,11 +134,9 @@ class BinlogDataSource(DataSource):
         return SOURCE_FORMAT
 
     def schema(self) -> str:
-        if self.options.get(OPT_LANDING) or self.options.get(OPT_LANDING.upper()):
-            from replicator.engine.landing import MANIFEST_SCHEMA
+        from replicator.engine.landing import MANIFEST_SCHEMA
 
-            return MANIFEST_SCHEMA
-        return CHANGE_SCHEMA
+        return MANIFEST_SCHEMA
 
     def streamReader(self, schema: Any) -> BinlogStreamReader:
         return BinlogStreamReader(dict(self.options))
@@ -176,7 +154,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.selection_keys = [
             (TableSelection.from_json(selection), list(columns))
             for selection, columns in json.loads(self.options.get(OPT_SELECTION_KEYS) or "[]")]
-        self.landing = self.options.get(OPT_LANDING) or None
+        self.landing = self.options[OPT_LANDING]
         self.epoch = int(self.options.get(OPT_EPOCH, "0") or 0)
         self._until: BinlogPosition | None = None  # set by prepareForTriggerAvailableNow
 
@@ -239,124 +217,14 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @carried  # its ReplicatorError reaches the driver with its hint
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, BinlogRange)
-        if self.landing:
-            from replicator.engine.landing import land_range, manifest_batch
-            from replicator.source.fast.columnar import KeyColumns
+        from replicator.engine.landing import land_range, manifest_batch
+        from replicator.source.fast.columnar import KeyColumns
 
-            manifest = land_range(
-                self._source(), start=BinlogPosition.from_offset(partition.start),
-                end=BinlogPosition.from_offset(partition.end), tables=self.tables,
-                keys=KeyColumns(self.keys, self.selection_keys),
-                server_id=self.server_id + partition.index, root=self.landing,
-                epoch=self.epoch, part=partition.index)
-            if manifest:
-                yield manifest_batch(manifest)
-            return
-        from replicator.source.binlog import read_changes
-
-        events = read_changes(
-            self._source(),
-            start=BinlogPosition.from_offset(partition.start),
-            end=BinlogPosition.from_offset(partition.end),
-            tables=self.tables,
-            server_id=self.server_id + partition.index,
-        )
-        yield from arrow_batches(change_rows(events, self.keys))
-
-
-def change_row(event: ChangeEvent, key_columns: Sequence[str] | None) -> dict[str, Any]:
-    """One change as a row of ``CHANGE_SCHEMA``."""
-    image = event.before if event.op == "d" else event.after
-    key = None
-    if key_columns and image is not None:
-        key = encode_image({column: image.get(column) for column in key_columns})
-    end = event.end_position
-    return {
-        "table": event.table,
-        "op": event.op,
-        "file": event.position.file,
-        "file_seq": event.position.sequence,
-        "pos": event.position.pos,
-        "row_index": event.row_index,
-        "ts_ms": event.ts_ms,
-        "gtid": event.gtid,
-        "transaction_id": event.transaction_id,
-        "end_file": end.file if end else None,
-        "end_pos": end.pos if end else None,
-        "key": key,
-        "before": encode_image(event.before),
-        "after": encode_image(event.after),
-    }
-
-
-def schema_change_row(change: SchemaChange) -> dict[str, Any]:
-    position = change.position
-    details = {
-        "database": change.database,
-        "sql": change.sql,
-        "kind": change.kind,
-        "tables": list(change.tables),
-    }
-    return {
-        "table": change.tables[0] if change.tables else change.database,
-        "op": "ddl",
-        "file": position.file if position else None,
-        "file_seq": position.sequence if position else None,
-        "pos": position.pos if position else None,
-        "row_index": 0,
-        "ts_ms": change.ts_ms,
-        "gtid": None,
-        "transaction_id": None,
-        "end_file": None,
-        "end_pos": None,
-        "key": None,
-        "before": None,
-        "after": json.dumps(details, ensure_ascii=False),
-    }
-
-
-def change_rows(
-    events: Iterator[ChangeEvent | SchemaChange], keys: Mapping[str, Sequence[str]]
-) -> Iterator[dict[str, Any]]:
-    lowered = {table.lower(): columns for table, columns in keys.items()}
-    for event in events:
-        if isinstance(event, SchemaChange):
-            yield schema_change_row(event)
-        else:
-            yield change_row(event, lowered.get(event.table.lower()))
-
-
-def arrow_schema() -> Any:
-    import pyarrow as pa
-
-    types = {"STRING": pa.string(), "BIGINT": pa.int64()}
-    return pa.schema([(name, types[kind]) for name, kind in CHANGE_COLUMNS])
-
-
-def arrow_batches(rows: Iterator[dict[str, Any]], size: int = ARROW_BATCH_ROWS) -> Iterator[Any]:
-    """Rows -> Arrow record batches of ``CHANGE_SCHEMA`` (columnar hand-off to Spark).
-
-    Built column by column: ``RecordBatch.from_pylist`` measured ~10x slower here.
-    """
-    import pyarrow as pa
-
-    schema = arrow_schema()
-    names = [name for name, _ in CHANGE_COLUMNS]
-    columns: list[list[Any]] = [[] for _ in names]
-
-    def flush() -> Any:
-        arrays = [pa.array(values, type=field.type) for values, field in zip(columns, schema, strict=True)]
-        for values in columns:
-            values.clear()
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-    count = 0
-    for row in rows:
-        for values, name in zip(columns, names, strict=True):
-            values.append(row[name])
-        count += 1
-        if count == size:
-            yield flush()
-            count = 0
-    if count:
-        yield flush()
+        manifest = land_range(
+            self._source(), start=BinlogPosition.from_offset(partition.start),
+            end=BinlogPosition.from_offset(partition.end), tables=self.tables,
+            keys=KeyColumns(self.keys, self.selection_keys),
+            server_id=self.server_id + partition.index, root=self.landing,
+            epoch=self.epoch, part=partition.index)
+        if manifest:
+            yield manifest_batch(manifest)

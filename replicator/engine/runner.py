@@ -286,7 +286,6 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any) -> RunResul
         state = resolve_start(pipeline, plan, sink, checkpoint, options.snapshot, notice)
         applier = BatchApplier(pipeline, plan, sink, checkpoint, epoch=state.epoch,
                                open_sink=open_sink, on_report=report, on_notice=notice,
-                               stream_start=state.position,
                                on_new_sources=lambda names: _covered(checkpoint, state, names,
                                                                      notice),
                                covers=lambda name: state.covers(name))

@@ -1,81 +1,47 @@
-"""The per-batch transform: change rows -> typed changes per table -> the sink.
+"""The per-batch transform: a micro-batch's manifest -> per target table, its landed change
+files -> staging rows -> the sink, exactly once.
 
-Runs on the driver, inside ``foreachBatch`` (and for each snapshot chunk). For every table of
-a micro-batch: decode the row images (exact JSON -> typed values), fill columns added mid-
-stream into older images, and hand the changes to ``sink.staging.stage_changes``, which
-compacts them per the table's mode (last change per key by binlog position, delete wins, key
-updates split; changelog, log_table and scd2 tables keep every change) and maps the columns.
-The Arrow table goes to ``sink.apply`` with the batch id, exactly once through the sink's
+Runs on the driver, inside ``foreachBatch`` (and for each snapshot chunk). The stream's rows
+are the manifest of what the executors landed (``engine.landing``): one row per Parquet file
+of one table's changes and per schema change. For a micro-batch: follow the schema changes
+first (added columns re-plan and ALTER; anything else stops with the remedy; routing's tables
+come and go), then for every target table read the files of the source tables it reads and
+hand them, as change batches, to ``replicator.transform.stage_batch`` (key-update split,
+compaction or every change per mode, filter, mapping, masks, computed and metadata columns),
+whose staging rows go to ``sink.apply`` with the batch id, exactly once through the sink's
 state table.
 
-Compaction runs on the driver, not as a Spark window: the sink runs on the driver and takes
-typed ``ChangeEvent``s anyway, so a window would add a shuffle per batch (~0.3-1 s locally)
-to save decoding rows that the driver then decodes regardless. The rows of a batch are bounded
-by ``batching.max_rows`` -- except that a batch never splits a transaction, so one huge
-transaction is one huge batch. Collecting that through Spark holds it whole in the driver JVM
-(its default 1 GiB heap runs out near 1M rows) and several times over in Python. So a batch
-whose binlog range exceeds ``engine.large_batch_bytes`` is never evaluated by Spark: the
-driver reads the range itself, table by table, and streams each table's changes to the sink
-in slices of ``SLICE_ROWS`` inside ONE sink transaction (``apply_range``; the reasoning and
-the measurements are in docs/architecture.md).
+A batch never splits a transaction, so one huge transaction is one huge batch; it reaches
+the driver as files (the executor spilled it in row groups while decoding) and is staged in
+slices of ``SLICE_ROWS`` inside ONE sink transaction, so no process holds it whole
+(``apply_files``; the reasoning and the measurements are in docs/architecture.md).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
+from replicator.engine.landing import landing_root
 from replicator.engine.metrics import BatchReport, TableReport
 from replicator.engine.schema_changes import DdlEffect, cannot_follow, classify
 from replicator.errors import EngineError, ReplicatorError
 from replicator.model.changes import BinlogPosition, ChangeEvent
-from replicator.model.values import decode_image
 
 if TYPE_CHECKING:
     from replicator.model.pipeline import Pipeline
-    from replicator.model.selection import TableSelection
     from replicator.plan.model import Plan, TablePlan
 
 ReportCallback = Callable[[BatchReport], None]
 Notice = Callable[[str], None]
 
-# Changes per slice of a big batch: ~50-100 MB of ChangeEvents and staging rows on the
+# Changes per slice of a big batch: tens of MB of change batch and staging rows on the
 # driver, and few enough slices that the per-slice cost (an Arrow table, a staging insert,
-# a write_pandas COPY on Snowflake) stays small next to the rows themselves.
+# a COPY on Snowflake) stays small next to the rows themselves.
 SLICE_ROWS = 50_000
-
-
-def event_from_row(row: dict[str, Any]) -> ChangeEvent:
-    """A row of the data source's ``CHANGE_SCHEMA`` -> the ChangeEvent it was made from."""
-    end = None
-    if row.get("end_file"):
-        end = BinlogPosition(row["end_file"], int(row["end_pos"]))
-    return ChangeEvent(
-        table=row["table"],
-        op=row["op"],
-        position=BinlogPosition(row["file"], int(row["pos"])),
-        row_index=int(row["row_index"]),
-        ts_ms=int(row["ts_ms"] or 0),
-        before=decode_image(row["before"]),
-        after=decode_image(row["after"]),
-        gtid=row.get("gtid"),
-        transaction_id=row.get("transaction_id"),
-        end_position=end,
-    )
-
-
-# Reading a large batch's range pauses while each slice is staged (seconds, or minutes into
-# a slow warehouse): the dump connection must survive that.
-LARGE_BATCH_PAUSE_S = 3600
-
-
-def _binlog_order(row: dict[str, Any]) -> tuple[int, int, int]:
-    return (row["file_seq"] or 0, row["pos"] or 0, row["row_index"] or 0)
 
 
 def _complete_images(events: list[ChangeEvent], columns: Sequence[str]) -> list[ChangeEvent]:
@@ -110,7 +76,6 @@ class BatchApplier:
         open_sink: Callable[[Pipeline, Plan], Any] | None = None,
         on_report: ReportCallback | None = None,
         on_notice: Notice | None = None,
-        stream_start: BinlogPosition | None = None,
         on_new_sources: Callable[[list[str]], None] | None = None,
         covers: Callable[[str], bool] | None = None,
     ) -> None:
@@ -122,9 +87,6 @@ class BatchApplier:
         self._open_sink = open_sink
         self._on_report = on_report
         self._on_notice = on_notice
-        # Where the streaming query's first micro-batch starts (its later batches start at
-        # the previous batch's end offset): the big-batch path needs each batch's range.
-        self.stream_start = stream_start
         # Called with the source tables a `sources:` selection starts matching mid-stream
         # (the runner records them as covered: streamed from their CREATE, no copy needed).
         self._on_new_sources = on_new_sources
@@ -140,14 +102,8 @@ class BatchApplier:
         self._unplanned: set[str] = set()  # see _plan_unplanned_sources
         self.in_batch = False
         self.batches = 0
-        # Where executors land change batches (engine.landing); None: the stream carries
-        # JSON row images (the path before the landing zone, REPLICATOR_LANDING=0).
-        self.landing: str | None = None
-        if os.environ.get("REPLICATOR_LANDING", "1").strip().lower() not in (
-                "0", "false", "no", "off"):
-            from replicator.engine.landing import landing_root
-
-            self.landing = landing_root(pipeline.engine.landing, checkpoint.path)
+        # Where executors land change batches (engine.landing).
+        self.landing = landing_root(pipeline.engine.landing, checkpoint.path)
         self.failure: ReplicatorError | None = None  # kept: Spark wraps it in its own error
 
     # -- foreachBatch ----------------------------------------------------------------------
@@ -157,16 +113,8 @@ class BatchApplier:
         try:
             started = time.perf_counter()
             end_offset = self.checkpoint.batch_end_offset(spark_batch_id)
-            big = None if self.landing else self._large_range(spark_batch_id, end_offset)
-            if self.landing:
-                manifest = frame.toArrow().to_pylist()  # one small row per landed file
-                report = self.apply_manifest(manifest, spark_batch_id, end_offset)
-            elif big is not None:
-                # The frame is never evaluated: Spark does not read this range at all.
-                report = self.apply_range(big[0], big[1], spark_batch_id, end_offset)
-            else:
-                rows = frame.toArrow().to_pylist()
-                report = self.apply_rows(rows, spark_batch_id, end_offset)
+            manifest = frame.toArrow().to_pylist()  # one small row per landed file
+            report = self.apply_manifest(manifest, spark_batch_id, end_offset)
             report.seconds = time.perf_counter() - started
             self.batches += 1
             if self._on_report:
@@ -176,84 +124,6 @@ class BatchApplier:
             raise
         finally:
             self.in_batch = False
-
-    def _batch_range(
-        self, spark_batch_id: int, end_offset: dict[str, Any] | None
-    ) -> tuple[BinlogPosition, BinlogPosition] | None:
-        """(start, end) of a micro-batch from Spark's offset log; None when unknown."""
-        if end_offset is None:
-            return None
-        if spark_batch_id == 0:
-            start = self.stream_start
-        else:
-            previous = self.checkpoint.batch_end_offset(spark_batch_id - 1)
-            start = BinlogPosition.from_offset(previous) if previous else None
-        if start is None:
-            return None
-        return start, BinlogPosition.from_offset(end_offset)
-
-    def _large_range(
-        self, spark_batch_id: int, end_offset: dict[str, Any] | None
-    ) -> tuple[BinlogPosition, BinlogPosition] | None:
-        """The batch's range if it is too big to collect through Spark, else None."""
-        limit = self.pipeline.engine.large_batch_bytes
-        found = self._batch_range(spark_batch_id, end_offset) if limit > 0 else None
-        if found is None or found[0] >= found[1]:
-            return None
-        from replicator.engine.binlog_ranges import range_bytes
-
-        size = range_bytes(self.pipeline.source, *found)
-        if size <= limit:
-            return None
-        if self._on_notice:
-            self._on_notice(
-                f"batch {spark_batch_id}: {size / 2**20:.0f} MiB of binlog ({found[0]} -> "
-                f"{found[1]}, over engine.large_batch_bytes): reading it on the driver and "
-                f"applying it in slices of {SLICE_ROWS:,} changes")
-        return found
-
-    def apply_rows(
-        self, rows: list[dict[str, Any]], spark_batch_id: int, end_offset: dict[str, Any] | None
-    ) -> BatchReport:
-        """Apply one micro-batch's change rows (any order) under its sink batch id."""
-        rows.sort(key=_binlog_order)
-        if end_offset is None and rows:
-            # The offset log is local to the driver; elsewhere the last transaction's end is
-            # the best we know (it can lag the true end when trailing transactions are
-            # filtered out, which only makes `status` report a slightly older position).
-            last = max(
-                (r for r in rows if r.get("end_file")),
-                key=lambda r: (BinlogPosition(r["end_file"], r["end_pos"])._key()),
-                default=None,
-            )
-            if last is not None:
-                end_offset = {"file": last["end_file"], "pos": int(last["end_pos"])}
-        by_table: dict[str, list[dict[str, Any]]] = {}
-        for row in rows:
-            if row["op"] != "ddl":
-                by_table.setdefault(row["table"].lower(), []).append(row)
-        ddl = [row for row in rows if row["op"] == "ddl"]
-        if ddl:
-            self._follow_schema_changes(ddl, with_rows=by_table)
-        self._plan_unplanned_sources(by_table)
-        report = BatchReport("stream", sink_batch_id(self.epoch, spark_batch_id), end_offset,
-                             pipeline=self.pipeline.name)
-        for table_plan in self.plan.tables:
-            # One source table can feed several targets (outbox routes) and one target can
-            # read several source tables (routing): each plan takes the rows it reads.
-            table_rows = [row for name, rows_of in by_table.items() if table_plan.reads(name)
-                          for row in rows_of]
-            if not table_rows:
-                continue
-            if len(table_rows) > 1 and len(by_table) > 1:
-                table_rows.sort(key=_binlog_order)
-            started = time.perf_counter()
-            events = [event_from_row(row) for row in table_rows]
-            decoded = time.perf_counter() - started
-            table_report = self.apply_events(table_plan, events, report.batch_id, end_offset)
-            table_report.seconds_decode = decoded
-            report.tables.append(table_report)
-        return report
 
     # -- landed files (engine.landing) ----------------------------------------------------
 
@@ -290,7 +160,7 @@ class BatchApplier:
             if table_files:
                 report.tables.append(
                     self.apply_files(table_plan, table_files, report.batch_id, end_offset))
-        if self.landing and manifest:
+        if manifest:
             prune(self.landing, self.pipeline.engine.landing_retention_ms)
         return report
 
@@ -307,7 +177,6 @@ class BatchApplier:
         table is staged whole (a key's versions depend on all its changes in the batch)."""
         from replicator.engine.landing import file_slices, read_files
 
-        assert self.landing is not None
         root = self.landing
         report = TableReport(table=table_plan.label, changes=0)
         paths = [row["path"] for row in files]
@@ -362,96 +231,6 @@ class BatchApplier:
         table = stage_batch(table_plan, batch, first_seq=first_seq)
         report.seconds_stage += time.perf_counter() - started
         return table
-
-    # -- a big batch, read on the driver ---------------------------------------------------
-
-    def apply_range(
-        self, start: BinlogPosition, end: BinlogPosition, spark_batch_id: int,
-        end_offset: dict[str, Any] | None,
-    ) -> BatchReport:
-        """Apply the micro-batch (start, end] without Spark, in bounded memory.
-
-        Schema changes first, as ``apply_rows`` does (a pass that skips every row event);
-        then one pass per table: its changes, read in binlog order, are staged slice by slice
-        into ONE sink transaction. Reading the range once per table keeps one sink
-        transaction open at a time (a Snowflake session has one); a reader skips the other
-        tables' row events without decoding them.
-        """
-        report = BatchReport("stream", sink_batch_id(self.epoch, spark_batch_id), end_offset,
-                             pipeline=self.pipeline.name)
-        ddl = [_schema_change_row(change) for change in self._read(start, end, rows=False)]
-        if ddl:
-            self._follow_schema_changes(ddl)
-        names = self._stream_tables()
-        for table_plan in self.plan.tables:
-            # A routed target reads what its selection matches (also tables created in this
-            # batch); the others the named tables they read.
-            sources = ([table_plan.selection] if table_plan.selection is not None else
-                       [name for name in names if isinstance(name, str) and table_plan.reads(name)])
-            decode = _Timer()
-            slices = decode.wrap(_event_slices(self._read(start, end, tables=sources), SLICE_ROWS))
-            first = next(slices, None)
-            if first is None:
-                continue  # none of its changes in this batch (apply_rows skips it too)
-            table_report = self.apply_event_slices(
-                table_plan, itertools.chain([first], slices), report.batch_id, end_offset)
-            table_report.seconds_decode = decode.seconds
-            report.tables.append(table_report)
-        return report
-
-    def _stream_tables(self) -> list[str | TableSelection]:
-        """The source tables the streaming query reads (``runner._stream``'s list; the
-        routes of an outbox share one; a routed target reads by its selection)."""
-        return list(dict.fromkeys(table.selection or table.source_name
-                                  for table in self.plan.tables))
-
-    def _read(
-        self, start: BinlogPosition, end: BinlogPosition, *,
-        tables: Sequence[str | TableSelection] | None = None,
-        rows: bool = True,
-    ) -> Iterator[Any]:
-        """The range's row changes of ``tables`` (ChangeEvents), or only its schema changes."""
-        from replicator.model.changes import SchemaChange
-        from replicator.source.binlog import read_changes
-
-        # pipeline.server_id is the executors' first reader: no read task runs while a batch
-        # is applied (micro-batches are sequential), so no second connection uses it.
-        events = read_changes(self.pipeline.source, start=start, end=end,
-                              tables=self._stream_tables() if tables is None else tables,
-                              server_id=self.pipeline.server_id, rows=rows,
-                              pause_tolerance_s=LARGE_BATCH_PAUSE_S)
-        wanted = ChangeEvent if rows else SchemaChange
-        return (event for event in events if isinstance(event, wanted))
-
-    def apply_event_slices(
-        self, table_plan: TablePlan, slices: Iterable[list[ChangeEvent]], batch_id: int,
-        end_offset: dict[str, Any] | None,
-    ) -> TableReport:
-        """One table's changes of a batch, staged slice by slice, applied in ONE transaction.
-
-        The sink pulls the slices only after its replay check. ``STAGE_SEQ`` continues across
-        slices, so the MERGE's "last change per key" (QUALIFY ROW_NUMBER() ... ORDER BY
-        STAGE_SEQ DESC) compacts across them; changelog and log tables keep every change in
-        order. scd2 versions need all of a key's changes in the batch at once
-        (``sink.versions``), so an scd2 table is staged whole: unbounded, as before.
-        """
-        report = TableReport(table=table_plan.label, changes=0)
-        if table_plan.mode == "scd2":
-            slices = [[event for piece in slices for event in piece]]
-
-        def staged() -> Iterator[Any]:
-            staged_rows = 0
-            for events in slices:
-                table = self._stage(table_plan, events, report, first_seq=staged_rows)
-                staged_rows += table.num_rows
-                yield table
-
-        result = self.sink.apply(table_plan, batch_id, end_offset or {}, staged())
-        report.rows = int(result.rows)
-        report.skipped = bool(result.skipped)
-        report.seconds_stage += float(result.seconds_stage)
-        report.seconds_merge = float(result.seconds_merge)
-        return report
 
     def _stage(
         self, table_plan: TablePlan, events: list[ChangeEvent], report: TableReport, *,
@@ -690,19 +469,6 @@ def _ddl_details(row: dict[str, Any]) -> dict[str, Any]:
     """A DDL row's {database, sql, kind, tables}: a manifest row's ``ddl``, or the JSON in
     a change row's ``after``."""
     return json.loads(row.get("ddl") or row["after"])
-
-
-def _schema_change_row(change: Any) -> dict[str, Any]:
-    """A SchemaChange as the data source's DDL row (what ``_follow_schema_changes`` reads)."""
-    from replicator.engine.datasource import schema_change_row
-
-    return schema_change_row(change)
-
-
-def _event_slices(events: Iterator[ChangeEvent], size: int) -> Iterator[list[ChangeEvent]]:
-    """Consecutive lists of at most ``size`` events (the last one shorter)."""
-    while piece := list(itertools.islice(events, size)):
-        yield piece
 
 
 class _Timer:

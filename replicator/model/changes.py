@@ -71,7 +71,7 @@ class ChangeEvent:
     """One row change, with full row images as typed Python values.
 
     ``before`` is set for ``u`` and ``d``; ``after`` for ``c``, ``u`` and ``r``. Keys of the
-    images are source column names. Values follow ``model.values`` (Decimal, int, float,
+    images are source column names. Values follow ``source.values`` (Decimal, int, float,
     str, bytes, datetime/date/timedelta, None; JSON as its text).
     """
 

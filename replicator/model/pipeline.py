@@ -182,9 +182,6 @@ class EngineConfig:
     conf: Mapping[str, str] = field(default_factory=dict)
     # How many partitions a micro-batch's binlog range is decoded in (1: one reader).
     decode_partitions: int = 1
-    # A micro-batch whose binlog range is larger is read on the driver and applied in slices
-    # (bounded memory for big transactions, engine.transform); 0: always through Spark.
-    large_batch_bytes: int = 32 * 2**20
     # Where executors land change batches as Parquet (engine.landing); None: the checkpoint
     # directory's landing/ (engine.landing module doc: layout and naming).
     landing: str | None = None

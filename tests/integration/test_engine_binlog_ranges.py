@@ -75,20 +75,3 @@ def test_large_ranges_skip_ahead_to_about_max_rows(mariadb, mysql_source, fresh_
     assert 1200 <= boundaries.index(found) <= 1800
     assert boundary_after_rows(mysql_source, start, head, 100_000) == head
 
-
-def test_range_bytes_within_a_file_and_across_a_rotation(mariadb, mysql_source, fresh_database):
-    from replicator.engine.binlog_ranges import range_bytes
-    from replicator.source.positions import binary_logs
-
-    start = current_position(mysql_source)
-    first = _transactions(mariadb, fresh_database, count=2, rows_each=2)
-    assert range_bytes(mysql_source, start, first[-1]) == first[-1].pos - start.pos
-    with mariadb.root_connection() as connection, connection.cursor() as cursor:
-        cursor.execute("FLUSH BINARY LOGS")
-        cursor.execute(f"INSERT INTO `{fresh_database}`.t VALUES (99999, 'y')")
-    head = current_position(mysql_source)
-    with mariadb.root_connection() as connection:
-        sizes = dict(binary_logs(connection))
-    # The rest of the old file (its size includes the rotate event) + the new one up to head.
-    assert range_bytes(mysql_source, start, head) == sizes[start.file] - start.pos + head.pos
-    assert range_bytes(mysql_source, head, start) == 0

@@ -21,6 +21,7 @@ schema: older chunks simply lack the column, NULL for their rows), and at the en
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -199,10 +200,15 @@ def read_change_batches(
     stats: ValueStats | None = None,
     counters: FastDecodeCounters | None = None,
     chunk_rows: int = CHUNK_ROWS,
-    force_library: bool = False,
+    force_library: bool | None = None,
 ) -> Iterator[TableChunk | SchemaChange]:
     """The changes of ``read_changes`` (same arguments), as change-batch chunks per table
-    plus the schema changes, in binlog order per table (see the module doc)."""
+    plus the schema changes, in binlog order per table (see the module doc).
+    ``force_library``: every rows event decoded by python-mysql-replication; None: only when
+    the environment sets REPLICATOR_FAST_DECODE=0 (the escape hatch ``read_changes`` has)."""
+    if force_library is None:
+        force_library = os.environ.get("REPLICATOR_FAST_DECODE", "1").strip().lower() in (
+            "0", "false", "no", "off")
     zero_dates = ZeroDates(source.zero_dates, stats)
     local = FastDecodeCounters()
     keys = keys or KeyColumns({})
