@@ -131,13 +131,14 @@ class BatchApplier:
         self, manifest: list[dict[str, Any]], spark_batch_id: int,
         end_offset: dict[str, Any] | None,
     ) -> BatchReport:
-        """Apply one micro-batch from its manifest: schema changes first (as ``apply_rows``),
-        then per target table its landed files -> staging rows -> the sink, exactly once."""
+        """Apply one micro-batch from its manifest: schema changes first, then per target
+        table its landed files -> staging rows -> the sink, exactly once."""
         from replicator.engine.landing import file_order, prune
 
         if end_offset is None:
-            # The offset log is local to the driver; elsewhere the last file's end is the
-            # best we know (see apply_rows).
+            # The offset log is local to the driver; elsewhere the last file's end is the best
+            # we know (it can lag the true end when trailing transactions are filtered out,
+            # which only makes `status` report a slightly older position).
             ends = [BinlogPosition(r["end_file"], int(r["end_pos"])) for r in manifest
                     if r["kind"] == "rows"]
             if ends:
