@@ -42,6 +42,8 @@ Notice = Callable[[str], None]
 # driver, and few enough slices that the per-slice cost (an Arrow table, a staging insert,
 # a COPY on Snowflake) stays small next to the rows themselves.
 SLICE_ROWS = 50_000
+# Old landed files are looked for at most this often (engine.landing_retention).
+PRUNE_EVERY_S = 60.0
 
 
 def _complete_images(events: list[ChangeEvent], columns: Sequence[str]) -> list[ChangeEvent]:
@@ -100,6 +102,7 @@ class BatchApplier:
         # replayed RENAME is no news any more, even if they are gone from the catalog now).
         self.copied_sources: set[str] = set()
         self._unplanned: set[str] = set()  # see _plan_unplanned_sources
+        self._pruned_at = float("-inf")  # when landed files were last pruned (monotonic)
         self.in_batch = False
         self.batches = 0
         # Where executors land change batches (engine.landing).
@@ -161,7 +164,9 @@ class BatchApplier:
             if table_files:
                 report.tables.append(
                     self.apply_files(table_plan, table_files, report.batch_id, end_offset))
-        if manifest:
+        if manifest and time.monotonic() - self._pruned_at >= PRUNE_EVERY_S:
+            # Listing every task directory per batch would grow with the retention.
+            self._pruned_at = time.monotonic()
             prune(self.landing, self.pipeline.engine.landing_retention_ms)
         return report
 
