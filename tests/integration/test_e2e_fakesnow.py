@@ -79,8 +79,9 @@ def test_cli_snapshot_and_stream_through_the_connector(fakesnow_server, fakesnow
         assert cursor.fetchone()[0] > 0
 
     ok(replicator("verify", str(pipeline_file), env=env))  # exit 0: every table equal
+    # --stopped-ok: a caught-up `--until-caught-up` pipeline is healthy while stopped.
     status = json.loads(ok(replicator("status", str(pipeline_file), "--format", "json",
-                                      env=env)).stdout)
+                                      "--stopped-ok", env=env)).stdout)
     assert status["problems"] == [] and status["position"] == status["head"]
     assert all(table["batch_id"] is not None for table in status["tables"])
 

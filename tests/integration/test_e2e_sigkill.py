@@ -164,8 +164,9 @@ def test_sigkill_mid_run_into_snowflake_then_resume_converges(
                        '"RAW"."_REPLICATOR_STATE" GROUP BY 1, 2 HAVING COUNT(*) > 1)')
         assert cursor.fetchone()[0] == 0
 
+    # --stopped-ok: a caught-up `--until-caught-up` pipeline is healthy while stopped.
     status = json.loads(ok(replicator("status", str(pipeline_file), "--format", "json",
-                                      env=env)).stdout)
+                                      "--stopped-ok", env=env)).stdout)
     assert status["problems"] == [] and status["position"] == status["head"]
     assert status["lag_bytes"] == 0 and status["snapshot"] == "done"
     root.close()
