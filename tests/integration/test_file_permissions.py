@@ -25,16 +25,12 @@ pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _umask_022() -> None:
-    os.umask(0o022)
-
-
 def _run(path: Path, metrics: Path, env: dict[str, str]) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "replicator", "run", str(path), "--until-caught-up",
          "--metrics-file", str(metrics), "--log-format", "json"],
         capture_output=True, text=True, timeout=300, env=env, cwd=path.parent,
-        preexec_fn=_umask_022,
+        umask=0o022,  # set by the fork itself: preexec_fn runs Python in a forked threaded process
     )
     assert done.returncode == 0, done.stdout + done.stderr
 
