@@ -15,21 +15,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from replicator.source.arrow_types import time_text
+
 if TYPE_CHECKING:
     from replicator.plan.model import PlannedColumn, TablePlan
 
 _ZERO_DATES = ("0000-00-00", "0000-00-00 00:00:00")
-
-
-def _time_text(value: dt.timedelta, fsp: int) -> str:
-    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-    sign = "-" if micros < 0 else ""
-    micros = abs(micros)
-    seconds, fraction = divmod(micros, 1_000_000)
-    hours, rest = divmod(seconds, 3600)
-    minutes, seconds = divmod(rest, 60)
-    text = f"{sign}{hours:02d}:{minutes:02d}:{seconds:02d}"
-    return text + (f".{fraction:06d}"[: fsp + 1] if fsp else "")
 
 
 def _bits_int(value: Any) -> int:
@@ -53,7 +44,7 @@ def canonical(value: Any, column: PlannedColumn) -> Any:
         return bool(_bits_int(value)) if not isinstance(value, bool) else value
     if kind == "time_text":
         if isinstance(value, dt.timedelta):
-            return _time_text(value, column.target_type.fsp or 0)
+            return time_text(value, column.target_type.fsp or 0)
         return str(value)
     if kind == "timestamp_tz":
         if isinstance(value, dt.datetime) and value.tzinfo is not None:

@@ -18,23 +18,10 @@ from replicator.errors import SinkError
 from replicator.model.pipeline import MaskKind
 from replicator.plan.model import PlannedColumn
 from replicator.plan.types import TargetType
+from replicator.source.arrow_types import time_text as mysql_time_text
 
 Converter = Callable[[Any], Any]
 UTC = dt.UTC
-
-
-def mysql_time_text(value: dt.timedelta, fsp: int) -> str:
-    """A MySQL TIME value as MySQL prints it: '-838:59:59', '12:00:00.500000'."""
-    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-    sign = "-" if micros < 0 else ""
-    micros = abs(micros)
-    seconds, fraction = divmod(micros, 1_000_000)
-    hours, rest = divmod(seconds, 3600)
-    minutes, seconds = divmod(rest, 60)
-    text = f"{sign}{hours:02d}:{minutes:02d}:{seconds:02d}"
-    if fsp or fraction:
-        text += "." + f"{fraction:06d}"[: max(fsp, 1) if fsp else 6]
-    return text
 
 
 def _micros(value: dt.timedelta) -> int:
