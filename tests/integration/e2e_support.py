@@ -97,6 +97,22 @@ def fakesnow_warehouse(
 ROOT = Path(__file__).resolve().parents[2]
 
 
+DUCKDB_TARGET = 'duckdb: {path: "${WORKDIR}/warehouse.duckdb"}'
+SNOWFLAKE_TARGET = 'snowflake: {connection: fakesnow, database: "${TARGET_DATABASE}", schema: RAW}'
+
+
+def demo_pipeline_yaml(name: str, database: str, *, target: str = DUCKDB_TARGET,
+                       batching: str = "{max_rows: 300, max_delay: 500ms}",
+                       engine: str = "master: local[2]\n  checkpoint: ${WORKDIR}/checkpoint\n"
+                       '  conf: {spark.sql.shuffle.partitions: "2"}') -> str:
+    """The demo tables' pipeline YAML for the CLI tests, configured by ``cli_environment``'s
+    variables (MySQL, WORKDIR, TARGET_DATABASE): only what differs is passed."""
+    tables = "".join(f"  - source: {database}.{table}\n" for table in DEMO_TABLES)
+    return (f"version: 1\nname: {name}\nsource:\n  mysql:\n    host: ${{MYSQL_HOST}}\n"
+            "    port: ${MYSQL_PORT}\n    user: ${MYSQL_USER}\n    password: ${MYSQL_PASSWORD}\n"
+            f"target:\n  {target}\nbatching: {batching}\nengine:\n  {engine}\ntables:\n{tables}")
+
+
 def cli_environment(fakesnow_server, database: str, mysql_source, workdir: Path,
                     **connection: object) -> dict[str, str]:
     """The subprocess's environment: MySQL settings for the YAML, SNOWFLAKE_HOME for the

@@ -22,34 +22,18 @@ import pytest
 
 from replicator.config import load_pipeline
 from replicator.demo.workload import apply_changes, create_schema, seed
-from tests.integration.e2e_support import assert_target_equals_source
+from tests.integration.e2e_support import assert_target_equals_source, demo_pipeline_yaml
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PIPELINE_YAML = """\
-version: 1
-name: cluster
-source:
-  mysql:
-    host: ${MYSQL_HOST}
-    port: ${MYSQL_PORT}
-    user: ${MYSQL_USER}
-    password: ${MYSQL_PASSWORD}
-target:
-  duckdb: {path: "${WORKDIR}/warehouse.duckdb"}
-batching: {max_rows: 60, max_delay: 300ms}
-engine:
-  checkpoint: ${WORKDIR}/checkpoint
-  decode_partitions: 2
-  conf: {spark.sql.shuffle.partitions: "2", spark.executor.memory: "1g",
-         spark.cores.max: "2"}
-tables:
-  - source: DB.customers
-  - source: DB.orders
-  - source: DB.awkward
-"""
+def _pipeline_yaml(database: str) -> str:
+    return demo_pipeline_yaml(
+        "cluster", database, batching="{max_rows: 60, max_delay: 300ms}",
+        engine="checkpoint: ${WORKDIR}/checkpoint\n  decode_partitions: 2\n"
+        '  conf: {spark.sql.shuffle.partitions: "2", spark.executor.memory: "1g",\n'
+        '         spark.cores.max: "2"}')
 
 
 def _commits(checkpoint: Path) -> int:
@@ -83,7 +67,7 @@ def test_cluster_run_with_two_decode_partitions_survives_sigkill(
     create_schema(root, fresh_database)
     seed(root, fresh_database, customers=30, orders=120, awkward=30)
     pipeline_file = tmp_path / "cluster.yaml"
-    pipeline_file.write_text(PIPELINE_YAML.replace("DB.", f"{fresh_database}."))
+    pipeline_file.write_text(_pipeline_yaml(fresh_database))
     env = {
         **os.environ,
         "MYSQL_HOST": mysql_source.host,

@@ -17,8 +17,10 @@ import pytest
 from replicator.config import load_pipeline
 from replicator.demo.workload import apply_changes, create_schema, seed
 from tests.integration.e2e_support import (
+    SNOWFLAKE_TARGET,
     assert_target_equals_source,
     cli_environment,
+    demo_pipeline_yaml,
     ok,
     replicator,
 )
@@ -27,27 +29,8 @@ pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PIPELINE_YAML = """\
-version: 1
-name: e2e-snow-server
-source:
-  mysql:
-    host: ${MYSQL_HOST}
-    port: ${MYSQL_PORT}
-    user: ${MYSQL_USER}
-    password: ${MYSQL_PASSWORD}
-target:
-  snowflake: {connection: fakesnow, database: "${TARGET_DATABASE}", schema: RAW}
-batching: {max_rows: 300, max_delay: 500ms}
-engine:
-  master: local[2]
-  checkpoint: ${WORKDIR}/checkpoint
-  conf: {spark.sql.shuffle.partitions: "2"}
-tables:
-  - source: DB.customers
-  - source: DB.orders
-  - source: DB.awkward
-"""
+def _pipeline_yaml(database: str) -> str:
+    return demo_pipeline_yaml("e2e-snow-server", database, target=SNOWFLAKE_TARGET)
 
 
 def test_cli_snapshot_and_stream_through_the_connector(fakesnow_server, fakesnow_database,
@@ -57,7 +40,7 @@ def test_cli_snapshot_and_stream_through_the_connector(fakesnow_server, fakesnow
     create_schema(root, fresh_database)
     seed(root, fresh_database, customers=20, orders=120, awkward=40)
     pipeline_file = tmp_path / "snow.yaml"
-    pipeline_file.write_text(PIPELINE_YAML.replace("DB.", f"{fresh_database}."))
+    pipeline_file.write_text(_pipeline_yaml(fresh_database))
     env = cli_environment(fakesnow_server, fakesnow_database, mysql_source, tmp_path)
 
     ok(replicator("check", str(pipeline_file), env=env))
@@ -99,7 +82,7 @@ def test_wrong_password_and_unknown_account_are_our_message(fakesnow_server, fak
     with mariadb.root_connection() as root:
         create_schema(root, fresh_database)
     pipeline_file = tmp_path / "snow.yaml"
-    pipeline_file.write_text(PIPELINE_YAML.replace("DB.", f"{fresh_database}."))
+    pipeline_file.write_text(_pipeline_yaml(fresh_database))
     for command, connection, expected in (
         ("check", {"password": "not-the-password"}, "password"),
         ("run", {"password": "not-the-password"}, "password"),

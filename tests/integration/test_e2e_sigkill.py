@@ -21,8 +21,10 @@ import pytest
 from replicator.config import load_pipeline
 from replicator.demo.workload import apply_changes, create_schema, seed
 from tests.integration.e2e_support import (
+    SNOWFLAKE_TARGET,
     assert_target_equals_source,
     cli_environment,
+    demo_pipeline_yaml,
     ok,
     replicator,
     run,
@@ -32,27 +34,9 @@ pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PIPELINE_YAML = """\
-version: 1
-name: sigkill
-source:
-  mysql:
-    host: ${MYSQL_HOST}
-    port: ${MYSQL_PORT}
-    user: ${MYSQL_USER}
-    password: ${MYSQL_PASSWORD}
-target:
-  duckdb: {path: "${WORKDIR}/warehouse.duckdb"}
-batching: {max_rows: 40, max_delay: 200ms}
-engine:
-  master: local[2]
-  checkpoint: ${WORKDIR}/checkpoint
-  conf: {spark.sql.shuffle.partitions: "2"}
-tables:
-  - source: DB.customers
-  - source: DB.orders
-  - source: DB.awkward
-"""
+def _pipeline_yaml(database: str, **target: str) -> str:
+    return demo_pipeline_yaml("sigkill", database, batching="{max_rows: 40, max_delay: 200ms}",
+                              **target)
 
 
 def _commits(checkpoint: Path) -> int:
@@ -98,7 +82,7 @@ def test_sigkill_mid_run_then_resume_converges(spark, mariadb, mysql_source, fre
     create_schema(root, fresh_database)
     seed(root, fresh_database, customers=30, orders=150, awkward=40)
     pipeline_file = tmp_path / "sigkill.yaml"
-    pipeline_file.write_text(PIPELINE_YAML.replace("DB.", f"{fresh_database}."))
+    pipeline_file.write_text(_pipeline_yaml(fresh_database))
     env = {
         **os.environ,
         "MYSQL_HOST": mysql_source.host,
@@ -144,9 +128,7 @@ def test_sigkill_mid_run_into_snowflake_then_resume_converges(
     create_schema(root, fresh_database)
     seed(root, fresh_database, customers=30, orders=150, awkward=40)
     pipeline_file = tmp_path / "sigkill.yaml"
-    pipeline_file.write_text(PIPELINE_YAML.replace("DB.", f"{fresh_database}.").replace(
-        '  duckdb: {path: "${WORKDIR}/warehouse.duckdb"}',
-        '  snowflake: {connection: fakesnow, database: "${TARGET_DATABASE}", schema: RAW}'))
+    pipeline_file.write_text(_pipeline_yaml(fresh_database, target=SNOWFLAKE_TARGET))
     env = cli_environment(fakesnow_server, fakesnow_database, mysql_source, tmp_path)
     _kill_mid_run(root, fresh_database, pipeline_file, env, tmp_path)
 

@@ -18,7 +18,7 @@ from replicator.demo.workload import apply_changes, create_schema, seed
 from replicator.errors import SinkError
 from replicator.model.pipeline import DuckDBTarget
 from replicator.verify import verify_pipeline
-from tests.integration.e2e_support import demo_pipeline, run
+from tests.integration.e2e_support import SNOWFLAKE_TARGET, demo_pipeline, demo_pipeline_yaml, run
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
@@ -138,27 +138,9 @@ def test_a_persistent_failure_stops_cleanly_and_leaves_no_half_batch(
 
 # -- Snowflake: the connection is lost mid-batch ----------------------------------------------
 
-SNOW_PIPELINE = """\
-version: 1
-name: faults-snow
-source:
-  mysql:
-    host: ${MYSQL_HOST}
-    port: ${MYSQL_PORT}
-    user: ${MYSQL_USER}
-    password: ${MYSQL_PASSWORD}
-target:
-  snowflake: {connection: fakesnow, database: "${TARGET_DATABASE}", schema: RAW}
-batching: {max_rows: 60, max_delay: 200ms}
-engine:
-  master: local[2]
-  checkpoint: ${WORKDIR}/checkpoint
-  conf: {spark.sql.shuffle.partitions: "2"}
-tables:
-  - source: DB.customers
-  - source: DB.orders
-  - source: DB.awkward
-"""
+def _pipeline_yaml(database: str) -> str:
+    return demo_pipeline_yaml("faults-snow", database, target=SNOWFLAKE_TARGET,
+                              batching="{max_rows: 60, max_delay: 200ms}")
 
 
 @pytest.mark.parametrize("lost", ["connection", "session"])
@@ -186,7 +168,7 @@ def test_a_lost_snowflake_connection_mid_batch_is_retried_with_the_same_batch_id
     create_schema(root, fresh_database)
     seed(root, fresh_database, customers=20, orders=100, awkward=20)
     pipeline_file = tmp_path / "faults-snow.yaml"
-    pipeline_file.write_text(SNOW_PIPELINE.replace("DB.", f"{fresh_database}."))
+    pipeline_file.write_text(_pipeline_yaml(fresh_database))
     env = cli_environment(fakesnow_server, fakesnow_database, mysql_source, tmp_path)
     ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))  # the snapshot
     apply_changes(root, fresh_database, rounds=20)
