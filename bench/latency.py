@@ -159,6 +159,8 @@ def run_latency(ctx: BenchContext) -> dict[str, Any]:
         "p99_s": round(percentile(latencies, 0.99), 3),
         "max_s": round(latencies[-1], 3) if latencies else None,
         "min_s": round(latencies[0], 3) if latencies else None,
+        # every transaction's latency (sorted), for the distribution chart of bench/report.py
+        "latencies_s": [round(value, 4) for value in latencies],
         "returncode": outcome.returncode,
         "usage": outcome.usage.to_json(),
     })

@@ -75,10 +75,25 @@ class TreeUsage:
     cpu_seconds_by_role: dict[str, float] = field(default_factory=dict)
     processes: int = 0  # distinct processes seen
     samples: int = 0
+    # (seconds since the first sample, rss by role) of every sample: the memory chart
+    timeline: list[tuple[float, dict[str, int]]] = field(default_factory=list)
+
+    def timeline_json(self, points: int = 400) -> dict[str, Any]:
+        """The RSS over time in MiB, thinned to at most ``points`` samples (every n-th)."""
+        mib = 1024 * 1024
+        step = max(1, len(self.timeline) // points)
+        kept = self.timeline[::step]
+        roles = sorted({role for _, by_role in kept for role in by_role})
+        return {
+            "t_s": [round(t, 2) for t, _ in kept],
+            "mib": {role: [round(by_role.get(role, 0) / mib, 1) for _, by_role in kept]
+                    for role in roles},
+        }
 
     def to_json(self) -> dict[str, Any]:
         mib = 1024 * 1024
         return {
+            "rss_timeline": self.timeline_json(),
             "peak_rss_mib": round(self.peak_rss_bytes / mib, 1),
             "peak_rss_mib_by_role": {k: round(v / mib, 1) for k, v in self.peak_rss_by_role.items()},
             "cpu_seconds": round(self.cpu_seconds, 2),
@@ -98,6 +113,7 @@ class TreeSampler(threading.Thread):
         self.usage = TreeUsage()
         self._cpu: dict[int, tuple[str, float]] = {}  # pid -> (role, last cpu seconds)
         self._halt = threading.Event()
+        self._first_sample_at: float | None = None
 
     def _sample(self) -> None:
         parents: dict[int, int] = {}
@@ -130,6 +146,10 @@ class TreeSampler(threading.Thread):
             by_role[role] = by_role.get(role, 0) + rss
             self._cpu[pid] = (role, cpu)
         usage = self.usage
+        now = time.monotonic()
+        if self._first_sample_at is None:
+            self._first_sample_at = now
+        usage.timeline.append((now - self._first_sample_at, by_role))
         usage.samples += 1
         usage.peak_rss_bytes = max(usage.peak_rss_bytes, total)
         for role, rss in by_role.items():

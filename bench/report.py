@@ -177,3 +177,126 @@ def render_table(results: dict[str, Any]) -> str:
                  f"{results.get('load_average_end')}, commit {str(env.get('git_commit'))[:10]}, "
                  f"MariaDB {env.get('mariadb')}")
     return "\n".join(lines)
+
+
+# -- charts (matplotlib, the `dev` extra; imported only here) --------------------------------
+
+
+def _throughput_bars(results: dict[str, Any]) -> list[tuple[str, float, str]]:
+    """(label, rows or changes per second, kind) of every reader and pipeline run measured:
+    kind is "peer" for python-mysql-replication alone (what others build on), "reader" for
+    replicator's decoders, "pipeline" for whole runs."""
+    bars: list[tuple[str, float, str]] = []
+    decode = results.get("decode") or {}
+    labels = {"library": "python-mysql-replication (peer)",
+              "read_changes_library": "read_changes, library path",
+              "read_changes": "read_changes (engine reader)", "fast": "fast decoder"}
+    for reader, label in labels.items():
+        entry = decode.get(reader) or {}
+        if entry.get("rows_per_s"):
+            bars.append((label, float(entry["rows_per_s"]), "peer" if reader == "library"
+                         else "reader"))
+    for target, entry in (results.get("e2e") or {}).items():
+        if entry.get("changes_per_s_streaming"):
+            bars.append((f"pipeline -> {target} (streaming)",
+                         float(entry["changes_per_s_streaming"]), "pipeline"))
+        if entry.get("changes_per_s"):
+            bars.append((f"pipeline -> {target} (wall, incl. start-up)",
+                         float(entry["changes_per_s"]), "pipeline"))
+    snapshot = results.get("snapshot") or {}
+    if snapshot.get("rows_per_s"):
+        bars.append(("snapshot -> duckdb", float(snapshot["rows_per_s"]), "pipeline"))
+    return bars
+
+
+def write_charts(results: dict[str, Any], stem: Path) -> list[Path]:
+    """PNG charts of one bench run beside its JSON: ``<stem>-throughput.png`` (every reader
+    and pipeline run against the peer library, same run, same machine),
+    ``<stem>-latency.png`` (distribution of commit-to-visible latency) and
+    ``<stem>-memory.png`` (RSS over time of the big transaction, by process role). A chart
+    whose section did not run (or failed) is not drawn. Returns the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display on a server or in CI
+    import matplotlib.pyplot as plt
+
+    env = results.get("environment", {})
+    footer = (f"{env.get('cores')} cores, load {env.get('load_average_start')}, "
+              f"commit {str(env.get('git_commit'))[:10]}, MariaDB {env.get('mariadb')}")
+    written: list[Path] = []
+
+    def save(figure: Any, name: str) -> None:
+        figure.text(0.01, 0.01, footer, fontsize=7, color="grey")
+        figure.tight_layout(rect=(0, 0.03, 1, 1))
+        path = stem.with_name(f"{stem.name}-{name}.png")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        written.append(path)
+
+    bars = _throughput_bars(results)
+    if bars:
+        colours = {"peer": "#9e9e9e", "reader": "#1f77b4", "pipeline": "#2ca02c"}
+        figure, axes = plt.subplots(figsize=(10, 0.45 * len(bars) + 1.8))
+        labels = [label for label, _, _ in bars][::-1]
+        values = [value for _, value, _ in bars][::-1]
+        axes.barh(labels, values, color=[colours[kind] for _, _, kind in bars][::-1])
+        for y, value in enumerate(values):
+            axes.text(value, y, f" {value:,.0f}", va="center", fontsize=8)
+        axes.set_xlabel("row changes per second (higher is better)")
+        changes = (results.get("workload") or {}).get("changes")
+        axes.set_title("Throughput vs python-mysql-replication, measured in the same run"
+                       + (f"\n({changes:,} row changes)" if changes else ""))
+        axes.set_xlim(0, max(values) * 1.18)
+        save(figure, "throughput")
+
+    latency = results.get("latency") or {}
+    samples = latency.get("latencies_s")
+    if samples:
+        figure, axes = plt.subplots(figsize=(9, 4))
+        axes.hist(samples, bins=min(60, max(10, len(samples) // 5)), color="#1f77b4")
+        for name, colour in (("p50_s", "#2ca02c"), ("p95_s", "#ff7f0e"), ("p99_s", "#d62728")):
+            if latency.get(name) is not None:
+                axes.axvline(latency[name], color=colour, linestyle="--",
+                             label=f"{name[:-2]} {latency[name]:.2f} s")
+        axes.set_xlabel("seconds from MySQL commit to visible in the target")
+        axes.set_ylabel("transactions")
+        axes.set_title(f"Latency at {latency.get('achieved_rate', 0):.0f} transactions/s "
+                       f"(max_delay {latency.get('max_delay')})")
+        axes.legend()
+        save(figure, "latency")
+
+    big = results.get("big_transaction") or {}
+    timeline = (big.get("usage") or {}).get("rss_timeline") or {}
+    if timeline.get("t_s"):
+        figure, axes = plt.subplots(figsize=(9, 4))
+        roles = sorted(timeline["mib"])
+        axes.stackplot(timeline["t_s"], [timeline["mib"][role] for role in roles], labels=roles)
+        axes.set_xlabel("seconds since the run started")
+        axes.set_ylabel("resident memory (MiB)")
+        rows = big.get("rows")
+        axes.set_title("Memory over time: one " + (f"{rows:,}-row " if rows else "")
+                       + "transaction, all processes of the run")
+        axes.legend(loc="upper left")
+        save(figure, "memory")
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.report RESULT.json``: the table and the charts of a result file."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m bench.report RESULT.json", file=sys.stderr)
+        return 2
+    path = Path(args[0])
+    results = json.loads(path.read_text())
+    print(render_table(results))
+    for chart in write_charts(results, path.with_suffix("")):
+        print(f"chart: {chart}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -30,7 +30,7 @@ from typing import Any
 from bench import decode, workload
 from bench.context import BenchContext, Sizes
 from bench.environment import describe
-from bench.report import RESULTS_DIR, render_table, write_json
+from bench.report import RESULTS_DIR, render_table, write_charts, write_json
 from bench.tables import TABLES
 
 SECTIONS = ("decode", "profile", "e2e", "partitions", "latency", "snapshot", "bigtxn", "startup",
@@ -236,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or RESULTS_DIR / f"{dt.date.today().isoformat()}.json"
     write_json(results, out)
     print(render_table(results))
-    print(f"\nresults: {out}" + (f"\nfailed: {', '.join(results['failed'])}" if status else ""))
+    charts = write_charts(results, out.with_suffix(""))
+    print(f"\nresults: {out}" + "".join(f"\nchart: {chart}" for chart in charts)
+          + (f"\nfailed: {', '.join(results['failed'])}" if status else ""))
     return status
 
 

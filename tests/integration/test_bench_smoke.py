@@ -121,6 +121,24 @@ def test_startup_commands_succeed(bench_result):
         assert 0 < startup[command]["min_s"] <= startup[command]["median_s"]
 
 
+def test_charts_are_drawn_beside_the_result(bench_result):
+    completed, result = bench_result
+    charts = [Path(line.split(": ", 1)[1]) for line in completed.stdout.splitlines()
+              if line.startswith("chart: ")]
+    assert sorted(chart.name.rsplit("-", 1)[1] for chart in charts) == [
+        "latency.png", "memory.png", "throughput.png"], completed.stdout[-2000:]
+    for chart in charts:
+        header = chart.read_bytes()[:24]
+        assert header[:8] == b"\x89PNG\r\n\x1a\n"
+        width, height = int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+        assert width >= 600 and height >= 300, (chart, width, height)
+    # What the charts draw is in the result: every latency sample, the memory timeline.
+    latency = result["latency"]
+    assert len(latency["latencies_s"]) == latency["transactions"] - latency["unmatched_transactions"]
+    timeline = result["big_transaction"]["usage"]["rss_timeline"]
+    assert len(timeline["t_s"]) >= 2 and timeline["mib"]["driver"]
+
+
 def test_the_workload_is_deterministic_per_seed():
     from bench.workload import Generator
 
