@@ -4,8 +4,9 @@
   the reader caches the result by the map's bytes), so column names, charsets, signedness and
   ENUM/SET members are exactly what ``read_changes`` sees;
 - rows events of a table whose map has a column type the generated decoders do not handle
-  (MySQL's binary JSON, pre-5.6 temporal types ...) and PARTIAL_UPDATE_ROWS events are
-  decoded by the library's ``RowsEvent`` classes and normalised the way ``read_changes`` does.
+  (MySQL's binary JSON, pre-5.6 temporal types ...) are decoded by the library's
+  ``RowsEvent`` classes and normalised the way ``read_changes`` does (PARTIAL_UPDATE_ROWS
+  events are refused by the reader: their JSON values are diffs).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from replicator.errors import SourceError, TransientSourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
 from replicator.model.pipeline import MySQLSource
 from replicator.model.selection import TableSelection, TableSelector, as_selector
-from replicator.source.binlog import replicated_schema_change
+from replicator.source.binlog import partial_json_refused, replicated_schema_change
 from replicator.source.connection import classify_error, connect, connection_settings
 from replicator.source.fast import tablemap
 from replicator.source.fast.counters import TOTALS, FastDecodeCounters
@@ -40,7 +40,6 @@ QUERY, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP = 2, 4, 15, 16, 19
 WRITE_V1, UPDATE_V1, DELETE_V1, WRITE_V2, UPDATE_V2, DELETE_V2 = 23, 24, 25, 30, 31, 32
 GTID, PARTIAL_UPDATE, MARIADB_GTID = 33, 39, 162
 MARIADB_COMPRESSED = frozenset(range(166, 172))  # *_COMPRESSED_EVENT (log_bin_compress=ON)
-TRANSACTION_PAYLOAD = 40  # MySQL 8 binlog_transaction_compression=ON
 _ROWS = frozenset({WRITE_V1, UPDATE_V1, DELETE_V1, WRITE_V2, UPDATE_V2, DELETE_V2,
                    PARTIAL_UPDATE})
 _WRITES = frozenset({WRITE_V1, WRITE_V2})
@@ -255,9 +254,11 @@ def transactions(
                             f"{shape.name} without their transaction start)",
                             hint="resume only from positions replicator recorded",
                         )
+                    if kind == PARTIAL_UPDATE:
+                        raise partial_json_refused(shape.name)
                     codec = shape.codec
-                    if codec is None or kind == PARTIAL_UPDATE or force_library:
-                        reason = "forced" if force_library else "partial JSON update"
+                    if codec is None or force_library:
+                        reason = "forced"
                         by_library = library.rows(packet, shape.library_table, shape.name,
                                                   zero_dates)
                         changes.append((shape, None, by_library, 0, 0))
@@ -376,13 +377,6 @@ def transactions(
                         "the binlog holds compressed row events (MariaDB log_bin_compress=ON), "
                         "which replicator cannot decode",
                         hint="SET GLOBAL log_bin_compress = OFF (and in my.cnf), then re-snapshot",
-                    )
-                if kind == TRANSACTION_PAYLOAD:
-                    raise SourceError(
-                        "the binlog holds compressed transactions (MySQL "
-                        "binlog_transaction_compression=ON), which replicator cannot decode",
-                        hint="SET GLOBAL binlog_transaction_compression = OFF (and in my.cnf), "
-                        "then re-snapshot",
                     )
     except SourceError:
         raise

@@ -15,6 +15,8 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
+from replicator.source.fast.payload import TRANSACTION_PAYLOAD, expand
+
 COM_BINLOG_DUMP = 0x12
 BINLOG_DUMP_NON_BLOCK = 0x01
 _MAX_PACKET = 0xFFFFFF
@@ -87,6 +89,8 @@ class BinlogStream:
                 have += len(chunk)
             return b"".join(parts)
 
+        # MySQL 8 compressed transactions are unpacked here, so the reader sees plain events.
+        tail = 4 if self.use_checksum else 0
         buf = b""
         pos = 0
         while True:
@@ -100,7 +104,10 @@ class BinlogStream:
                 payload = buf[pos + 4:end]
                 pos = end
                 if payload[0] == 0:
-                    batch.append(payload)
+                    if payload[5] != TRANSACTION_PAYLOAD:
+                        batch.append(payload)
+                    else:
+                        batch.extend(expand(payload, tail))
                     continue
                 if batch:
                     yield batch
@@ -134,7 +141,7 @@ class BinlogStream:
                     break
             payload = b"".join(parts)
             if payload[0] == 0:
-                yield [payload]
+                yield [payload] if payload[5] != TRANSACTION_PAYLOAD else expand(payload, tail)
             else:
                 self._finish(payload)
                 return
