@@ -86,6 +86,10 @@ def _source(spec: dict[str, Any]) -> MySQLSource:
         start=_start(spec.get("start")),
         connect_timeout_s=defaults.connect_timeout_s if timeout is None else timeout / 1000,
         ssl=spec.get("ssl", defaults.ssl),
+        ssl_mode=spec.get("ssl_mode"),
+        ssl_ca=spec.get("ssl_ca") or None,
+        ssl_cert=spec.get("ssl_cert") or None,
+        ssl_key=spec.get("ssl_key") or None,
         zero_dates="error" if spec.get("zero_dates") == "error" else "null",
         tinyint1=spec.get("tinyint1", defaults.tinyint1),
     )

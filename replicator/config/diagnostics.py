@@ -71,6 +71,7 @@ CODES: dict[str, str] = {
     "R243": "a type error in an expression",
     "R244": "a computed column is not well defined",
     "R245": "a mask that cannot apply to its column",
+    "R250": "TLS settings that contradict each other",
 }
 
 

@@ -107,6 +107,7 @@ def check_semantics(document: LoadedDocument) -> None:
     _check_secrets(document, data)
     _check_target_kind(document, data)
     _check_durations(document, data)
+    _check_tls(document, data)
     _check_tables(document, data)
 
 
@@ -137,6 +138,36 @@ def _check_target_kind(document: LoadedDocument, data: dict[str, Any]) -> None:
         document.add(document.key_position(("target", kinds[1])), "R210",
                      f"target: both {kinds[0]} and {kinds[1]} given; a pipeline has one target",
                      "remove one of them (a second target is a second pipeline file)")
+
+
+def _check_tls(document: LoadedDocument, data: dict[str, Any]) -> None:
+    """R250: TLS settings that cannot all hold (a CA that would be ignored, TLS both on and
+    off, half a client certificate)."""
+    mysql = _dict(_dict(data.get("source")).get("mysql"))
+    base: JsonPath = ("source", "mysql")
+    mode = mysql.get("ssl_mode")
+    files = [key for key in ("ssl_ca", "ssl_cert", "ssl_key") if isinstance(mysql.get(key), str)]
+    if mode == "DISABLED":
+        for key in [*(["ssl"] if mysql.get("ssl") is True else []), *files]:
+            document.add(document.position((*base, key)), "R250",
+                         f"source.mysql.{key} asks for TLS, but ssl_mode is DISABLED",
+                         f"remove {key}, or set ssl_mode: VERIFY_IDENTITY")
+    elif isinstance(mode, str) and mysql.get("ssl") is False:
+        document.add(document.position((*base, "ssl")), "R250",
+                     f"source.mysql.ssl is false, but ssl_mode is {mode}",
+                     "remove `ssl: false` (ssl_mode decides)")
+    if mode == "PREFERRED" and "ssl_ca" in files:
+        document.add(document.position((*base, "ssl_ca")), "R250",
+                     "source.mysql.ssl_ca is not used by ssl_mode PREFERRED (which does not "
+                     "verify the server)",
+                     "set ssl_mode: VERIFY_IDENTITY (or VERIFY_CA when the certificate does not "
+                     "name the host)")
+    for have, missing in (("ssl_cert", "ssl_key"), ("ssl_key", "ssl_cert")):
+        if have in files and missing not in files:
+            document.add(document.position((*base, have)), "R250",
+                         f"source.mysql.{have} without {missing}: a client certificate needs "
+                         "both files",
+                         f"add {missing}: /path/to/client-{missing[4:]}.pem")
 
 
 def _duration_paths(data: dict[str, Any]) -> Iterator[JsonPath]:

@@ -31,6 +31,9 @@ MaskKind = Literal["sha256", "md5", "redact", "null", "truncate"]
 IdentifierCase = Literal["upper", "preserve"]
 Tinyint1Policy = Literal["boolean", "integer"]
 ZeroDatePolicy = Literal["null", "error"]
+# MySQL's client --ssl-mode values (https://dev.mysql.com/doc/refman/8.0/en/connection-options.html#option_general_ssl-mode).
+SslMode = Literal["DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"]
+SSL_MODES: tuple[str, ...] = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
 
 # Metadata a table can ask for in its target (``metadata: [op, ts, ...]``), and the target
 # columns each one adds. The plan decides the warehouse types.
@@ -107,11 +110,29 @@ class MySQLSource:
     start: StartPosition = StartPosition()
     connect_timeout_s: float = 10.0
     ssl: bool = False
+    # None: VERIFY_IDENTITY when TLS is asked for (ssl: true or a CA/certificate), else
+    # DISABLED. See ``tls_mode``.
+    ssl_mode: SslMode | None = None
+    ssl_ca: str | None = None  # PEM file of the CA(s) to trust instead of the system store
+    ssl_cert: str | None = None  # client certificate (PEM), with ssl_key
+    ssl_key: str | None = None
     # How MySQL zero dates ('0000-00-00') arrive in the target: NULL (with a warning in the
     # metrics) or a hard stop.
     zero_dates: ZeroDatePolicy = "null"
     # TINYINT(1) is MySQL's BOOLEAN; many schemas also use it as a small integer.
     tinyint1: Tinyint1Policy = "boolean"
+
+    @property
+    def tls_mode(self) -> SslMode:
+        """The effective ssl_mode. As MySQL's client does, REQUIRED with a CA verifies the
+        certificate against it (VERIFY_CA): a CA given and then ignored would be a trap."""
+        if self.ssl_mode is not None:
+            if self.ssl_mode == "REQUIRED" and self.ssl_ca:
+                return "VERIFY_CA"
+            return self.ssl_mode
+        if self.ssl or self.ssl_ca or self.ssl_cert:
+            return "VERIFY_IDENTITY"
+        return "DISABLED"
 
 
 @dataclass(frozen=True)

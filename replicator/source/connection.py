@@ -39,6 +39,7 @@ CR_CONNECTION_ERROR = 2002
 CR_CONN_HOST_ERROR = 2003
 CR_SERVER_GONE = 2006
 CR_SERVER_LOST = 2013
+CR_SSL_CONNECTION_ERROR = 2026  # PyMySQL: TLS required, the server does not offer it
 
 TRANSIENT_CODES = frozenset(
     {
@@ -92,6 +93,9 @@ def classify_error(exc: BaseException, source: MySQLSource, *, doing: str,
             f"{where} lacks a privilege while {doing}: {text}",
             hint=grant_statement(source.user),
         )
+    tls_error = _tls_error(exc, text, source, doing)
+    if tls_error is not None:
+        return tls_error
     if code == ER_BAD_DB:
         return SourceError(f"{doing}: {text}", hint="check the database name in `tables:`")
     lowered = text.lower()
@@ -125,6 +129,46 @@ def classify_error(exc: BaseException, source: MySQLSource, *, doing: str,
     return SourceError(f"MySQL error while {doing} ({where}): {text}")
 
 
+def _tls_error(exc: BaseException, text: str, source: MySQLSource,
+               doing: str) -> SourceError | None:
+    """A failed TLS handshake is not transient (retrying cannot make a certificate valid):
+    a SourceError naming the setting that decides, or None when ``exc`` is no TLS failure."""
+    import ssl
+
+    where = _where(source)
+    mode = source.tls_mode
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(exc, ssl.SSLCertVerificationError) or isinstance(
+        cause, ssl.SSLCertVerificationError
+    ) or "CERTIFICATE_VERIFY_FAILED" in text:
+        trusted = f"the CA in source.mysql.ssl_ca ({source.ssl_ca})" if source.ssl_ca \
+            else "the system's trusted CAs"
+        if "mismatch" in text.lower():
+            return SourceError(
+                f"the TLS certificate of {where} does not name the host {source.host!r} "
+                f"(ssl_mode {mode}) while {doing}: {text}",
+                hint="connect by the name the certificate was issued for (source.mysql.host), "
+                "or set source.mysql.ssl_mode: VERIFY_CA to check the CA only",
+            )
+        return SourceError(
+            f"the TLS certificate of {where} is not signed by {trusted} (ssl_mode {mode}) "
+            f"while {doing}: {text}",
+            hint="give the CA that signed the server's certificate in source.mysql.ssl_ca (the "
+            "RDS bundle for Amazon RDS: https://truststore.pki.rds.amazonaws.com/global/"
+            "global-bundle.pem), or ssl_mode: REQUIRED to encrypt without verifying",
+        )
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+    if code == CR_SSL_CONNECTION_ERROR or isinstance(exc, ssl.SSLError) or isinstance(
+        cause, ssl.SSLError
+    ):
+        return SourceError(
+            f"TLS with {where} failed (ssl_mode {mode}) while {doing}: {text}",
+            hint="enable TLS on the server (ssl_cert/ssl_key in its my.cnf; SHOW VARIABLES "
+            "LIKE 'have_ssl' says YES), or set source.mysql.ssl_mode: PREFERRED / DISABLED",
+        )
+    return None
+
+
 def connection_settings(source: MySQLSource, *, database: str | None = None) -> dict[str, Any]:
     """Keyword arguments for ``pymysql.connect`` (also used by the binlog stream)."""
     settings: dict[str, Any] = {
@@ -138,26 +182,55 @@ def connection_settings(source: MySQLSource, *, database: str | None = None) -> 
     }
     if database:
         settings["database"] = database
-    if source.ssl:
-        # Verified: the server's certificate must chain to the system's trusted CAs and name
-        # the host we connect to. (A dict like {"check_hostname": False} without a CA makes
-        # PyMySQL encrypt WITHOUT verifying, which a man in the middle passes.)
-        settings["ssl"] = verified_tls_context()
-    else:
+    mode = source.tls_mode
+    if mode == "DISABLED":
         # Without it PyMySQL builds an SSL context on every connect to offer TLS
         # (measured 0.13 s per connect under load).
         settings["ssl_disabled"] = True
+    elif mode != "PREFERRED":  # PREFERRED: PyMySQL's own default, TLS only when offered
+        # An SSLContext (not PyMySQL's dict) makes PyMySQL refuse a server without TLS, and
+        # verifies exactly as the context says. (A dict like {"check_hostname": False}
+        # without a CA makes PyMySQL encrypt WITHOUT verifying, which a man in the middle
+        # passes.) The binlog streams and the snapshot connect with these settings too.
+        settings["ssl"] = tls_context(source)
     return settings
 
 
-@functools.cache
-def verified_tls_context() -> ssl.SSLContext:
-    """One verifying TLS context per process (loading the CA store is the costly part)."""
+def tls_context(source: MySQLSource) -> ssl.SSLContext:
+    """The TLS context of ``source.tls_mode`` (not DISABLED/PREFERRED); SourceError naming
+    the setting when a certificate file cannot be read."""
     import ssl
 
-    context = ssl.create_default_context()
-    context.check_hostname = True
-    context.verify_mode = ssl.CERT_REQUIRED
+    try:
+        return _tls_context(source.tls_mode, source.ssl_ca, source.ssl_cert, source.ssl_key)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        files = {"ssl_ca": source.ssl_ca, "ssl_cert": source.ssl_cert, "ssl_key": source.ssl_key}
+        given = ", ".join(f"{key}: {value}" for key, value in files.items() if value)
+        raise SourceError(
+            f"cannot load the TLS files of source.mysql ({given}): {exc}",
+            hint="each must be a readable PEM file: ssl_ca the CA certificate(s), ssl_cert the "
+            "client certificate and ssl_key its unencrypted private key",
+        ) from None
+
+
+@functools.cache
+def _tls_context(mode: str, ca: str | None, cert: str | None,
+                 key: str | None) -> ssl.SSLContext:
+    """One context per settings and process (loading the CA store is the costly part)."""
+    import ssl
+
+    if mode == "REQUIRED":  # encrypted, not verified (MySQL's REQUIRED)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    else:
+        # VERIFY_CA: the certificate chains to ``ca`` (or the system's CAs); VERIFY_IDENTITY:
+        # and names the host we connect to.
+        context = ssl.create_default_context(cafile=ca)
+        context.check_hostname = mode == "VERIFY_IDENTITY"
+        context.verify_mode = ssl.CERT_REQUIRED
+    if cert:
+        context.load_cert_chain(cert, key)
     return context
 
 

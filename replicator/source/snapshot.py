@@ -195,7 +195,9 @@ def read_chunk_batches(
     zero_dates = ZeroDates(source.zero_dates, stats)
     doing = f"reading a snapshot chunk of {table.name}"
     stamp = int(time.time() * 1000) if ts_ms is None else ts_ms
-    if source.ssl:
+    if source.tls_mode != "DISABLED":
+        # connectorx's URL cannot carry a CA file or a client certificate: TLS sources read
+        # through PyMySQL, which connects with the exact TLS settings (source.connection).
         raw, mariadb = _read_pymysql(source, table, chunk, doing=doing, batch_rows=batch_rows)
     else:
         raw, mariadb = _read_connectorx(source, table, chunk, doing=doing,

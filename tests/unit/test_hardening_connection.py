@@ -33,3 +33,18 @@ def test_pymysql_keeps_the_verifying_context():
     assert connection.ctx.check_hostname
     plain = pymysql.connect(**connection_settings(MySQLSource(host="db")), defer_connect=True)
     assert not plain.ssl and getattr(plain, "ctx", None) is None
+
+
+def test_tls_mode_defaults_to_verify_identity_whenever_tls_is_asked_for():
+    assert MySQLSource().tls_mode == "DISABLED"
+    assert MySQLSource(ssl=True).tls_mode == "VERIFY_IDENTITY"
+    assert MySQLSource(ssl_ca="/ca.pem").tls_mode == "VERIFY_IDENTITY"
+    assert MySQLSource(ssl_mode="VERIFY_CA", ssl_ca="/ca.pem").tls_mode == "VERIFY_CA"
+    # As MySQL's client: REQUIRED with a CA verifies against it.
+    assert MySQLSource(ssl_mode="REQUIRED", ssl_ca="/ca.pem").tls_mode == "VERIFY_CA"
+    required = connection_settings(MySQLSource(ssl_mode="REQUIRED"))["ssl"]
+    assert required.verify_mode == ssl.CERT_NONE and not required.check_hostname
+    verify_ca = connection_settings(MySQLSource(ssl_mode="VERIFY_CA"))["ssl"]
+    assert verify_ca.verify_mode == ssl.CERT_REQUIRED and not verify_ca.check_hostname
+    preferred = connection_settings(MySQLSource(ssl_mode="PREFERRED"))
+    assert "ssl" not in preferred and "ssl_disabled" not in preferred  # PyMySQL's own PREFERRED
