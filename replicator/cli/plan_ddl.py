@@ -1,7 +1,7 @@
 """``replicator plan PIPELINE.yaml --ddl "ALTER TABLE ..."``: what the pipeline would do on a DDL.
 
 So a team can review a migration before running it. The statement is read by the very
-functions ``run`` uses when the DDL arrives in the binlog (``source.binlog.schema_change`` for
+functions ``run`` uses when the DDL arrives in the binlog (``source.ddl.schema_change`` for
 the tables it touches, ``engine.schema_changes.classify`` for what it changes), and an added
 column's target ALTER comes from re-planning with the column added, as ``run`` re-plans from
 the catalog. Nothing is executed.
@@ -39,7 +39,7 @@ def preview_ddl(pipeline: Pipeline, catalog: Catalog, plan: Plan, ddl: str,
     """One effect per table the DDL touches."""
     from replicator.engine.schema_changes import DdlEffect, cannot_follow, classify
     from replicator.model.changes import BinlogPosition
-    from replicator.source.binlog import schema_change
+    from replicator.source.ddl import schema_change
 
     change = schema_change(ddl, "", BinlogPosition("mysql-bin.000001", 4), 0)
     if change is None:

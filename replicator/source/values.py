@@ -139,6 +139,24 @@ def decode_time2(data: bytes, fsp: int) -> dt.timedelta:
 
 TIME2_BYTES = {0: 3, 1: 4, 2: 4, 3: 5, 4: 5, 5: 6, 6: 6}
 
+_patched = False
+
+
+def patch_library_time2() -> None:
+    """Replace the library's TIME2 decoder: it gets negative TIME with fractional seconds
+    wrong (-838:59:59.000001 came back as -838:59:58.999999, measured on 1.0.17)."""
+    global _patched
+    if _patched:
+        return
+    from pymysqlreplication.row_event import RowsEvent
+
+    def read_time2(self: Any, column: Any) -> Any:
+        fsp = column.fsp or 0
+        return decode_time2(self.packet.read(TIME2_BYTES[fsp]), fsp)
+
+    RowsEvent._RowsEvent__read_time2 = read_time2
+    _patched = True
+
 
 # -- the snapshot path: text from SELECT (pymysql with no converters) -> values -----------------
 

@@ -9,7 +9,8 @@ import pytest
 
 from replicator.errors import BinlogGoneError, SourceError
 from replicator.model.changes import ChangeEvent, SchemaChange
-from replicator.source.binlog import read_changes, schema_change
+from replicator.source.binlog import read_changes
+from replicator.source.ddl import schema_change
 from replicator.source.positions import current_position, ensure_available
 from replicator.source.throwaway import ThrowawayMariaDB
 

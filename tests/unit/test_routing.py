@@ -40,7 +40,7 @@ from replicator.model.selection import (
 from replicator.plan import DUCKDB, build_plan, offline_catalog, render_sql
 from replicator.sink.adapt import adapt_events
 from replicator.sink.staging import stage_changes
-from replicator.source.binlog import replicated_schema_change
+from replicator.source.ddl import replicated_schema_change
 
 SHARDS = TableSelection((r"shop_[0-9]+\.orders",), (r"shop_0\.orders",))
 

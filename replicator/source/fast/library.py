@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from replicator.source.values import ZeroDates, binlog_converter, is_zero_date_source
+from replicator.source.values import (
+    ZeroDates,
+    binlog_converter,
+    is_zero_date_source,
+    patch_library_time2,
+)
 
 
 class _ControlStub:
@@ -34,9 +39,7 @@ class Library:
     """Decodes single events with the library, given the stream's settings."""
 
     def __init__(self, *, dbms: str, use_checksum: bool) -> None:
-        from replicator.source.binlog import _patch_library
-
-        _patch_library()  # the same TIME2 fix read_changes applies
+        patch_library_time2()  # the same TIME2 fix read_changes applies
         self.control = _ControlStub(dbms)
         self.use_checksum = use_checksum
         self.mysql_version: tuple[int, ...] = (0, 0, 0)

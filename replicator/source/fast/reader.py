@@ -22,18 +22,21 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
-from typing import Any
 
 from replicator.errors import SourceError, TransientSourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
 from replicator.model.pipeline import MySQLSource
 from replicator.model.selection import TableSelection, TableSelector, as_selector
-from replicator.source.binlog import partial_json_refused, replicated_schema_change
 from replicator.source.connection import classify_error, connect, connection_settings
 from replicator.source.fast import tablemap
 from replicator.source.fast.counters import TOTALS, FastDecodeCounters
 from replicator.source.positions import head_position
+from replicator.source.transactions import (
+    MARIADB_FL_STANDALONE,
+    Commit,
+    TransactionAssembler,
+    partial_json_refused,
+)
 from replicator.source.values import ValueStats, ZeroDates
 
 QUERY, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP = 2, 4, 15, 16, 19
@@ -44,7 +47,6 @@ _ROWS = frozenset({WRITE_V1, UPDATE_V1, DELETE_V1, WRITE_V2, UPDATE_V2, DELETE_V
                    PARTIAL_UPDATE})
 _WRITES = frozenset({WRITE_V1, WRITE_V2})
 _DELETES = frozenset({DELETE_V1, DELETE_V2})
-_MARIADB_FL_STANDALONE = 0x01
 
 # After the packet's OK byte: timestamp, type, server id, event size, next position, flags.
 _HEADER = struct.Struct("<IBIIIH").unpack_from
@@ -131,22 +133,6 @@ def read_changes_fast(
                 yield event
 
 
-@dataclass
-class Commit:
-    """One committed transaction of the wanted tables, its rows events not decoded yet.
-
-    ``changes``: per rows event in binlog order, ``(shape, op, packet, begin, end)`` with op
-    c/u/d: the rows between ``begin`` and ``end`` of ``packet`` (decode them with the shape's
-    codec), or ``(shape, None, rows, 0, 0)``: rows the library decoded, as
-    ``(table, op, before, after)`` tuples. Valid until the next item is asked for."""
-
-    start: BinlogPosition  # the transaction's first event
-    gtid: str | None
-    end: BinlogPosition  # the boundary after its commit
-    ts_ms: int  # commit time
-    changes: list[tuple[Any, str | None, Any, int, int]]
-
-
 def transactions(
     source: MySQLSource,
     *,
@@ -161,9 +147,13 @@ def transactions(
     rows: bool = True,
     pause_tolerance_s: int | None = None,
 ) -> Iterator[Commit | SchemaChange]:
-    """The binlog's transaction state machine for both fast consumers (ChangeEvents here, the
-    columnar change batches of ``source.fast.columnar``): the commits and the schema changes
-    between ``start`` and ``end``, in binlog order. ``local`` counts this read (added to
+    """The fast decoder's event loop for both fast consumers (ChangeEvents here, the columnar
+    change batches of ``source.fast.columnar``): the commits and the schema changes between
+    ``start`` and ``end``, in binlog order, assembled by ``source.transactions`` (the same
+    state machine as the library reader's). A ``Commit``'s ``changes`` hold, per rows event,
+    ``(shape, op, packet, begin, end)`` with op c/u/d: the rows between ``begin`` and ``end`` of
+    ``packet`` (decode them with the shape's codec), or ``(shape, None, rows, 0, 0)``: rows the
+    library decoded, as ``(table, op, before, after)`` tuples. ``local`` counts this read (added to
     ``counters`` and ``TOTALS`` at the end); consumers add the rows they decode."""
     import pymysql
 
@@ -199,23 +189,7 @@ def transactions(
     maps: dict[bytes, tuple] = {}  # this reader's Table_maps: body -> (table id, shape/None)
     cached_shape = tablemap.cached_shape
 
-    file = start.file
-    boundary = start
-    # The open transaction: start position, gtid, in_progress, and its rows events not yet
-    # decoded: (decode, packet, start, end), or (None, rows the library decoded, 0, 0).
-    tx_start: BinlogPosition | None = None
-    tx_gtid: str | None = None
-    tx_in_progress = False
-    changes: list[tuple[Any, str | None, Any, int, int]] = []
-
-    def finish(log_pos: int, timestamp: int) -> Iterator[Commit]:
-        nonlocal boundary, tx_start, changes
-        boundary = BinlogPosition(file, log_pos)
-        if changes:
-            assert tx_start is not None
-            yield Commit(tx_start, tx_gtid, boundary, timestamp * 1000, changes)
-        changes = []
-        tx_start = None
+    assembler = TransactionAssembler(start, end, wanted)
 
     try:
         for batch in stream.batches():
@@ -248,12 +222,8 @@ def transactions(
                     shape = current.get(int.from_bytes(packet[_BODY:_BODY + 6], "little"))
                     if shape is None:
                         continue  # a table this reader does not want (or a map it never saw)
-                    if tx_start is None:
-                        raise SourceError(
-                            f"binlog position {start} is not a transaction boundary (rows of "
-                            f"{shape.name} without their transaction start)",
-                            hint="resume only from positions replicator recorded",
-                        )
+                    if assembler.tx_start is None:
+                        raise assembler.not_a_boundary(shape.name)
                     if kind == PARTIAL_UPDATE:
                         raise partial_json_refused(shape.name)
                     codec = shape.codec
@@ -261,7 +231,7 @@ def transactions(
                         reason = "forced"
                         by_library = library.rows(packet, shape.library_table, shape.name,
                                                   zero_dates)
-                        changes.append((shape, None, by_library, 0, 0))
+                        assembler.changes.append((shape, None, by_library, 0, 0))
                         local.rows_library += len(by_library)
                         local.events_library += 1
                         local.fallback_reasons[
@@ -283,6 +253,7 @@ def transactions(
                         raise _minimal_image(shape.name)
                     pos += width
                     # Decoded when the transaction commits (finish): see the module doc.
+                    changes = assembler.changes
                     if kind in _WRITES:
                         changes.append((shape, "c", packet, pos, len(packet) - checksum))
                     elif kind in _DELETES:
@@ -294,32 +265,23 @@ def transactions(
                                         len(packet) - checksum))
                     continue
                 if kind == XID:
-                    if tx_start is None:  # a start that was not a boundary
-                        raise SourceError(
-                            f"binlog position {start} is not a transaction boundary",
-                            hint="resume only from positions replicator recorded (checkpoints, "
-                            "SHOW MASTER STATUS)",
-                        )
-                    yield from finish(log_pos, timestamp)
-                    if boundary >= end:
+                    yield from assembler.xid(log_pos, timestamp)
+                    if assembler.done:
                         return
                     continue
                 if kind in (MARIADB_GTID, GTID):
-                    position = BinlogPosition(file, log_pos - size)
-                    if position >= end:
-                        return
                     if kind == MARIADB_GTID:
                         sequence, domain, flags = _GTID_MARIADB(packet, _BODY)
-                        tx_gtid = f"{domain}-{event_server}-{sequence}"
-                        tx_in_progress = not flags & _MARIADB_FL_STANDALONE
+                        assembler.gtid(log_pos - size, f"{domain}-{event_server}-{sequence}",
+                                       not flags & MARIADB_FL_STANDALONE)
                     else:
                         sid = packet[_BODY + 1:_BODY + 17].hex()
                         gno = int.from_bytes(packet[_BODY + 17:_BODY + 25], "little")
-                        tx_gtid = (f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}"
-                                   f":{gno}")
-                        tx_in_progress = False
-                    tx_start = position
-                    changes = []
+                        assembler.gtid(log_pos - size,
+                                       f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-"
+                                       f"{sid[20:]}:{gno}", False)
+                    if assembler.done:
+                        return
                     continue
                 if kind == QUERY:
                     _thread, _seconds, schema_length, _error, status_length = _QUERY(packet, _BODY)
@@ -327,40 +289,14 @@ def transactions(
                     schema = packet[pos:pos + schema_length].decode()
                     query = packet[pos + schema_length + 1:len(packet) - checksum].decode(
                         "utf-8", errors="backslashreplace").strip()
-                    verb = query[:8].upper()
-                    if verb.startswith("BEGIN") or verb.startswith("XA START"):
-                        if tx_start is None:
-                            position = BinlogPosition(file, log_pos - size)
-                            if position >= end:
-                                return
-                            tx_start, tx_gtid = position, None
-                            changes = []
-                        tx_in_progress = True
-                        continue
-                    if tx_start is not None and tx_in_progress and not (
-                        verb.startswith("COMMIT") or verb.startswith("ROLLBACK")
-                    ):
-                        continue  # SAVEPOINT and the like, inside a transaction
-                    if tx_start is None:
-                        position = BinlogPosition(file, log_pos - size)
-                        if position >= end:
-                            return
-                        tx_start, tx_gtid, tx_in_progress = position, None, False
-                        changes = []
-                    position = tx_start
-                    yield from finish(log_pos, timestamp)
-                    change = replicated_schema_change(query, schema, position, timestamp * 1000,
-                                                      wanted)
-                    if change is not None:
-                        yield change
-                    if boundary >= end:
+                    yield from assembler.query(log_pos - size, log_pos, timestamp, schema, query)
+                    if assembler.done:
                         return
                     continue
                 if kind == ROTATE:
                     (next_pos,) = _ROTATE(packet, _BODY)
-                    file = packet[_BODY + 8:len(packet) - checksum].decode()
-                    if tx_start is None and log_pos and timestamp:
-                        boundary = BinlogPosition(file, next_pos)
+                    assembler.rotate(packet[_BODY + 8:len(packet) - checksum].decode(), next_pos,
+                                     bool(log_pos and timestamp))
                     continue
                 if kind == FORMAT_DESCRIPTION:
                     library.format_description(packet)
