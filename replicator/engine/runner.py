@@ -267,6 +267,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any) -> RunResul
     checkpoint = CheckpointDir(pipeline.checkpoint_dir)
     checkpoint.create()
     sink = open_sink(pipeline, plan)
+    sink.on_retry = notice  # a batch tried again after a transient warehouse error
     applier: BatchApplier | None = None
     flag = _StopFlag(notice, options.stop)
 

@@ -465,8 +465,10 @@ class BatchApplier:
     def replan(self, new_plan: Plan) -> None:
         """Apply with ``new_plan`` from now on; the sink ALTERs the target as it needs."""
         if self._open_sink is not None:
+            on_retry = getattr(self.sink, "on_retry", None)
             self.sink.close()
             self.sink = self._open_sink(self.pipeline, new_plan)
+            self.sink.on_retry = on_retry
         self.plan = new_plan
         self.sink.prepare()
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -69,6 +69,9 @@ def parquet_files(staged: Any) -> list[str] | None:
 
 
 class Sink(Protocol):
+    # Told each time a batch is tried again after a transient error (the run's notices).
+    on_retry: Callable[[str], None] | None
+
     def prepare(self) -> None:
         """CREATE target and state tables if missing; ALTER TABLE for added columns."""
 

@@ -129,6 +129,10 @@ def connection_parameters(
         # Server-side binding: values travel apart from the SQL text.
         paramstyle="qmark",
         autocommit=False,
+        # A Snowflake session ends after 4 hours without a query (a quiet source, a long
+        # snapshot read); the connector's heartbeat keeps it. (A session lost anyway is
+        # reopened by the sink: a transient error, the batch again.)
+        client_session_keep_alive=True,
         internal_application_name=APPLICATION,
         internal_application_version=__version__,
     )
@@ -184,13 +188,71 @@ _ACCOUNT_HINT = (
 )
 
 
+# Warehouse states and limits (https://docs.snowflake.com/en/user-guide/warehouses-tasks and
+# .../resource-monitors): by error number where it is stable, by the message where Snowflake
+# shares one number among several causes.
+_NO_WAREHOUSE = 606  # "No active warehouse selected in the current session"
+_STATEMENT_TIMEOUT = 630  # "Statement reached its statement or warehouse timeout"
+_INTERNAL_ERRORS = frozenset({603, 625})  # internal processing error; too many lock waiters
+_BAD_SQL_ERRORS = frozenset({1003, 904, 2040, 2043, 2262})  # syntax, identifier, types
+_WAREHOUSE_HINT = (
+    "give the connection a warehouse the role may use: target.snowflake.warehouse (or "
+    "`warehouse` in connections.toml, or SNOWFLAKE_WAREHOUSE), and GRANT USAGE ON WAREHOUSE "
+    "<name> TO ROLE <role>"
+)
+
+
+def _warehouse_error(exc: BaseException, message: str, errno: Any) -> SinkError | None:
+    """A warehouse that is missing, suspended, over its quota, resizing or too busy."""
+    text = str(getattr(exc, "msg", None) or exc).lower()
+    if "resource monitor" in text or "quota" in text:
+        return SinkError(
+            message,
+            hint="the warehouse's resource monitor has used its credit quota: an ACCOUNTADMIN "
+            "raises it (ALTER RESOURCE MONITOR <name> SET CREDIT_QUOTA = ...) or the run waits "
+            "for its reset; then run again",
+        )
+    if "suspended" in text:
+        return SinkError(
+            message,
+            hint="the warehouse is suspended and does not resume itself: ALTER WAREHOUSE <name> "
+            "RESUME, or ALTER WAREHOUSE <name> SET AUTO_RESUME = TRUE",
+        )
+    if errno == _NO_WAREHOUSE or "no active warehouse" in text:
+        return SinkError(message, hint=_WAREHOUSE_HINT)
+    if "resiz" in text or "resuming" in text or "provisioning" in text:
+        return TransientSinkError(message, hint="the warehouse is resizing or resuming; "
+                                  "retried with backoff")
+    if errno == _STATEMENT_TIMEOUT or ("timeout" in text and "statement" in text):
+        return TransientSinkError(
+            message,
+            hint="retried with backoff; if it repeats, the warehouse is too small or too busy "
+            "for a batch: raise STATEMENT_TIMEOUT_IN_SECONDS / STATEMENT_QUEUED_TIMEOUT_IN_SECONDS "
+            "of the warehouse or user, use a larger warehouse, or lower batching.max_rows",
+        )
+    return None
+
+
 def _sink_error(exc: BaseException, doing: str) -> SinkError:
-    """Sort connector errors: login problems name the setting to fix, network and service
-    hiccups are transient (retried), the rest terminal. The connector's stack stays out."""
+    """Sort connector errors: login problems name the setting to fix, warehouse states name
+    theirs, network and service hiccups are transient (retried), the rest terminal. The
+    connector's stack stays out."""
     from snowflake.connector import errors
 
     message = f"Snowflake failed to {doing}: {getattr(exc, 'msg', None) or exc}"
     errno = getattr(exc, "errno", None)
+    warehouse = _warehouse_error(exc, message, errno)
+    if warehouse is not None:
+        return warehouse
+    if errno in _INTERNAL_ERRORS:
+        return TransientSinkError(message, hint="a Snowflake-side failure; retried with backoff")
+    if errno in _BAD_SQL_ERRORS:
+        return SinkError(
+            message,
+            hint="Snowflake refused SQL replicator generated: `replicator plan` shows it; "
+            "report it with that output (a target table changed by hand can cause it too: "
+            "compare it with the plan's CREATE TABLE)",
+        )
     if errno in _CREDENTIAL_ERRORS:
         return SinkError(message, hint=_CREDENTIALS_HINT)
     if errno in _UNKNOWN_ACCOUNT_ERRORS or isinstance(exc, errors.ForbiddenError):

@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from replicator.errors import SinkError
@@ -48,6 +48,12 @@ class SQLSink:
         # A transient error may have taken the session with it: the next call opens a new
         # one (``reopen``) before it runs anything.
         self._stale = False
+        # Seconds to wait before each new attempt of a batch after a transient error
+        # (REPLICATOR_SINK_RETRY_DELAYS="1,2,4": tests and impatient operators), and who
+        # hears about it (the run's notices).
+        self.retry_delays: tuple[float, ...] = retry_delays()
+        self.sleep: Callable[[float], None] = time.sleep
+        self.on_retry: Callable[[str], None] | None = None
 
     # -- the algorithm --------------------------------------------------------------------
 
@@ -80,55 +86,84 @@ class SQLSink:
     ) -> ApplyResult:
         """The batch program: skip an applied batch, else load, MERGE and record it in ONE
         transaction. ``staged``: an Arrow table, an iterable of Arrow slices (pulled only
-        after the lookup), or a list of Parquet files already in the staging layout."""
+        after the lookup), or a list of Parquet files already in the staging layout.
+
+        A transient failure at any statement (a lost connection, an expired session, a
+        warehouse resuming) rolls back and runs the whole program again on a new session,
+        with the same batch id, after ``retry_delays`` (so exactly-once holds: a COMMIT that
+        went through before the failure is found by the lookup and skipped). The slices are
+        written to Parquet once; every attempt loads those files. When the delays are used
+        up the transient error goes to the engine, which restarts the stream (or the run)."""
         key = BatchKey(self.pipeline_name, table.target_table, batch_id, end_offset)
         given = parquet_files(staged)
+        with self._one_at_a_time(), _scratch_directory(given is None) as directory:
+            written: list[tuple[list[str], int | None, float]] = []  # by the first attempt
+            for attempt in range(len(self.retry_delays) + 1):
+                try:
+                    return self._apply_once(table, key, given, staged, directory, written)
+                except SinkError as error:
+                    if not error.transient or attempt == len(self.retry_delays):
+                        raise
+                    delay = self.retry_delays[attempt]
+                    if self.on_retry is not None:
+                        self.on_retry(f"transient error (attempt {attempt + 1}): "
+                                      f"{error.message}; batch {batch_id} again in {delay:g} s")
+                    self.sleep(delay)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _apply_once(
+        self, table: TablePlan, key: BatchKey, given: list[str] | None, staged: Any,
+        directory: str | None, written: list[tuple[list[str], int | None, float]],
+    ) -> ApplyResult:
+        batch_id = key.batch_id
         rows = 0
         stage_seconds = 0.0
-        with self._one_at_a_time(), _scratch_directory(given is None) as directory:
-            cursor = self._cursor()
-            try:
-                for statement in program.batch_head(table, self.dialect, key):
-                    self._run(cursor, statement)
-                    if statement.role == "skip" and cursor.fetchone() is not None:
-                        for skip in program.ON_SKIP:
-                            self._run(cursor, skip)
-                        return ApplyResult(skipped=True, rows=0, seconds_stage=0.0,
-                                           seconds_merge=0.0)
-                if given is None:
+        cursor = self._cursor()
+        try:
+            for statement in program.batch_head(table, self.dialect, key):
+                self._run(cursor, statement)
+                if statement.role == "skip" and cursor.fetchone() is not None:
+                    for skip in program.ON_SKIP:
+                        self._run(cursor, skip)
+                    return ApplyResult(skipped=True, rows=0, seconds_stage=0.0,
+                                       seconds_merge=0.0)
+            if given is None:
+                if not written:
                     # Slices are produced (decoded) while the transaction is open: only
                     # writing and loading them counts as staging time.
-                    written, expected, stage_seconds = _write_slices(staged, directory)
-                    files = self._loadable(written)
-                else:
-                    files, expected = self._loadable(given), None
-                started = time.perf_counter()
-                folder = f"{batch_id}-{uuid.uuid4().hex[:12]}"  # this attempt's own
-                for statement in program.load_statements(table, self.dialect, files, folder):
-                    self._run(cursor, statement)
-                    if statement.role == "load":
-                        rows += _loaded_rows(cursor)
-                if expected is not None and rows != expected:
-                    raise SinkError(
-                        f"staging {table.target_table} loaded {rows} rows of {expected} "
-                        f"(batch {batch_id})",
-                        hint="report a bug: the load statement of `replicator plan` lost rows",
-                    )
-                staged_at = time.perf_counter()
-                stage_seconds += staged_at - started
-                for statement in program.batch_tail(table, self.dialect, key):
-                    self._run(cursor, statement)
-                merged_at = time.perf_counter()
-            except self.driver_errors() as exc:
-                self._rollback(cursor)
-                raise self._failed(exc, f"apply batch {batch_id} to {table.target_table}") \
-                    from None
-            except BaseException:
-                # A slice failed to decode (source error, interrupt), or the load lost rows:
-                # nothing of the batch stays.
-                self._rollback(cursor)
-                raise
-            finally:
+                    written.append(_write_slices(staged, directory))
+                paths, expected, stage_seconds = written[0]
+                files = self._loadable(paths)
+            else:
+                files, expected = self._loadable(given), None
+            started = time.perf_counter()
+            folder = f"{batch_id}-{uuid.uuid4().hex[:12]}"  # this attempt's own
+            for statement in program.load_statements(table, self.dialect, files, folder):
+                self._run(cursor, statement)
+                if statement.role == "load":
+                    rows += _loaded_rows(cursor)
+            if expected is not None and rows != expected:
+                raise SinkError(
+                    f"staging {table.target_table} loaded {rows} rows of {expected} "
+                    f"(batch {batch_id})",
+                    hint="report a bug: the load statement of `replicator plan` lost rows",
+                )
+            staged_at = time.perf_counter()
+            stage_seconds += staged_at - started
+            for statement in program.batch_tail(table, self.dialect, key):
+                self._run(cursor, statement)
+            merged_at = time.perf_counter()
+        except self.driver_errors() as exc:
+            self._rollback(cursor)
+            raise self._failed(exc, f"apply batch {batch_id} to {table.target_table}") \
+                from None
+        except BaseException:
+            # A slice failed to decode (source error, interrupt), or the load lost rows:
+            # nothing of the batch stays.
+            self._rollback(cursor)
+            raise
+        finally:
+            with contextlib.suppress(Exception):  # a cursor of a lost session
                 cursor.close()
         return ApplyResult(skipped=False, rows=rows, seconds_stage=stage_seconds,
                            seconds_merge=merged_at - staged_at)
@@ -224,6 +259,24 @@ class SQLSink:
     def reopen(self) -> Any:
         """A new connection after a transient error, or None to keep the one there is."""
         return None
+
+
+# Up to ~1 min of waiting per batch: a resuming warehouse, a network blip, an expired
+# session. Longer outages go to the engine's own restart-with-backoff.
+RETRY_DELAYS_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
+
+
+def retry_delays(environ: Any = None) -> tuple[float, ...]:
+    """``RETRY_DELAYS_S``, or the seconds REPLICATOR_SINK_RETRY_DELAYS lists ("" : no retry
+    inside the sink)."""
+    text = (os.environ if environ is None else environ).get("REPLICATOR_SINK_RETRY_DELAYS")
+    if text is None:
+        return RETRY_DELAYS_S
+    try:
+        return tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise SinkError(f"REPLICATOR_SINK_RETRY_DELAYS={text!r} is not a list of seconds",
+                        hint='write seconds separated by commas, e.g. "1,2,4"') from None
 
 
 def _checked_for_put(paths: list[str]) -> list[str]:

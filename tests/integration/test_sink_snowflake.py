@@ -121,6 +121,7 @@ def test_connection_parameters_precedence_and_auth():
     assert (params["database"], params["schema"]) == ("DB", "S")
     assert params["application"] == "replicator" and params["paramstyle"] == "qmark"
     assert params["autocommit"] is False
+    assert params["client_session_keep_alive"] is True  # sessions outlive 4 idle hours
     assert params["session_parameters"] == {"TIMEZONE": "UTC", "QUERY_TAG": "replicator:orders"}
     shown = str(redacted(params))
     assert "env-secret" not in shown and "'pp'" not in shown
@@ -158,3 +159,32 @@ def test_errors_are_sorted_into_transient_and_terminal():
     assert gone.transient and "new session" in gone.hint
     account = _sink_error(errors.ForbiddenError(), "x")
     assert not account.transient and "account identifier" in account.hint
+
+
+@pytest.mark.parametrize(("errno", "text", "transient", "fix"), [
+    (606, "No active warehouse selected in the current session.  Select an active warehouse "
+          "with the 'use warehouse' command.", False, "GRANT USAGE ON WAREHOUSE"),
+    (606, "Warehouse 'LOAD_WH' is suspended. Resume it or enable auto-resume.", False,
+     "AUTO_RESUME = TRUE"),
+    (90064, "Warehouse 'LOAD_WH' cannot be resumed because resource monitor 'RM' has exceeded "
+            "its quota.", False, "CREDIT_QUOTA"),
+    (608, "Warehouse 'LOAD_WH' is being resized; the statement could not be scheduled.", True,
+     "resizing"),
+    (630, "Statement reached its statement or warehouse timeout of 600 second(s) and was "
+          "canceled.", True, "STATEMENT_TIMEOUT_IN_SECONDS"),
+    (603, "SQL execution internal error: Processing aborted due to error 300010:391167117",
+     True, "retried"),
+    (1003, "SQL compilation error: syntax error line 1 at position 7 unexpected 'MERGEX'.",
+     False, "replicator plan"),
+    (904, "SQL compilation error: error line 1 at position 40 invalid identifier 'X'", False,
+     "CREATE TABLE"),
+])
+def test_warehouse_errors_are_classified_with_their_fix(errno, text, transient, fix):
+    from snowflake.connector import errors
+
+    from replicator.sink.snowflake import _sink_error
+
+    error = _sink_error(errors.ProgrammingError(msg=text, errno=errno), "apply batch 3 to ORDERS")
+    assert error.transient is transient
+    assert fix in error.hint
+    assert text in error.message and "apply batch 3 to ORDERS" in error.message
