@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from replicator.errors import UsageError
 
 if TYPE_CHECKING:
+    from replicator.engine.schema_changes import Decision
     from replicator.model.catalog import Catalog
     from replicator.model.pipeline import Pipeline
     from replicator.plan import Dialect, Plan, TablePlan
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 class DdlEffectOnTable:
     source: str  # db.table the DDL touches
     targets: list[str]  # the target tables reading it (empty: not replicated)
-    action: str  # ignore | evolve | stop | not_replicated | follow
+    action: str  # follow | ignore | stop | not_replicated
     what: str
     statements: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
@@ -37,7 +38,7 @@ class DdlEffectOnTable:
 def preview_ddl(pipeline: Pipeline, catalog: Catalog, plan: Plan, ddl: str,
                 dialect: Dialect) -> list[DdlEffectOnTable]:
     """One effect per table the DDL touches."""
-    from replicator.engine.schema_changes import DdlEffect, cannot_follow, classify
+    from replicator.engine.schema_changes import DdlEffect, classify, decide, stop_error
     from replicator.model.changes import BinlogPosition
     from replicator.source.ddl import schema_change
 
@@ -50,7 +51,7 @@ def preview_ddl(pipeline: Pipeline, catalog: Catalog, plan: Plan, ddl: str,
                          hint="--ddl previews table DDL, e.g. \"ALTER TABLE shop.orders ADD COLUMN x INT\"")
     intent = classify(ddl)
     effects = []
-    for name in (_qualified(name, pipeline, plan) for name in change.tables):
+    for name in dict.fromkeys(_qualified(name, pipeline, plan) for name in change.tables):
         readers = [t for t in plan.tables if t.reads(name)]
         targets = [".".join(t.target_parts) for t in readers]
         if not readers:
@@ -65,11 +66,16 @@ def preview_ddl(pipeline: Pipeline, catalog: Catalog, plan: Plan, ddl: str,
             effects.append(DdlEffectOnTable(name, targets, "ignore",
                                             f"{intent.what}: changes nothing replicated; logged, "
                                             "the pipeline streams on"))
-        elif intent.effect is DdlEffect.ADD_COLUMNS:
-            effects.append(_evolve_effect(pipeline, catalog, plan, name, readers, ddl, dialect))
-        else:
-            stop = cannot_follow([name], "its binlog position", intent, ddl)
-            effects.append(DdlEffectOnTable(name, targets, "stop", stop.message, hint=stop.hint))
+            continue
+        decision = decide(intent, pipeline, name, readers[0],
+                          renamed_onto=name.lower() in {t.lower() for t in change.tables[1::2]})
+        stop = decision.stop
+        if stop is not None:
+            error = stop_error([name], "its binlog position", stop, ddl)
+            effects.append(DdlEffectOnTable(name, targets, "stop", error.message, hint=error.hint))
+            continue
+        effects.append(_follow_effect(pipeline, catalog, plan, name, readers, ddl, dialect,
+                                      decision))
     return effects
 
 
@@ -105,19 +111,85 @@ def _routed_effect(name: str, targets: list[str], kind: str,
         "renamed away from the selection: stops being read; its rows stay in the target")
 
 
-def _evolve_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
-                   readers: list[TablePlan], ddl: str, dialect: Dialect) -> DdlEffectOnTable:
+def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
+                   readers: list[TablePlan], ddl: str, dialect: Dialect,
+                   decision: Decision) -> DdlEffectOnTable:
+    """The target statements ``run`` executes for a DDL it follows (``BatchApplier`` runs the
+    same functions), and a note per change it ignores."""
+    from replicator.engine.schema_changes import ChangeKind
+    from replicator.plan import statements as sql
+    from replicator.plan.identifiers import target_identifier
+
+    targets = [".".join(t.target_parts) for t in readers]
+    statements: list[str] = []
+    notes: list[str] = []
+    done: list[str] = []
+    for step in decision.steps:
+        if step.action in ("ignore", "nothing"):
+            notes.append(f"{step.why}: {'ignored (policy)' if step.action == 'ignore' else 'no change'}"
+                         + (": the target column stays, NULL for rows written from now on"
+                            if step.change.kind is ChangeKind.DROP_COLUMN else ""))
+    for table in readers:
+        for step in decision.following(ChangeKind.TYPE_CHANGE):
+            statements.append(sql.alter_column_type(table, step.target_column, step.target_type,
+                                                    dialect))
+            done.append(step.why)
+        for step in decision.following(ChangeKind.RENAME_COLUMN):
+            old = _target_of(table, step.change.column)
+            if old is None:
+                continue
+            new = target_identifier(step.change.new_name or "", table.identifier_case)
+            statements.append(sql.rename_column(table, old, new, dialect))
+            if table.log_table is not None:
+                statements.append(sql.rename_column(table, old, new, dialect, log=True))
+            done.append(f"renames {old} to {new}")
+        for step in decision.following(ChangeKind.DROP_COLUMN):
+            old = _target_of(table, step.change.column)
+            if old is not None:
+                statements.append(sql.drop_column(table, old, dialect))
+                done.append(f"drops {old} from the target")
+        for step in decision.steps:
+            if step.change.kind is ChangeKind.DROP_COLUMN and step.action == "ignore":
+                column = next((c for c in table.columns if c.target_column
+                               == _target_of(table, step.change.column)), None)
+                if column is not None and not column.nullable:
+                    statements.append(sql.drop_not_null(table, column.target_column, dialect))
+        for _ in decision.following(ChangeKind.TRUNCATE):
+            statements.append(sql.truncate_rows(table, dialect))
+            done.append("deletes the target rows in the batch's transaction, before its MERGE "
+                        "of the changes after the TRUNCATE")
+        for _ in decision.following(ChangeKind.RENAME_TABLE):
+            done.append("a table renamed onto the replicated name (the pt-osc / gh-ost swap) is "
+                        "read on under it; its new columns follow the column policies")
+    if decision.following(ChangeKind.ADD_COLUMN):
+        added = _added_effect(pipeline, catalog, plan, name, readers, ddl, dialect)
+        statements += added.statements
+        notes += added.notes
+        done.insert(0, added.what)
+    return DdlEffectOnTable(name, targets, "follow", "; ".join(done) or "nothing in the target "
+                            "changes", statements=statements, notes=notes)
+
+
+def _target_of(table: TablePlan, source_column: str | None) -> str | None:
+    wanted = (source_column or "").lower()
+    return next((c.target_column for c in table.columns
+                 if c.source_column and c.source_column.lower() == wanted
+                 and c.expression is None), None)
+
+
+def _added_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
+                  readers: list[TablePlan], ddl: str, dialect: Dialect) -> DdlEffectOnTable:
     from replicator.engine.schema_changes import added_columns
     from replicator.model.catalog import Catalog, MySQLType, MySQLTypeError, SourceColumn
     from replicator.plan import build_plan
-    from replicator.plan.statements import add_columns
+    from replicator.plan.statements import add_columns, default_literal
 
     added = added_columns(ddl)
     database, table = name.split(".", 1)
     source = catalog.table(database, table)
     targets = [".".join(t.target_parts) for t in readers]
     if source is None:
-        return DdlEffectOnTable(name, targets, "evolve", "adds columns (the table's columns are "
+        return DdlEffectOnTable(name, targets, "follow", "adds columns (the table's columns are "
                                 "not known here: run plan without --offline to see the ALTER)")
     columns = list(source.columns)
     for column in added:
@@ -126,17 +198,21 @@ def _evolve_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
         except MySQLTypeError as exc:
             raise UsageError(f"{name}.{column.name}: {exc}",
                              hint="write the type as MySQL does: decimal(10,2)") from None
-        columns.append(SourceColumn(column.name, mysql_type, True, len(columns) + 1))
+        columns.append(SourceColumn(column.name, mysql_type, True, len(columns) + 1,
+                                    default=column.default))
     changed = dataclasses.replace(source, columns=tuple(columns))
     future = build_plan(pipeline, Catalog(tuple(changed if t is source else t
                                                 for t in catalog.tables)))
     statements: list[str] = []
     new_names: list[str] = []
+    missed: list[str] = []
     for old in readers:
         new = next(t for t in future.tables if t.target_parts == old.target_parts)
         before = {c.target_column for c in old.columns}
         fresh = [c for c in new.columns if c.target_column not in before]
         new_names += [c.target_column for c in fresh]
+        missed += [c.target_column for c in fresh if c.source_default is not None
+                   and c.source_default.upper() != "NULL" and default_literal(c, dialect) is None]
         statements += add_columns(new, fresh, dialect)
         if new.log_table is not None:
             before_log = {c.target_column for c in old.log_columns}
@@ -144,19 +220,18 @@ def _evolve_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
                                             if c.target_column not in before_log],
                                       dialect, log=True)
     notes = []
-    defaults = [c for c in added if c.default is not None and c.default.upper() != "NULL"]
-    if defaults:
+    if missed:
         notes.append(
-            "rows already in the target get NULL for "
-            + ", ".join(f"{c.name} (MySQL shows DEFAULT {c.default})" for c in defaults)
-            + " until they change; `replicator verify` reports them, and "
-            "`replicator run PIPELINE.yaml --snapshot always` re-copies them")
+            "rows already in the target get NULL for " + ", ".join(missed)
+            + ": its DEFAULT is not a constant the target can take; `replicator verify` "
+            "reports them, and `replicator run PIPELINE.yaml --snapshot always` re-copies them")
     if not statements:
-        return DdlEffectOnTable(name, targets, "evolve", "adds columns the pipeline does not "
+        return DdlEffectOnTable(name, targets, "follow", "adds columns the pipeline does not "
                                 "replicate (excluded or not selected): nothing changes", notes=notes)
-    return DdlEffectOnTable(name, targets, "evolve",
+    return DdlEffectOnTable(name, targets, "follow",
                             f"adds {', '.join(new_names)}: followed in the batch that holds the "
-                            "DDL; the target is altered", statements=statements, notes=notes)
+                            "DDL; the target is altered, rows already there get the column's "
+                            "DEFAULT", statements=statements, notes=notes)
 
 
 def render_effects(ddl: str, effects: list[DdlEffectOnTable]) -> str:

@@ -24,6 +24,7 @@ from replicator.model.pipeline import (
     OutboxRoute,
     OutboxSpec,
     Pipeline,
+    SchemaChangePolicy,
     SnowflakeTarget,
     StartPosition,
     TablePipeline,
@@ -43,12 +44,15 @@ def build_pipeline(data: dict[str, Any], *, path: str | Path | None = None) -> P
     name = data.get("name") or (name_from_path(path) if path else "pipeline")
     batching = _batching(data.get("batching"), BatchPolicy())
     defaults = data.get("defaults") or {}
+    schema_changes = _schema_changes(data.get("schema_changes"), SchemaChangePolicy())
     return Pipeline(
         name=name,
         source=_source(data["source"]["mysql"] or {}),
         target=_target(data["target"]),
-        tables=tuple(_table(table, defaults, batching) for table in data["tables"]),
+        tables=tuple(_table(table, defaults, batching, schema_changes)
+                     for table in data["tables"]),
         batching=batching,
+        schema_changes=schema_changes,
         engine=_engine(data.get("engine") or {}),
         version=data.get("version", 1),
         path=str(path) if path is not None else None,
@@ -62,6 +66,13 @@ def _batching(spec: dict[str, Any] | None, base: BatchPolicy) -> BatchPolicy:
         max_rows=spec.get("max_rows", base.max_rows),
         max_delay_ms=base.max_delay_ms if delay is None else delay,
     )
+
+
+def _schema_changes(spec: dict[str, Any] | None, base: SchemaChangePolicy) -> SchemaChangePolicy:
+    """A `schema_changes:` mapping over ``base``: a kind it does not name keeps base's action."""
+    import dataclasses
+
+    return dataclasses.replace(base, **(spec or {}))
 
 
 def _start(spec: Any) -> StartPosition:
@@ -152,7 +163,8 @@ def _column(source_column: str, spec: dict[str, Any] | None) -> ColumnMapping:
     )
 
 
-def _table(spec: dict[str, Any], defaults: dict[str, Any], batching: BatchPolicy) -> TablePipeline:
+def _table(spec: dict[str, Any], defaults: dict[str, Any], batching: BatchPolicy,
+           schema_changes: SchemaChangePolicy) -> TablePipeline:
     selection = None
     if "sources" in spec:  # semantic checked: no `source`, a `target`, patterns compile
         from replicator.model.selection import TableSelection
@@ -181,6 +193,9 @@ def _table(spec: dict[str, Any], defaults: dict[str, Any], batching: BatchPolicy
         track_history=tuple(spec["track_history"]) if spec.get("track_history") else None,
         outbox=_outbox(spec["outbox"], defaults) if spec.get("outbox") else None,
         selection=selection,
+        # A per-table override inherits the kinds it does not name from the pipeline's.
+        schema_changes=_schema_changes(spec["schema_changes"], schema_changes)
+        if spec.get("schema_changes") else None,
     )
 
 

@@ -109,6 +109,27 @@ def check_semantics(document: LoadedDocument) -> None:
     _check_durations(document, data)
     _check_tls(document, data)
     _check_tables(document, data)
+    _check_schema_changes(document, data)
+
+
+def _check_schema_changes(document: LoadedDocument, data: dict[str, Any]) -> None:
+    """``key_change: ignore`` keeps merging by the key the YAML declares; without ``key:`` the
+    merge key IS the primary key that changed, so there is nothing to keep (R246)."""
+    pipeline_wide = _dict(data.get("schema_changes")).get("key_change")
+    for index, table in enumerate(_list(data.get("tables"))):
+        if not isinstance(table, dict) or table.get("key"):
+            continue
+        own = _dict(table.get("schema_changes"))
+        if own.get("key_change", pipeline_wide) != "ignore":
+            continue
+        path: JsonPath = (("tables", index, "schema_changes", "key_change") if "key_change" in own
+                          else ("schema_changes", "key_change"))
+        name = table.get("source") or table.get("target") or f"tables[{index}]"
+        document.add(document.position(path), "R246",
+                     f"{name}: schema_changes.key_change is ignore, but the table declares no "
+                     "key: its merge key is the primary key that would change",
+                     f"declare the key to keep (tables[{index}].key: [id]), or set "
+                     "key_change: stop")
 
 
 def _check_secrets(document: LoadedDocument, data: dict[str, Any]) -> None:

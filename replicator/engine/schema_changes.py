@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from replicator.errors import EngineError
+from replicator.errors import EngineError, ReplicatorError
 
 
 class DdlEffect(enum.Enum):
@@ -38,10 +38,35 @@ class DdlEffect(enum.Enum):
     OTHER = "other"
 
 
+class ChangeKind(enum.Enum):
+    """One replicated effect of a DDL; the value is its key under `schema_changes:`."""
+
+    ADD_COLUMN = "add_column"
+    TYPE_CHANGE = "widen_type"  # widening or not is decided against the planned type
+    RENAME_COLUMN = "rename_column"
+    DROP_COLUMN = "drop_column"
+    KEY_CHANGE = "key_change"
+    TRUNCATE = "truncate"
+    RENAME_TABLE = "rename_table"
+    DROP_TABLE = "drop_table"
+    UNKNOWN = "unknown"  # nothing can follow it: always a stop
+
+
+@dataclass(frozen=True)
+class ColumnChange:
+    kind: ChangeKind
+    what: str
+    column: str | None = None  # the source column it changes (the old name for a rename)
+    new_name: str | None = None  # RENAME_COLUMN: the new name
+    mysql_type: str | None = None  # ADD_COLUMN / TYPE_CHANGE: the type as MySQL writes it
+    default: str | None = None  # ADD_COLUMN: the DEFAULT clause's SQL, None without one
+
+
 @dataclass(frozen=True)
 class DdlIntent:
     effect: DdlEffect
     what: str  # for the log line and the stop message: "adds an index", "drops a column"
+    changes: tuple[ColumnChange, ...] = ()  # the replicated effects, in statement order
 
 
 _MAINTENANCE = {"OPTIMIZE", "ANALYZE", "CHECK", "REPAIR", "CHECKSUM"}
@@ -72,6 +97,187 @@ def cannot_follow(tables: Sequence[str], where: str, intent: DdlIntent, sql: str
     )
 
 
+def stop_error(tables: Sequence[str], where: str, step: Step, sql: str) -> EngineError:
+    """The stop for a change the table's policy (or the engine) does not follow (``run``
+    raises it; ``plan --ddl`` shows it)."""
+    kind = step.change.kind.value
+    others = [a for a in POLICY_CHOICES.get(kind, ()) if a != "stop"]
+    if step.action == "stop" and others and step.why == step.change.what:
+        hint = (f"the pipeline's `schema_changes.{kind}` is stop; "
+                + " or ".join(f"`{kind}: {a}`" for a in others)
+                + " (pipeline-wide, or under the table) would go on; or re-copy the table: "
+                "`replicator run PIPELINE.yaml --snapshot always`")
+    else:
+        hint = ("update the pipeline YAML if needed, then re-copy the table: "
+                "`replicator run PIPELINE.yaml --snapshot always`")
+    return EngineError(f"schema change on {', '.join(tables)} at {where} stops the pipeline "
+                       f"({step.why}): {sql[:200]}", hint=hint)
+
+
+# The actions each kind allows (the JSON Schema's enums say the same; a unit test holds them
+# together). The defaults are ``model.pipeline.SchemaChangePolicy``'s.
+POLICY_CHOICES: dict[str, tuple[str, ...]] = {
+    "add_column": ("follow", "stop"),
+    "widen_type": ("follow", "stop"),
+    "rename_column": ("follow", "stop"),
+    "drop_column": ("ignore", "follow", "stop"),
+    "key_change": ("stop", "ignore"),
+    "truncate": ("follow", "ignore", "stop"),
+    "rename_table": ("follow", "stop"),
+    "drop_table": ("ignore", "stop"),
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the pipeline does about one change: ``follow`` (the target changes), ``ignore``
+    (logged; the target stays), ``nothing`` (nothing replicated changes) or ``stop``."""
+
+    change: ColumnChange
+    action: str
+    why: str
+    # follow of a TYPE_CHANGE: the target column and its new type (TargetType)
+    target_column: str | None = None
+    target_type: Any = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    steps: tuple[Step, ...]
+
+    @property
+    def stop(self) -> Step | None:
+        return next((step for step in self.steps if step.action == "stop"), None)
+
+    def following(self, kind: ChangeKind) -> list[Step]:
+        return [step for step in self.steps if step.action == "follow" and step.change.kind is kind]
+
+
+def decide(intent: DdlIntent, pipeline: Any, source: str, table: Any, *,
+           renamed_onto: bool = False) -> Decision:
+    """The one place that decides what a DDL of a replicated table does to the pipeline.
+
+    ``source``: the ``db.table`` the DDL touches; ``table``: the ``TablePlan`` reading it (the
+    columns as planned before the DDL), or None when they are not known (``plan --ddl
+    --offline`` on a table without declared columns): a type change is then judged by its
+    policy alone. ``renamed_onto``: a RENAME TABLE names ``source`` as a new name (the swap of
+    pt-online-schema-change and gh-ost), not only as an old one.
+    """
+    spec = _table_spec(pipeline, source)
+    policy = pipeline.schema_changes_for(spec) if spec is not None else pipeline.schema_changes
+    tinyint1 = pipeline.source.tinyint1
+    return Decision(tuple(_step(change, policy, spec, table, tinyint1, renamed_onto)
+                          for change in intent.changes))
+
+
+def policy_for(pipeline: Any, source: str) -> Any:
+    """The `schema_changes:` policy of the table reading ``source`` (db.table)."""
+    spec = _table_spec(pipeline, source)
+    return pipeline.schema_changes_for(spec) if spec is not None else pipeline.schema_changes
+
+
+def _table_spec(pipeline: Any, source: str) -> Any:
+    wanted = source.lower()
+    return next((t for t in pipeline.tables if not t.routed
+                 and f"{t.source_database}.{t.source_table}".lower() == wanted), None)
+
+
+def _planned(table: Any, source_column: str | None) -> Any:
+    if table is None or source_column is None:
+        return None
+    wanted = source_column.lower()
+    return next((c for c in table.columns
+                 if c.source_column and c.source_column.lower() == wanted and c.role == "data"
+                 and c.expression is None), None)
+
+
+# The kinds whose `follow` the run carries out today. The others (a target ALTER for a
+# widening, a column rename or drop, the pt-osc/gh-ost swap, TRUNCATE) are decided here and
+# previewed by `plan --ddl`, but stop the run until the applier executes their statements:
+# a `plan` that promised what `run` does not do would be worse than a stop.
+RUN_FOLLOWS = frozenset({ChangeKind.ADD_COLUMN})
+
+
+def _step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyint1: str,
+          renamed_onto: bool) -> Step:
+    step = _policy_step(change, policy, spec, table, tinyint1, renamed_onto)
+    if step.action == "follow" and change.kind not in RUN_FOLLOWS:
+        return Step(change, "stop", f"{step.why}: `run` does not follow this kind of change "
+                    "yet")
+    return step
+
+
+def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyint1: str,
+                 renamed_onto: bool) -> Step:
+    kind = change.kind
+    if kind is ChangeKind.UNKNOWN:
+        return Step(change, "stop", f"{change.what}: the engine cannot follow it")
+    action = policy.action(kind.value)
+    if kind is ChangeKind.RENAME_TABLE and action == "follow" and not renamed_onto:
+        return Step(change, "stop", f"{change.what}: the replicated table is renamed away "
+                    "without a table renamed onto its name")
+    column = _planned(table, change.column)
+    if kind in (ChangeKind.TYPE_CHANGE, ChangeKind.DROP_COLUMN, ChangeKind.RENAME_COLUMN) \
+            and table is not None and column is None and not _is_key(table, change.column):
+        return Step(change, "nothing", f"{change.what}: the column is not replicated")
+    if kind is ChangeKind.TYPE_CHANGE:
+        return _type_step(change, action, column, tinyint1)
+    if kind is ChangeKind.RENAME_COLUMN and action == "follow" and table is not None:
+        mapped = spec is not None and spec.mapping_for(change.column or "") is not None
+        if mapped or (_is_key(table, change.column) and table.key_origin == "declared"):
+            return Step(change, "stop", f"{change.what}: the pipeline YAML names {change.column} "
+                        f"(a mapping or the key); it must name {change.new_name} first")
+    if kind is ChangeKind.KEY_CHANGE and action == "ignore" and table is not None \
+            and table.key_origin != "declared":
+        return Step(change, "stop", f"{change.what}: key_change: ignore needs the table's key "
+                    "declared in the YAML")
+    return Step(change, action, change.what)
+
+
+def _is_key(table: Any, source_column: str | None) -> bool:
+    return source_column is not None and any(
+        c.is_key and c.source_column and c.source_column.lower() == source_column.lower()
+        for c in table.columns)
+
+
+def _type_step(change: ColumnChange, action: str, column: Any, tinyint1: str) -> Step:
+    from replicator.model.catalog import MySQLType, MySQLTypeError
+    from replicator.plan.types import map_mysql_type
+
+    if column is None:  # the table's columns are not known here
+        return Step(change, action, change.what)
+    if column.declared_type:
+        return Step(change, "nothing", f"{change.what}: the YAML declares the target type")
+    try:
+        new = map_mysql_type(MySQLType.parse(change.mysql_type or ""), tinyint1=tinyint1)  # type: ignore[arg-type]
+    except (MySQLTypeError, ReplicatorError) as exc:
+        return Step(change, "stop", f"{change.what}: {exc}")
+    old = column.target_type
+    if new == old:
+        return Step(change, "nothing", f"{change.what}: the target type stays {old.describe()}")
+    if not widens(old, new):
+        return Step(change, "stop",
+                    f"{change.what}: {column.target_column} {old.describe()} -> {new.describe()} "
+                    "is not a widening the target can do in place")
+    return Step(change, action, f"{change.what}: {column.target_column} {old.describe()} -> "
+                f"{new.describe()}", target_column=column.target_column, target_type=new)
+
+
+def widens(old: Any, new: Any) -> bool:
+    """Whether every value of target type ``old`` fits ``new`` AND both warehouses can ALTER
+    a column from one to the other in place (Snowflake: a NUMBER's precision up at the same
+    scale, a VARCHAR's length up; DuckDB casts anything castable)."""
+    if old.kind != new.kind:
+        return False
+    if old.kind == "integer":
+        return (new.precision or 0) >= (old.precision or 0) and (new.bits or 64) >= (old.bits or 64)
+    if old.kind == "decimal":
+        return new.scale == old.scale and (new.precision or 0) >= (old.precision or 0)
+    if old.kind == "string":
+        return new.length is None or (old.length is not None and new.length >= old.length)
+    return False  # timestamps, floats, ...: the same kind with other fields is not in place
+
+
 @dataclass(frozen=True)
 class AddedColumn:
     name: str
@@ -80,21 +286,10 @@ class AddedColumn:
 
 
 def added_columns(sql: str) -> tuple[AddedColumn, ...]:
-    """The columns an ADD_COLUMNS statement adds, in order (empty for any other statement)."""
-    from sqlglot import exp
-
-    if classify(sql).effect is not DdlEffect.ADD_COLUMNS:
-        return ()
-    statement = _parse(_without_alter_modifiers(sql.strip().rstrip(";").strip()))
-    added = []
-    for action in statement.args.get("actions") or []:
-        if not isinstance(action, exp.ColumnDef):
-            continue
-        default = next((c.args["kind"].this for c in action.args.get("constraints") or []
-                        if isinstance(c.args.get("kind"), exp.DefaultColumnConstraint)), None)
-        added.append(AddedColumn(action.name, action.args["kind"].sql("mysql").lower(),
-                                 None if default is None else default.sql("mysql")))
-    return tuple(added)
+    """The columns a statement adds, in order (beside other actions too)."""
+    intent = classify(sql)
+    return tuple(AddedColumn(c.column or "", c.mysql_type or "", c.default)
+                 for c in intent.changes if c.kind is ChangeKind.ADD_COLUMN)
 
 
 def adds_columns_only(sql: str) -> bool:
@@ -109,21 +304,41 @@ def _classify(sql: str) -> DdlIntent:
     try:
         words = _words(sql)
     except SqlglotError:
-        return DdlIntent(DdlEffect.OTHER, "a statement the parser cannot read")
+        return _unknown("a statement the parser cannot read")
     if not words:
-        return DdlIntent(DdlEffect.OTHER, "an empty statement")
+        return _unknown("an empty statement")
     if words[0] in _MAINTENANCE:
         return DdlIntent(DdlEffect.NOTHING, f"{words[0]} TABLE (maintenance)")
     if words[0] == "ALTER" and any(word.startswith("PARTITION") for word in words):
-        return _partitioning(words)
+        intent = _partitioning(words)
+        return intent if intent.effect is DdlEffect.NOTHING else DdlIntent(
+            intent.effect, intent.what, (ColumnChange(ChangeKind.UNKNOWN, intent.what),))
     try:
         statement = _parse(_without_alter_modifiers(sql))
     except SqlglotError:
-        return DdlIntent(DdlEffect.OTHER, "a statement the parser cannot read")
+        return _unknown("a statement the parser cannot read")
     intent = _intent(statement)
     if intent.what == "a schema change":  # name it: "TRUNCATE TABLE", "DROP TABLE", ...
-        return DdlIntent(intent.effect, " ".join(word for word in words[:2] if word))
+        kind = _table_kind(words)
+        what = {ChangeKind.TRUNCATE: "TRUNCATE TABLE", ChangeKind.RENAME_TABLE: "RENAME TABLE"}.get(
+            kind, " ".join(word for word in words[:2] if word))
+        return DdlIntent(intent.effect, what, (ColumnChange(kind, what),))
     return intent
+
+
+def _table_kind(words: list[str]) -> ChangeKind:
+    """TRUNCATE / DROP TABLE / RENAME TABLE (and DROP DATABASE: every table of it dropped)."""
+    if words[0] == "TRUNCATE":
+        return ChangeKind.TRUNCATE
+    if words[0] == "DROP" and len(words) > 1 and words[1] in ("TABLE", "DATABASE", "SCHEMA"):
+        return ChangeKind.DROP_TABLE
+    if words[0] == "RENAME":  # sqlglot reads the rest as one opaque text
+        return ChangeKind.RENAME_TABLE
+    return ChangeKind.UNKNOWN
+
+
+def _unknown(what: str) -> DdlIntent:
+    return DdlIntent(DdlEffect.OTHER, what, (ColumnChange(ChangeKind.UNKNOWN, what),))
 
 
 def _words(sql: str) -> list[str]:
@@ -192,44 +407,87 @@ def _intent(statement: Any) -> DdlIntent:
         return DdlIntent(DdlEffect.OTHER, "a schema change")
     actions = statement.args.get("actions") or []
     effects = [_action(action) for action in actions]
-    other = [what for effect, what in effects if effect is DdlEffect.OTHER]
+    changes = tuple(change for _, _, found in effects for change in found)
+    other = [what for effect, what, _ in effects if effect is DdlEffect.OTHER]
     if other:
-        return DdlIntent(DdlEffect.OTHER, ", ".join(other))
-    if any(effect is DdlEffect.ADD_COLUMNS for effect, _ in effects):
-        return DdlIntent(DdlEffect.ADD_COLUMNS, "adds columns")
+        return DdlIntent(DdlEffect.OTHER, ", ".join(other), changes)
+    if any(effect is DdlEffect.ADD_COLUMNS for effect, _, _ in effects):
+        return DdlIntent(DdlEffect.ADD_COLUMNS, "adds columns", changes)
     if not actions and not statement.args.get("options"):
-        return DdlIntent(DdlEffect.OTHER, "an ALTER the parser did not understand")
-    return DdlIntent(DdlEffect.NOTHING, ", ".join(what for _, what in effects) or "table options")
+        return _unknown("an ALTER the parser did not understand")
+    return DdlIntent(DdlEffect.NOTHING, ", ".join(what for _, what, _ in effects) or "table options")
 
 
-def _action(action: Any) -> tuple[DdlEffect, str]:
+def _action(action: Any) -> tuple[DdlEffect, str, tuple[ColumnChange, ...]]:
+    """One ALTER action: its effect, its "what", and its replicated changes."""
     from sqlglot import exp
 
+    def change(kind: ChangeKind, what: str, **fields: Any) -> tuple[DdlEffect, str,
+                                                                   tuple[ColumnChange, ...]]:
+        effect = DdlEffect.ADD_COLUMNS if kind is ChangeKind.ADD_COLUMN else DdlEffect.OTHER
+        return effect, what, (ColumnChange(kind, what, **fields),)
+
     if isinstance(action, exp.ColumnDef):
-        return DdlEffect.ADD_COLUMNS, "adds a column"
+        return change(ChangeKind.ADD_COLUMN, f"adds column {action.name}", column=action.name,
+                      mysql_type=_type_text(action), default=_default(action))
     if isinstance(action, exp.AddConstraint):
         if action.find(exp.PrimaryKey, exp.PrimaryKeyColumnConstraint) is not None:
-            return DdlEffect.OTHER, "changes the primary key"
-        return DdlEffect.NOTHING, "adds an index or constraint"
+            return change(ChangeKind.KEY_CHANGE, "changes the primary key")
+        return DdlEffect.NOTHING, "adds an index or constraint", ()
     if isinstance(action, exp.Drop):
         kind = str(action.args.get("kind") or "").upper()
         if kind in ("INDEX", "KEY", "FOREIGN KEY", "CONSTRAINT", "CHECK"):
-            return DdlEffect.NOTHING, f"drops {'an' if kind == 'INDEX' else 'a'} {kind.lower()}"
-        return DdlEffect.OTHER, f"drops a {kind.lower() or 'column'}"
+            return (DdlEffect.NOTHING,
+                    f"drops {'an' if kind == 'INDEX' else 'a'} {kind.lower()}", ())
+        if kind in ("", "COLUMN"):
+            names = [t.name for t in action.args.get("tables") or []]
+            if len(names) == 1:
+                return change(ChangeKind.DROP_COLUMN, "drops a column", column=names[0])
+        return change(ChangeKind.UNKNOWN, f"drops a {kind.lower() or 'column'}")
     if isinstance(action, exp.DropPrimaryKey):
-        return DdlEffect.OTHER, "drops the primary key"
+        return change(ChangeKind.KEY_CHANGE, "drops the primary key")
     if isinstance(action, exp.RenameIndex):
-        return DdlEffect.NOTHING, "renames an index"
+        return DdlEffect.NOTHING, "renames an index", ()
     if isinstance(action, exp.ForceProperty):
-        return DdlEffect.NOTHING, "rebuilds the table (FORCE)"
+        return DdlEffect.NOTHING, "rebuilds the table (FORCE)", ()
     if isinstance(action, exp.AlterColumn):
         # SET/DROP DEFAULT (and VISIBLE/INVISIBLE) change what future INSERTs get by default;
         # the binlog carries the values they end up with. A type given here is a change.
         if action.args.get("dtype") is None and action.args.get("using") is None:
-            return DdlEffect.NOTHING, "changes a column default"
-        return DdlEffect.OTHER, "changes a column type"
+            return DdlEffect.NOTHING, "changes a column default", ()
+        if action.args.get("dtype") is not None and action.args.get("using") is None:
+            return change(ChangeKind.TYPE_CHANGE, "changes a column type", column=action.name,
+                          mysql_type=action.args["dtype"].sql("mysql").lower())
+        return change(ChangeKind.UNKNOWN, "changes a column type")
     if isinstance(action, exp.RenameColumn):
-        return DdlEffect.OTHER, "renames a column"
+        return change(ChangeKind.RENAME_COLUMN, "renames a column", column=action.this.name,
+                      new_name=action.args["to"].name)
     if isinstance(action, exp.ModifyColumn):
-        return DdlEffect.OTHER, "modifies a column"
-    return DdlEffect.OTHER, f"an ALTER action the engine does not follow ({action.sql('mysql')[:60]})"
+        definition = action.this
+        if not isinstance(definition, exp.ColumnDef) or definition.args.get("kind") is None:
+            return change(ChangeKind.UNKNOWN, "modifies a column")
+        old = action.args.get("rename_from")
+        found: tuple[ColumnChange, ...] = ()
+        name = definition.name
+        if old is not None and old.name.lower() != name.lower():
+            found += (ColumnChange(ChangeKind.RENAME_COLUMN, "renames a column", column=old.name,
+                                   new_name=name),)
+        found += (ColumnChange(ChangeKind.TYPE_CHANGE, "modifies a column", column=name,
+                               mysql_type=_type_text(definition)),)
+        return DdlEffect.OTHER, "renames a column" if len(found) > 1 else "modifies a column", found
+    if isinstance(action, exp.AlterRename):
+        return change(ChangeKind.RENAME_TABLE, "renames the table")
+    return change(ChangeKind.UNKNOWN,
+                  f"an ALTER action the engine does not follow ({action.sql('mysql')[:60]})")
+
+
+def _type_text(definition: Any) -> str:
+    return str(definition.args["kind"].sql("mysql").lower())
+
+
+def _default(definition: Any) -> str | None:
+    from sqlglot import exp
+
+    default = next((c.args["kind"].this for c in definition.args.get("constraints") or []
+                    if isinstance(c.args.get("kind"), exp.DefaultColumnConstraint)), None)
+    return None if default is None else str(default.sql("mysql"))

@@ -423,12 +423,41 @@ class BatchApplier:
                     self._on_notice(f"schema change on {', '.join(touched or routed)} at {where} "
                                     f"ignored: {intent.what} changes nothing replicated")
                 continue
+            if touched and touched != [database]:
+                # A replicated table: its `schema_changes:` policy decides, change by change.
+                evolve = self._follow_decided(details, touched, replicated, intent, sql,
+                                              where) or evolve
+                continue
             if intent.effect is DdlEffect.ADD_COLUMNS:
                 evolve = True
                 continue
             raise cannot_follow(touched or routed, where, intent, sql)
         if evolve:
             self._evolve(created)
+
+    def _follow_decided(self, details: dict[str, Any], touched: list[str],
+                        replicated: dict[str, TablePlan], intent: Any, sql: str,
+                        where: str) -> bool:
+        """Apply ``engine.schema_changes.decide`` to a DDL of replicated tables: raise its stop,
+        log what it ignores; True when the target must be re-planned (columns added)."""
+        from replicator.engine.schema_changes import ChangeKind, decide, stop_error
+
+        arriving = ({str(name).lower() for name in details.get("tables", [])[1::2]}
+                    if details.get("kind") == "rename" else set())
+        evolve = False
+        for name in touched:
+            decision = decide(intent, self.pipeline, name, replicated[name.lower()],
+                              renamed_onto=name.lower() in arriving)
+            stop = decision.stop
+            if stop is not None:
+                raise stop_error([name], where, stop, sql)
+            evolve = evolve or bool(decision.following(ChangeKind.ADD_COLUMN))
+            for step in decision.steps:
+                if step.action in ("ignore", "nothing") and self._on_notice:
+                    self._on_notice(f"schema change on {name} at {where}: {step.why}: "
+                                    + ("ignored (schema_changes policy)" if step.action == "ignore"
+                                       else "nothing replicated changes"))
+        return evolve
 
     def _evolve(self, created: Sequence[str] = ()) -> None:
         """Re-read the catalog, rebuild the plan, let the sink ALTER the target.

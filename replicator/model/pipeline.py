@@ -34,6 +34,9 @@ ZeroDatePolicy = Literal["null", "error"]
 # MySQL's client --ssl-mode values (https://dev.mysql.com/doc/refman/8.0/en/connection-options.html#option_general_ssl-mode).
 SslMode = Literal["DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"]
 SSL_MODES: tuple[str, ...] = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
+# What a run does on one kind of schema change of a replicated table (issue 18): follow it in
+# the target, ignore it (keep the target as it is), or stop with a message.
+SchemaChangeAction = Literal["follow", "ignore", "stop"]
 
 # Metadata a table can ask for in its target (``metadata: [op, ts, ...]``), and the target
 # columns each one adds. The plan decides the warehouse types.
@@ -211,6 +214,27 @@ class EngineConfig:
 
 
 @dataclass(frozen=True)
+class SchemaChangePolicy:
+    """What a run does on each kind of DDL of a replicated table (`schema_changes:`, pipeline
+    default + per-table override). The defaults are Flink CDC's LENIENT idea: additive and
+    widening changes are followed, a dropped column stays in the target (NULL from then on),
+    destructive or ambiguous changes stop the pipeline. Which actions each kind allows is in
+    ``engine.schema_changes.POLICY_CHOICES`` (and the JSON Schema)."""
+
+    add_column: SchemaChangeAction = "follow"
+    widen_type: SchemaChangeAction = "follow"
+    rename_column: SchemaChangeAction = "follow"
+    drop_column: SchemaChangeAction = "ignore"
+    key_change: SchemaChangeAction = "stop"
+    truncate: SchemaChangeAction = "stop"
+    rename_table: SchemaChangeAction = "follow"
+    drop_table: SchemaChangeAction = "stop"
+
+    def action(self, kind: str) -> SchemaChangeAction:
+        return getattr(self, kind)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
 class ColumnMapping:
     """What happens to one source column on its way to the target."""
 
@@ -303,6 +327,8 @@ class TablePipeline:
     # `sources: {include, exclude}`: every matching source table lands in target_table,
     # keyed by (SOURCE_TABLE_COLUMN, *key).
     selection: TableSelection | None = None
+    # None: the pipeline's `schema_changes:` (a per-table override is resolved by config.build)
+    schema_changes: SchemaChangePolicy | None = None
 
     @property
     def routed(self) -> bool:
@@ -335,6 +361,7 @@ class Pipeline:
     engine: EngineConfig = EngineConfig()
     version: int = 1
     path: str | None = None  # the YAML file it was loaded from
+    schema_changes: SchemaChangePolicy = SchemaChangePolicy()
 
     @property
     def server_id(self) -> int:
@@ -346,6 +373,9 @@ class Pipeline:
 
     def batching_for(self, table: TablePipeline) -> BatchPolicy:
         return table.batching or self.batching
+
+    def schema_changes_for(self, table: TablePipeline) -> SchemaChangePolicy:
+        return table.schema_changes or self.schema_changes
 
     def table(self, name: str) -> TablePipeline:
         """Look a table up by source name (db.table) or target name."""

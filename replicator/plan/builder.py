@@ -404,6 +404,7 @@ def _plan_column(
         mask_salt=mapping.mask_salt if mapping else None,
         mask_keep_last=mapping.mask_keep_last if mapping else None,
         mask_length=mapping.mask_length if mapping else None,
+        source_default=source_column.default,
     )
 
 

@@ -56,6 +56,9 @@ class Dialect:
     namespace_depth: int = 2
     # Bind parameter marker (the Snowflake connector is opened with paramstyle="qmark").
     parameter: str = "?"
+    # A backslash in a string literal escapes the next character (Snowflake; DuckDB follows
+    # standard SQL): a column DEFAULT's literal doubles it there.
+    backslash_escapes: bool = False
 
     def type_name(self, target_type: TargetType) -> str:
         if target_type.kind == "integer" and self.integer_names:
@@ -79,6 +82,7 @@ class Dialect:
 
 SNOWFLAKE = Dialect(
     name="snowflake",
+    backslash_escapes=True,
     type_names={
         "integer": "NUMBER({precision},0)",
         "decimal": "NUMBER({precision},{scale})",

@@ -63,6 +63,9 @@ class PlannedColumn:
     # Spark type each reads as (plan.expressions.spark_type_of).
     expression: str | None = None
     expression_inputs: tuple[tuple[str, SparkType], ...] = ()
+    # The MySQL column's DEFAULT as information_schema.COLUMNS shows it: a column added to
+    # the target takes it for the rows already there, as MySQL shows them (issue 18).
+    source_default: str | None = None
 
     @property
     def image_key(self) -> str:

@@ -7,6 +7,7 @@ replicator's own constants ('d' for a delete, TRUE/FALSE for the soft-delete fla
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from replicator.plan.dialects import Dialect
@@ -206,15 +207,91 @@ def add_columns(
     """ALTER TABLE for columns the target (or its log table) lacks (columns added to the
     source mid-stream).
 
-    New columns are always nullable: rows already in the target have no value for them.
+    New columns are always nullable. A column with a constant MySQL DEFAULT gets it as the
+    target's DEFAULT, so the rows already in the target take it, as MySQL shows them (an ADD
+    COLUMN ... NOT NULL DEFAULT 7 gives every old row 7); one statement, so it is all or
+    nothing. A log table's old rows are history: they keep NULL.
     """
-    definitions = [f"{q(c.target_column)} {dialect.type_name(c.target_type)}" for c in columns]
+    definitions = []
+    for c in columns:
+        default = None if log else default_literal(c, dialect)
+        definitions.append(f"{q(c.target_column)} {dialect.type_name(c.target_type)}"
+                           + (f" DEFAULT {default}" if default is not None else ""))
     target = log_name(table, dialect) if log else target_name(table, dialect)
     if not definitions:
         return []
     if dialect.multiple_alter_actions:  # Snowflake's form: ADD COLUMN a T1, b T2
         return [f"ALTER TABLE {target} ADD COLUMN " + ", ".join(definitions)]
     return [f"ALTER TABLE {target} ADD COLUMN {definition}" for definition in definitions]
+
+
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_TEMPORAL = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?)?$")
+
+
+def default_literal(column: PlannedColumn, dialect: Dialect) -> str | None:
+    """The target literal of a column's constant MySQL DEFAULT, None for none or one that is
+    not a constant the target can hold the same (an expression such as CURRENT_TIMESTAMP,
+    a zero date, a default of a masked or computed column).
+
+    It is schema, read from information_schema (MariaDB quotes string defaults, writes
+    numbers bare and NULL as NULL), never a row value; it is rendered by type, a string with
+    its quotes doubled (and its backslashes where the dialect escapes with them)."""
+    text = column.source_default
+    if text is None or column.mask is not None or column.expression is not None:
+        return None
+    text = text.strip()
+    if text.upper() == "NULL":
+        return None
+    quoted = len(text) >= 2 and text[0] == text[-1] == "'"
+    value = text[1:-1].replace("''", "'") if quoted else text
+    kind = column.target_type.kind
+    if kind in ("integer", "decimal", "float"):
+        return value if _NUMBER.match(value) else None
+    if kind == "boolean":
+        return {"0": "FALSE", "1": "TRUE"}.get(value)
+    if kind in ("date", "timestamp") and quoted:  # not TIMESTAMP: its text is in the session zone
+        return f"'{value}'" if _TEMPORAL.match(value) and not value.startswith("0000") else None
+    if kind == "string" and quoted and (column.mysql_type is None
+                                        or column.mysql_type.name not in ("json", "bit")):
+        if dialect.backslash_escapes:
+            value = value.replace("\\", "\\\\")
+        return "'" + value.replace("'", "''") + "'"
+    return None
+
+
+def alter_column_type(table: TablePlan, column: str, target_type: TargetType,
+                      dialect: Dialect) -> str:
+    """Widen a target column in place (``engine.schema_changes.widens`` said both warehouses
+    can); running it again is harmless, so a replayed batch may."""
+    return (f"ALTER TABLE {target_name(table, dialect)} ALTER COLUMN {q(column)} "
+            f"SET DATA TYPE {dialect.type_name(target_type)}")
+
+
+def rename_column(table: TablePlan, old: str, new: str, dialect: Dialect, *,
+                  log: bool = False) -> str:
+    name = log_name(table, dialect) if log else target_name(table, dialect)
+    return f"ALTER TABLE {name} RENAME COLUMN {q(old)} TO {q(new)}"
+
+
+def drop_column(table: TablePlan, column: str, dialect: Dialect, *, log: bool = False) -> str:
+    name = log_name(table, dialect) if log else target_name(table, dialect)
+    return f"ALTER TABLE {name} DROP COLUMN {q(column)}"
+
+
+def drop_not_null(table: TablePlan, column: str, dialect: Dialect) -> str:
+    """A column dropped in MySQL but kept in the target gets NULL from then on."""
+    return f"ALTER TABLE {target_name(table, dialect)} ALTER COLUMN {q(column)} DROP NOT NULL"
+
+
+def truncate_rows(table: TablePlan, dialect: Dialect) -> str:
+    """TRUNCATE in MySQL, followed: inside the batch's transaction, before its MERGE (which
+    then holds only the changes after the TRUNCATE). A soft-deleting table marks its rows."""
+    if table.deletes == "soft":
+        deleted, deleted_at = (c.target_column for c in table.columns if c.role == "soft_delete")
+        return (f"UPDATE {target_name(table, dialect)} SET {q(deleted)} = TRUE, "
+                f"{q(deleted_at)} = {dialect.current_timestamp} WHERE NOT {q(deleted)}")
+    return f"DELETE FROM {target_name(table, dialect)}"
 
 
 def _merge_source_expression(column: PlannedColumn, dialect: Dialect) -> str:

@@ -88,7 +88,7 @@ def test_ddl_that_changes_nothing_replicated_is_ignored(sql, what):
     ("ALTER TABLE orders ADD INDEX (a), DROP COLUMN b", "drops a column"),
     ("ALTER TABLE orders CONVERT TO CHARACTER SET utf8mb4", "ALTER TABLE"),
     ("TRUNCATE TABLE orders", "TRUNCATE TABLE"),
-    ("RENAME TABLE orders TO orders_old", "RENAME"),
+    ("RENAME TABLE orders TO orders_old", "RENAME TABLE"),
     ("this is not sql ((", "a statement the parser cannot read"),
 ])
 def test_ddl_that_may_change_replicated_rows_is_not(sql, what):
@@ -101,3 +101,93 @@ def test_ddl_that_may_change_replicated_rows_is_not(sql, what):
 def test_an_added_column_beside_an_index_is_followed():
     assert adds_columns_only("ALTER TABLE orders ADD COLUMN c INT DEFAULT 7, ADD KEY k (c)")
     assert adds_columns_only("ALTER TABLE orders ADD COLUMN `partition` INT")
+
+
+def test_policy_choices_are_the_json_schema_enums_and_defaults():
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    from replicator.engine.schema_changes import POLICY_CHOICES
+    from replicator.model.pipeline import SchemaChangePolicy
+
+    schema = json.loads((Path(__file__).resolve().parents[2] / "schemas"
+                         / "pipeline.schema.json").read_text())
+    properties = schema["definitions"]["schema_changes"]["properties"]
+    assert {k: tuple(v["enum"]) for k, v in properties.items()} == POLICY_CHOICES
+    defaults = {f.name: f.default for f in dataclasses.fields(SchemaChangePolicy)}
+    assert {k: v["default"] for k, v in properties.items()} == defaults
+
+
+def _pipeline(policy=None, table_policy=None, key="[id]"):
+    import tempfile
+
+    from replicator.config import load_pipeline
+
+    text = ("version: 1\nname: p\nsource: {mysql: {host: h}}\ntarget: {duckdb: {path: x.duckdb}}\n"
+            + (f"schema_changes: {policy}\n" if policy else "")
+            + "tables:\n  - source: shop.orders\n"
+            + (f"    key: {key}\n" if key else "")
+            + (f"    schema_changes: {table_policy}\n" if table_policy else "")
+            + "    columns:\n      id: {source_type: int}\n      qty: {source_type: int}\n"
+            + "      price: {source_type: 'decimal(10,2)'}\n      note: {source_type: varchar(10)}\n")
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:
+        handle.write(text)
+    return load_pipeline(handle.name, environ={})
+
+
+@pytest.mark.parametrize(("sql", "policy", "actions"), [
+    ("ALTER TABLE shop.orders ADD COLUMN x INT DEFAULT 7", None, ["follow"]),
+    ("ALTER TABLE shop.orders ADD COLUMN x INT", "{add_column: stop}", ["stop"]),
+    # widenings are decided (follow) but the run does not ALTER the target yet: a stop
+    ("ALTER TABLE shop.orders MODIFY qty BIGINT", None, ["stop"]),
+    ("ALTER TABLE shop.orders MODIFY qty BIGINT", "{widen_type: stop}", ["stop"]),
+    ("ALTER TABLE shop.orders MODIFY qty SMALLINT", None, ["stop"]),  # narrowing
+    ("ALTER TABLE shop.orders MODIFY price DECIMAL(14,2)", None, ["stop"]),
+    ("ALTER TABLE shop.orders MODIFY price DECIMAL(14,4)", None, ["stop"]),  # scale
+    ("ALTER TABLE shop.orders MODIFY note VARCHAR(500) NOT NULL", None, ["nothing"]),
+    ("ALTER TABLE shop.orders DROP COLUMN note", None, ["ignore"]),
+    ("ALTER TABLE shop.orders DROP COLUMN note", "{drop_column: follow}", ["stop"]),
+    # the YAML names `note` (its source_type): the mapping must be renamed first
+    ("ALTER TABLE shop.orders RENAME COLUMN note TO remark", None, ["stop"]),
+    ("ALTER TABLE shop.orders CHANGE note remark VARCHAR(20)", None, ["stop", "nothing"]),
+    ("ALTER TABLE shop.orders DROP PRIMARY KEY, ADD PRIMARY KEY (id, qty)", None,
+     ["stop", "stop"]),
+    ("TRUNCATE shop.orders", None, ["stop"]),
+    ("TRUNCATE shop.orders", "{truncate: follow}", ["stop"]),
+    ("TRUNCATE shop.orders", "{truncate: ignore}", ["ignore"]),
+    ("DROP TABLE shop.orders", "{drop_table: ignore}", ["ignore"]),
+    ("ALTER TABLE shop.orders DROP PARTITION p0", None, ["stop"]),
+])
+def test_one_place_decides_each_change_by_the_policy(sql, policy, actions):
+    from replicator.engine.schema_changes import classify, decide
+    from replicator.plan import build_plan, offline_catalog
+
+    pipeline = _pipeline(policy)
+    plan = build_plan(pipeline, offline_catalog(pipeline))
+    decision = decide(classify(sql), pipeline, "shop.orders", plan.tables[0])
+    assert [step.action for step in decision.steps] == actions
+
+
+def test_a_table_override_wins_and_key_change_ignore_keeps_the_declared_key():
+    from replicator.engine.schema_changes import classify, decide
+    from replicator.plan import build_plan, offline_catalog
+
+    pipeline = _pipeline("{truncate: follow}", "{truncate: ignore, key_change: ignore}", "[id]")
+    plan = build_plan(pipeline, offline_catalog(pipeline))
+    table = plan.tables[0]
+    assert decide(classify("TRUNCATE shop.orders"), pipeline, "shop.orders",
+                  table).steps[0].action == "ignore"
+    assert decide(classify("ALTER TABLE shop.orders ADD PRIMARY KEY (qty)"), pipeline,
+                  "shop.orders", table).steps[0].action == "ignore"
+
+
+def test_a_swap_onto_the_name_is_not_run_yet_and_a_rename_away_stops():
+    from replicator.engine.schema_changes import classify, decide
+
+    pipeline = _pipeline()
+    sql = "RENAME TABLE shop.orders TO shop._orders_old, shop._orders_new TO shop.orders"
+    swap = decide(classify(sql), pipeline, "shop.orders", None, renamed_onto=True).stop
+    assert swap is not None and "`run` does not follow this kind of change yet" in swap.why
+    away = decide(classify("RENAME TABLE shop.orders TO shop.x"), pipeline, "shop.orders", None)
+    assert away.stop is not None and "renamed away" in away.stop.why
