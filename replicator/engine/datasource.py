@@ -190,8 +190,11 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return begin.to_offset()
         if isinstance(limit, ReadMaxRows) and limit.max_rows > 0:
             from replicator.engine.binlog_ranges import boundary_after_rows
+            from replicator.source.positions import with_gtid
 
-            return boundary_after_rows(self._source(), begin, head, limit.max_rows).to_offset()
+            # Offsets carry the GTID state: a failover resumes by it (source.gtid).
+            boundary = boundary_after_rows(self._source(), begin, head, limit.max_rows)
+            return with_gtid(self._source(), boundary).to_offset()
         return head.to_offset()
 
     @carried  # its ReplicatorError reaches the driver with its hint

@@ -21,6 +21,7 @@ applied).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import signal
 import threading
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from replicator.engine.checkpoint import CheckpointDir, StartState, epoch_of
 from replicator.engine.metrics import BatchReport
-from replicator.errors import EngineError, ReplicatorError
+from replicator.errors import BinlogGoneError, EngineError, ReplicatorError
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 
@@ -163,11 +164,19 @@ def resolve_start(
                               hint="source.mysql.start: {file: mysql-bin.000042, pos: 4}")
         position = BinlogPosition(start.file, int(start.pos))
     elif start.kind == "gtid" and not snapshot:
-        raise EngineError(
-            "starting from a GTID set is not supported yet",
-            hint="use start: {file: ..., pos: ...} (SHOW BINLOG EVENTS shows the position of a "
-            "GTID), or start: initial",
-        )
+        from replicator.source.gtid import locate
+
+        if not start.gtid:
+            raise EngineError("start: gtid needs a GTID position",
+                              hint="source.mysql.start: {gtid: '0-1-100'} (MariaDB "
+                              "@@gtid_binlog_pos) or a MySQL GTID set")
+        # The first transaction after that GTID state, found on the server by a GTID dump.
+        position = locate(pipeline.source, BinlogPosition("", 0, gtid=str(start.gtid)),
+                          server_id=pipeline.server_id)
+        if not position.file:
+            raise BinlogGoneError(
+                f"start: gtid {start.gtid} is older than every binlog the server still has",
+                hint="start: initial copies the tables instead (or give a newer GTID position)")
     else:
         # Recorded BEFORE any copy: the stream replays everything after it.
         position = current_position(pipeline.source)
@@ -238,17 +247,43 @@ def _covered(checkpoint: CheckpointDir, state: StartState, names: list[str],
     checkpoint.save_start(state)
 
 
+class _WriterMoved(Exception):
+    """The writable server of ``source.mysql.host``'s list changed (a failover)."""
+
+    def __init__(self, writer: Any) -> None:
+        super().__init__(f"{writer.host}:{writer.port}")
+        self.writer = writer
+
+
 def run_pipeline(pipeline: Pipeline, options: RunOptions, *, spark: Any = None) -> RunResult:
     """Run one pipeline until caught up, stopped by a signal, or failed.
 
     Holds the pipeline's run lock throughout: a second run of the same pipeline fails at once
-    (naming the PID of the first) instead of applying batches beside it.
+    (naming the PID of the first) instead of applying batches beside it. With several hosts
+    in ``source.mysql.host`` the run reads from the writable one; when a failover moves the
+    writer, it starts again on the new one, resuming by GTID (source.gtid).
     """
+    from replicator.source.connection import pin_writer, several_hosts
+
+    notice = options.on_notice or (lambda message: None)
+    listed = pipeline.source
     with CheckpointDir(pipeline.checkpoint_dir).lock(pipeline.name):
-        return _run_locked(pipeline, options, spark)
+        writer = pin_writer(listed) if several_hosts(listed) else None
+        while True:
+            pinned = pipeline
+            if writer is not None:
+                notice(f"reading from {writer.host}:{writer.port}, the writable server of "
+                       f"{listed.host}")
+                pinned = dataclasses.replace(pipeline, source=writer)
+            try:
+                return _run_locked(pinned, options, spark, listed=listed)
+            except _WriterMoved as moved:
+                notice(f"the writable server is now {moved}: following it")
+                writer = moved.writer
 
 
-def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any) -> RunResult:
+def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
+                listed: Any = None) -> RunResult:
     from replicator.engine.errors import quiet_task_failures
     from replicator.engine.routing import SourcesToCopy
     from replicator.engine.session import register_sources, spark_session
@@ -285,6 +320,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any) -> RunResul
     try:
         sink.prepare()
         state = resolve_start(pipeline, plan, sink, checkpoint, options.snapshot, notice)
+        _follow_gtid(pipeline, checkpoint, state, notice)
         applier = BatchApplier(pipeline, plan, sink, checkpoint, epoch=state.epoch,
                                open_sink=open_sink, on_report=report, on_notice=notice,
                                on_new_sources=lambda names: _covered(checkpoint, state, names,
@@ -312,7 +348,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any) -> RunResul
             while True:
                 try:
                     _stream_with_retries(spark, pipeline, applier, checkpoint, state, options,
-                                         flag, result, notice)
+                                         flag, result, notice, listed=listed)
                     break
                 except SourcesToCopy as arrived:
                     # Renamed into a `sources:` selection mid-stream: copy them as tables found
@@ -340,9 +376,37 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any) -> RunResul
             applier.sink = None
 
 
+def _follow_gtid(pipeline: Pipeline, checkpoint: CheckpointDir, state: StartState,
+                 notice: Notice) -> None:
+    """Resume on another server of the topology (a promoted replica) by GTID.
+
+    Spark's checkpoint holds file+pos offsets of the old server, so the stream starts over
+    from the located position as a new epoch (new batch ids, see checkpoint.EPOCH_SPAN). The
+    batch in flight at the failover, if the sink applied it but Spark did not commit it, is
+    applied again under a new id: merged tables converge, an append-only log (changelog mode)
+    holds that batch's rows twice.
+    """
+    from replicator.source.gtid import locate
+
+    if state.snapshot == "pending":
+        return  # the snapshot's own position is checked when the stream starts
+    resume = checkpoint.resume_position() or state.position
+    located = locate(pipeline.source, resume, server_id=pipeline.server_id)
+    if located == resume:
+        return
+    notice(f"{pipeline.source.host}:{pipeline.source.port} is another server: resuming by GTID "
+           f"{resume.gtid} at its {located} (was {resume} on the previous server), as epoch "
+           f"{state.epoch + 1}")
+    state.epoch += 1
+    state.position = located
+    checkpoint.reset_stream()
+    checkpoint.save_start(state)
+
+
 def _stream_with_retries(
     spark: Any, pipeline: Pipeline, applier: Any, checkpoint: CheckpointDir, state: StartState,
-    options: RunOptions, flag: _StopFlag, result: RunResult, notice: Notice,
+    options: RunOptions, flag: _StopFlag, result: RunResult, notice: Notice, *,
+    listed: Any = None,
 ) -> None:
     """Restart the streaming query after transient failures (a server restart, a dropped
     connection, a warehouse resuming): it resumes from Spark's checkpoint, and the sink skips
@@ -356,6 +420,7 @@ def _stream_with_retries(
             if attempt:
                 # The server may have come back with other settings (a restart that lost a
                 # SET GLOBAL binlog_format = ROW): re-check before reading again.
+                _check_writer(pipeline, listed)  # first: the old writer may be gone for good
                 require_replication_settings(pipeline.source)
             _stream(spark, pipeline, applier, checkpoint, state, options, flag, result)
             return
@@ -371,6 +436,18 @@ def _stream_with_retries(
             if flag.event.wait(delay):
                 result.stopped = True
                 return
+
+
+def _check_writer(pipeline: Pipeline, listed: Any) -> None:
+    """Several hosts listed: _WriterMoved when another one is now the writable server (no
+    writable server at all: a transient error, retried)."""
+    from replicator.source.connection import pin_writer, several_hosts
+
+    if listed is None or not several_hosts(listed):
+        return
+    writer = pin_writer(listed)
+    if (writer.host, writer.port) != (pipeline.source.host, pipeline.source.port):
+        raise _WriterMoved(writer)
 
 
 def _stream(

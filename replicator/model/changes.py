@@ -31,6 +31,11 @@ class BinlogPosition:
 
     file: str
     pos: int
+    # The server's GTID state at this position (MariaDB ``gtid_binlog_pos`` form
+    # "domain-server-seq,..."; MySQL an executed GTID set), when known. It names the same
+    # point on any server of the replication topology, where file+pos names it on one server
+    # only (source.gtid); not part of equality or order.
+    gtid: str | None = field(default=None, compare=False)
 
     @property
     def sequence(self) -> int:
@@ -56,11 +61,15 @@ class BinlogPosition:
 
     def to_offset(self) -> dict[str, Any]:
         """The JSON-able dict Spark keeps in its checkpoint."""
-        return {"file": self.file, "pos": self.pos}
+        if self.gtid is None:
+            return {"file": self.file, "pos": self.pos}
+        return {"file": self.file, "pos": self.pos, "gtid": self.gtid}
 
     @classmethod
     def from_offset(cls, offset: dict[str, Any]) -> BinlogPosition:
-        return cls(file=str(offset["file"]), pos=int(offset["pos"]))
+        gtid = offset.get("gtid")
+        return cls(file=str(offset["file"]), pos=int(offset["pos"]),
+                   gtid=str(gtid) if gtid else None)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.pos}"

@@ -8,6 +8,7 @@ only classifies.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import TYPE_CHECKING, Any
 
@@ -238,6 +239,8 @@ def connect(source: MySQLSource, *, database: str | None = None) -> pymysql.Conn
     """An autocommit utf8mb4 connection; errors -> SourceError with hints."""
     import pymysql
 
+    if several_hosts(source):
+        source = pin_writer(source)
     try:
         return pymysql.connect(**connection_settings(source, database=database))
     except pymysql.err.MySQLError as exc:
@@ -262,3 +265,59 @@ def server_variables(connection: pymysql.Connection, *names: str) -> dict[str, s
             for name, value in cursor.fetchall()
             if not wanted or str(name).lower() in wanted
         }
+
+
+# -- several hosts: follow the writer (source.gtid) -------------------------------------------
+
+
+def candidates(source: MySQLSource) -> list[MySQLSource]:
+    """``host: db1:3306,db2`` -> one source per host (the port defaults to source.port)."""
+    result = []
+    for item in source.host.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        host, _, port = item.rpartition(":") if item.count(":") == 1 else (item, "", "")
+        if not host:
+            host, port = item, ""
+        try:
+            result.append(dataclasses.replace(source, host=host,
+                                              port=int(port) if port else source.port))
+        except ValueError:
+            raise SourceError(f"source.mysql.host: not a host[:port]: {item!r}",
+                              hint="list hosts comma-separated: host: db1:3306,db2:3306") from None
+    return result
+
+
+def several_hosts(source: MySQLSource) -> bool:
+    return "," in source.host
+
+
+def pin_writer(source: MySQLSource) -> MySQLSource:
+    """The one writable server among ``source.host``'s list (itself when it names one)."""
+    import pymysql
+
+    if not several_hosts(source):
+        return source
+    seen = []
+    for candidate in candidates(source):
+        try:
+            with connect(candidate) as connection, connection.cursor() as cursor:
+                cursor.execute("SELECT @@GLOBAL.read_only")
+                row = cursor.fetchone()
+        except (SourceError, pymysql.err.MySQLError) as exc:
+            seen.append(f"{candidate.host}:{candidate.port} ({_short(exc)})")
+            continue
+        if row and not int(row[0]):
+            return candidate
+        seen.append(f"{candidate.host}:{candidate.port} (read_only)")
+    raise TransientSourceError(
+        f"no writable server among source.mysql.host: {'; '.join(seen)}",
+        hint="replicator waits for one to be promoted (SET GLOBAL read_only = 0 on the new "
+        "primary); check source.mysql.host lists it",
+    )
+
+
+def _short(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc)
+    return text.split(":", 1)[0] if len(text) > 80 else text
