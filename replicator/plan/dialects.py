@@ -59,6 +59,9 @@ class Dialect:
     # A backslash in a string literal escapes the next character (Snowflake; DuckDB follows
     # standard SQL): a column DEFAULT's literal doubles it there.
     backslash_escapes: bool = False
+    # TargetType.kind -> the largest value (bytes) a column of that kind takes; a bigger one
+    # is refused by the load (``sink.limits`` names its row first). Empty: no limit known.
+    max_value_bytes: Mapping[str, int] = field(default_factory=dict)
 
     def type_name(self, target_type: TargetType) -> str:
         if target_type.kind == "integer" and self.integer_names:
@@ -111,6 +114,8 @@ SNOWFLAKE = Dialect(
     implicit_transactions=True,
     commit_after_load=True,
     create_schema=False,
+    # VARCHAR / VARIANT without a larger declared length: 16 MB; BINARY: 8 MB.
+    max_value_bytes={"string": 16_777_216, "json": 16_777_216, "binary": 8_388_608},
 )
 
 DUCKDB = Dialect(

@@ -27,6 +27,7 @@ from replicator.plan.dialects import Dialect
 from replicator.plan.model import Plan, TablePlan
 from replicator.plan.program import BatchKey, Statement
 from replicator.sink import ApplyResult, parquet_files, slices_of, state_from_row
+from replicator.sink.limits import check_value_sizes
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -131,7 +132,9 @@ class SQLSink:
                 if not written:
                     # Slices are produced (decoded) while the transaction is open: only
                     # writing and loading them counts as staging time.
-                    written.append(_write_slices(staged, directory))
+                    written.append(_write_slices(
+                        staged, directory,
+                        check=lambda piece: check_value_sizes(table, self.dialect, piece)))
                 paths, expected, stage_seconds = written[0]
                 files = self._loadable(paths)
             else:
@@ -303,9 +306,10 @@ def _scratch_directory(needed: bool) -> Iterator[str | None]:
 
 
 def _write_slices(
-    staged: Any, directory: str | None
+    staged: Any, directory: str | None, *, check: Callable[[Any], None] | None = None,
 ) -> tuple[list[str], int, float]:
-    """Each non-empty Arrow slice as one Parquet file: (paths, rows, seconds writing)."""
+    """Each non-empty Arrow slice as one Parquet file: (paths, rows, seconds writing).
+    ``check`` sees every slice first (and may refuse it)."""
     import pyarrow.parquet as pq
 
     assert directory is not None
@@ -313,6 +317,8 @@ def _write_slices(
     for piece in slices_of(staged):
         if not piece.num_rows:
             continue
+        if check is not None:
+            check(piece)
         started = time.perf_counter()
         path = os.path.join(directory, f"slice-{len(files):05d}.parquet")
         pq.write_table(piece, path)
