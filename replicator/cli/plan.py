@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from replicator.cli import render
+from replicator.context import Context
 from replicator.errors import UsageError
 
 if TYPE_CHECKING:
@@ -58,14 +59,17 @@ def command(
                      "(the target ALTERs, the stop, or nothing); runs nothing."),
     ] = None,
 ) -> None:
-    from replicator.config import load_pipeline
-    from replicator.plan import build_plan, get_dialect, offline_catalog
+    from replicator.plan import get_dialect
 
-    pipeline = load_pipeline(file)
-    catalog = offline_catalog(pipeline) if offline else _live_catalog(pipeline)
+    context = Context.load(file, offline=offline)
+    pipeline = context.pipeline
+    if not offline:
+        render.detail("reading the MySQL schema of %d table(s)%s", len(pipeline.fixed_tables),
+                      " and the tables `sources:` selects" if pipeline.selections else "")
+    catalog = context.catalog
     if not offline:
         _warn_declared_types_that_differ(pipeline, catalog)
-    plan = build_plan(pipeline, catalog)
+    plan = context.plan
     sql_dialect = get_dialect(dialect.value if dialect else plan.target_kind)
     tables = _select_tables(plan, table)
     if offline:
@@ -104,15 +108,6 @@ def _print_ddl_preview(pipeline: Pipeline, catalog: Catalog, plan: Plan, ddl: st
     if any(effect.action == "stop" for effect in effects):
         # A migration's CI can gate on it: this DDL would stop the pipeline.
         raise typer.Exit(1)
-
-
-def _live_catalog(pipeline: Pipeline) -> Catalog:
-    from replicator.source.catalog import read_catalog
-
-    pairs = pipeline.fixed_tables
-    render.detail("reading the MySQL schema of %d table(s)%s", len(pairs),
-                  " and the tables `sources:` selects" if pipeline.selections else "")
-    return read_catalog(pipeline.source, pairs, pipeline.selections)
 
 
 def _warn_declared_types_that_differ(pipeline: Pipeline, catalog: Catalog) -> None:

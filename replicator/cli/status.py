@@ -25,6 +25,7 @@ from typing import Annotated, Any
 import typer
 
 from replicator.cli import render
+from replicator.context import Context
 from replicator.errors import ReplicatorError
 
 COMMAND_SETTINGS = {"help": "Is the pipeline healthy? Running, lag, last batch, snapshot "
@@ -107,11 +108,9 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
     except ReplicatorError as exc:
         status["problems"].append(f"source: {exc.message}")
     try:
-        from replicator.engine.runner import load_plan
-        from replicator.sink import open_sink
-
-        _, plan = load_plan(pipeline)
-        sink = open_sink(pipeline, plan)
+        context = Context(pipeline)
+        plan = context.plan
+        sink = context.open_sink()
         try:
             for table in plan.tables:
                 last = sink.last_applied(table)

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from replicator.cli import render
+from replicator.context import Context
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINE = ROOT / "pipelines" / "quickstart.yaml"
@@ -58,12 +59,9 @@ def _show_tables(warehouse: Path) -> None:
 def _compare(server, warehouse: Path, env: dict[str, str]) -> bool:
     import duckdb
 
-    from replicator.config import load_pipeline
     from replicator.demo.compare import compare_table
-    from replicator.engine.runner import load_plan
 
-    pipeline = load_pipeline(PIPELINE, environ=env)
-    _, plan = load_plan(pipeline)
+    plan = Context.load(PIPELINE, environ=env).plan
     rows = []
     equal = True
     with duckdb.connect(str(warehouse), read_only=True) as target, \

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from replicator.context import Context
 from replicator.engine.checkpoint import CheckpointDir, StartState, epoch_of
 from replicator.engine.metrics import BatchReport
 from replicator.errors import BinlogGoneError, EngineError, ReplicatorError
@@ -36,7 +37,6 @@ from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 
 if TYPE_CHECKING:
-    from replicator.model.catalog import Catalog
     from replicator.model.pipeline import Pipeline
     from replicator.plan.model import Plan
 
@@ -71,33 +71,6 @@ class RunResult:
     changes: int = 0  # row changes read from the binlog
     rows: int = 0  # rows sent to the sink
     stopped: bool = False  # stopped by a signal before catching up
-
-
-def table_names(pipeline: Pipeline) -> list[tuple[str, str]]:
-    """The (database, table) pairs named by `source:` (see ``read_pipeline_catalog``)."""
-    return pipeline.fixed_tables
-
-
-def read_pipeline_catalog(pipeline: Pipeline) -> Catalog:
-    """The live catalog of the named tables and of every table a `sources:` selection matches."""
-    from replicator.source.catalog import read_catalog
-
-    return read_catalog(pipeline.source, pipeline.fixed_tables, pipeline.selections)
-
-
-def load_plan(pipeline: Pipeline) -> tuple[Catalog, Plan]:
-    from replicator.plan import build_plan
-
-    catalog = read_pipeline_catalog(pipeline)
-    missing = [t.source_name for t in pipeline.tables if not t.routed
-               and catalog.table(t.source_database, t.source_table) is None]
-    if missing:
-        raise EngineError(
-            f"source tables not found: {', '.join(missing)}",
-            hint="create them in MySQL, or remove them from the pipeline's tables "
-            "(and check the replicator user has SELECT on them)",
-        )
-    return catalog, build_plan(pipeline, catalog)
 
 
 class _StopFlag:
@@ -298,10 +271,11 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     # Before anything is copied: a STATEMENT binlog (or binlog off, ...) would let the run copy
     # the tables and then stream nothing, forever, without a word.
     require_replication_settings(pipeline.source)
-    catalog, plan = load_plan(pipeline)
+    context = Context(pipeline)
+    catalog, plan = context.catalog, context.plan
     checkpoint = CheckpointDir(pipeline.checkpoint_dir)
     checkpoint.create()
-    sink = open_sink(pipeline, plan)
+    sink = context.open_sink()
     sink.on_retry = notice  # a batch tried again after a transient warehouse error
     applier: BatchApplier | None = None
     flag = _StopFlag(notice, options.stop)
@@ -357,7 +331,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                            "copying before streaming on")
                     applier.failure = None
                     applier.copied_sources |= {name.lower() for name in arrived.tables}
-                    catalog, plan = load_plan(pipeline)
+                    context.reload()
+                    catalog, plan = context.catalog, context.plan
                     applier.replan(plan)
                     state = _cover_new_tables(state, plan, checkpoint, options.snapshot, notice)
                     if state.snapshot == "pending" and not run_snapshot(

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from replicator.context import Context
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
 from replicator.engine.landing import landing_root
 from replicator.engine.metrics import BatchReport, TableReport
@@ -467,11 +468,8 @@ class BatchApplier:
         the live catalog adds to the plan are not: the binlog being applied has not reached
         their arrival yet, and a RENAME into the selection there must still copy them.
         """
-        from replicator.engine.runner import read_pipeline_catalog
-        from replicator.plan import build_plan
-
-        catalog = read_pipeline_catalog(self.pipeline)
-        new_plan = build_plan(self.pipeline, catalog)
+        context = Context(self.pipeline)
+        new_plan = context.replan(context.read_catalog())
         for old in self.plan.tables:
             # By target: the routes of an outbox all read one source table.
             new = next(t for t in new_plan.tables if t.target_parts == old.target_parts)

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from replicator.context import Context
 from replicator.model.catalog import SourceTable
 from replicator.model.pipeline import Pipeline
 from replicator.plan.model import PlannedColumn, TablePlan
@@ -220,10 +221,8 @@ def verify_pipeline(
     afterwards). ``wait_s``: re-check differing keys until they agree or this many seconds
     have passed. Raises ``VerifyError`` (exit 2) when it cannot compare.
     """
-    from replicator.engine.runner import load_plan
-    from replicator.sink import open_sink
-
-    catalog, plan = load_plan(pipeline)
+    context = Context(pipeline)
+    catalog, plan = context.catalog, context.plan
     chosen = list(plan.tables)
     if tables:
         try:
@@ -236,13 +235,13 @@ def verify_pipeline(
             ) from None
     own_sink = sink is None
     if sink is None:
-        sink = open_sink(pipeline, plan)
+        sink = context.open_sink()
     report = VerifyReport(pipeline.name)
     verifiers: dict[str, TableVerifier] = {}
     try:
         for table, name in _comparisons(chosen, tables):
             source_table = catalog.table(*name.split(".", 1))
-            assert source_table is not None  # load_plan checked
+            assert source_table is not None  # Context.plan checked
             if table.outbox is not None:
                 # Its rows are derived from events, most of them no longer in the outbox
                 # (deleted right after insert): there is no source row to compare with.

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from replicator.context import Context
 from replicator.demo.compare import compare_table
-from replicator.engine.runner import RunOptions, RunResult, load_plan, run_pipeline
+from replicator.engine.runner import RunOptions, RunResult, run_pipeline
 from replicator.model.pipeline import (
     BatchPolicy,
     EngineConfig,
@@ -50,7 +51,7 @@ def run(pipeline: Pipeline, spark: Any, **options: Any) -> RunResult:
 
 def differences(pipeline: Pipeline, source_connection: Any, target_connection: Any) -> list[str]:
     """One description per table whose target differs from its source."""
-    _, plan = load_plan(pipeline)  # the live schema: includes columns added mid-stream
+    plan = Context(pipeline).plan  # the live schema: includes columns added mid-stream
     problems = []
     for table in plan.tables:
         comparison = compare_table(source_connection, target_connection, table)

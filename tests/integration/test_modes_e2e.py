@@ -93,9 +93,9 @@ def _rows(connection, sql):
 
 
 def _contents(connection, pipeline, dialect):
-    from replicator.engine.runner import load_plan
+    from replicator.context import Context
 
-    _, plan = load_plan(pipeline)
+    plan = Context(pipeline).plan
     orders, events, customers, products = (
         plan.table(n) for n in ("orders", "order_events", "customers", "products"))
     return {

@@ -93,17 +93,17 @@ def _after_rename(prefix: str) -> list[str]:
 def _after_planning(monkeypatch, root, statements: list[str]) -> None:
     """Run ``statements`` once the next run has planned (and covered the tables it found),
     before its stream applies anything: the binlog it then applies is behind the catalog."""
-    import replicator.engine.runner as runner
+    from replicator.context import Context
 
-    plan_first = runner.load_plan
+    plan_first = Context.plan
 
-    def load_plan(pipeline):
-        planned = plan_first(pipeline)
-        monkeypatch.setattr(runner, "load_plan", plan_first)
+    def plan(context):
+        planned = plan_first.fget(context)
+        monkeypatch.setattr(Context, "plan", plan_first)
         _execute(root, *statements)
         return planned
 
-    monkeypatch.setattr(runner, "load_plan", load_plan)
+    monkeypatch.setattr(Context, "plan", property(plan))
 
 
 def _source_union(root, prefix: str) -> list[tuple]:

@@ -118,9 +118,9 @@ def _execute(root, database, statements):
 
 
 def _contents(connect, pipeline, dialect):
-    from replicator.engine.runner import load_plan
+    from replicator.context import Context
 
-    _, plan = load_plan(pipeline)
+    plan = Context(pipeline).plan
     table = plan.table("customers")
     with connect() as connection:
         cursor = connection.cursor()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from replicator.config import load_pipeline
-from replicator.engine.runner import load_plan
+from replicator.context import Context
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import Pipeline
 
@@ -57,7 +57,8 @@ def replicate_by_snapshot(pipeline: Pipeline, sink: Any, *, chunk_rows: int = 50
     from replicator.source.positions import current_position
     from replicator.source.snapshot import plan_chunks, read_chunk
 
-    catalog, plan = load_plan(pipeline)
+    context = Context(pipeline)
+    catalog, plan = context.catalog, context.plan
     sink.prepare()
     position = current_position(pipeline.source)
     staged_rows = 0
@@ -75,7 +76,7 @@ def replicate_by_snapshot(pipeline: Pipeline, sink: Any, *, chunk_rows: int = 50
 def open_target(pipeline: Pipeline) -> Any:
     from replicator.sink import open_sink
 
-    _, plan = load_plan(pipeline)
+    plan = Context(pipeline).plan
     return open_sink(pipeline, plan)
 
 
@@ -86,7 +87,7 @@ def replicate_changes(pipeline: Pipeline, sink: Any, start: Any, *, batch_id: in
     from replicator.source.binlog import read_changes
     from replicator.source.positions import current_position
 
-    _, plan = load_plan(pipeline)
+    plan = Context(pipeline).plan
     end = current_position(pipeline.source)
     events = [e for e in read_changes(pipeline.source, start=start, end=end,
                                       tables=[t.source_name for t in plan.tables],

@@ -456,7 +456,7 @@ def test_a_table_the_live_catalog_shows_before_its_rename_is_streamed_is_still_c
                            CheckpointDir(tmp_path), on_new_sources=on_new_sources,
                            covers=lambda name: name.lower() in state)
     applier.replan = lambda new_plan: setattr(applier, "plan", new_plan)
-    monkeypatch.setattr("replicator.engine.runner.read_pipeline_catalog", lambda p: ahead)
+    monkeypatch.setattr("replicator.context.Context.read_catalog", lambda context: ahead)
     _apply(applier, [_ddl_row("CREATE TABLE shop_3.orders LIKE shop_1.orders", "create",
                                  ["shop_3.orders"])], 0)
     assert "shop_5.orders" in applier.plan.tables[0].sources  # the catalog is ahead
