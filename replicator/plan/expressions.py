@@ -33,6 +33,7 @@ from decimal import ROUND_DOWN, ROUND_FLOOR, ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 from replicator.errors import PlanError, ReplicatorError
+from replicator.model.text import value_text
 
 Row = dict[str, Any]
 Fn = Callable[[Row], Any]
@@ -165,13 +166,11 @@ def spark_value(value: Any, spark_type: SparkType) -> Any:
     if kind == "binary":
         return bytes(value)
     if kind == "string" and not isinstance(value, str):
-        from replicator.sink.values import _to_text
-
         if isinstance(value, (dict, list)):
             import json
 
             return json.dumps(value)
-        return _to_text(value, 0)  # TIME: hh:mm:ss, the fraction only when there is one
+        return value_text(value, 0)  # TIME: hh:mm:ss, the fraction only when there is one
     return value
 
 

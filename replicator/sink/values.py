@@ -16,9 +16,9 @@ from typing import Any
 
 from replicator.errors import SinkError
 from replicator.model.pipeline import MaskKind
+from replicator.model.text import value_text
 from replicator.plan.model import PlannedColumn
 from replicator.plan.types import TargetType
-from replicator.source.arrow_types import time_text as mysql_time_text
 
 Converter = Callable[[Any], Any]
 UTC = dt.UTC
@@ -26,26 +26,6 @@ UTC = dt.UTC
 
 def _micros(value: dt.timedelta) -> int:
     return (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-
-
-def _to_text(value: Any, fsp: int) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).hex()
-    if isinstance(value, dt.timedelta):
-        return mysql_time_text(value, fsp)
-    if isinstance(value, dt.datetime):
-        return value.isoformat(sep=" ")
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return format(value, "f")  # every digit, never an exponent
-    if isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
 
 
 def _to_int(value: Any) -> int:
@@ -151,7 +131,7 @@ def value_converter(column: PlannedColumn) -> Converter:
     elif kind == "float":
         inner = float
     elif kind in ("string", "time_text"):
-        inner = lambda v: _to_text(v, fsp)  # noqa: E731
+        inner = lambda v: value_text(v, fsp)  # noqa: E731
     elif kind == "boolean":
         inner = _to_bool
     elif kind == "date":
@@ -195,7 +175,7 @@ def mask_function(mask: MaskKind, fsp: int = 0, *, salt: str | None = None,
         keep = keep_last
 
         def redact(value: Any) -> str:
-            text = _to_text(value, fsp)
+            text = value_text(value, fsp)
             if len(text) <= keep:
                 return "*" * len(text)
             return "*" * (len(text) - keep) + text[-keep:]
@@ -205,7 +185,7 @@ def mask_function(mask: MaskKind, fsp: int = 0, *, salt: str | None = None,
     prefix = salt.encode("utf-8") if salt else b""
 
     def digest(value: Any) -> str:
-        data = bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else _to_text(
+        data = bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else value_text(
             value, fsp
         ).encode("utf-8")
         return str(algorithm(prefix + data).hexdigest())

@@ -28,16 +28,16 @@ UUID/INET4/INET6 (MariaDB)  string                           text
 
 TIME is text because no Arrow/Parquet time type holds -838:59:59 or 838:59:59; the text is
 ``time_text`` (MySQL's own spelling, fsp digits as declared), exactly what the staging column
-of a TIME gets today (``sink.values.mysql_time_text``). ``parse_time`` reads it back.
+of a TIME gets today (``model.text.time_text``). ``parse_time`` reads it back.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 from replicator.model import change_batch
 from replicator.model.catalog import BINARY_TYPES, MySQLType, SourceColumn, SourceTable
+from replicator.model.text import time_text  # the one TIME printer, re-exported for decoders
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -168,21 +168,6 @@ def change_batch_schema(table: SourceTable, key: tuple[str, ...] | None = None) 
         kind = source_arrow_type(column) if column is not None else pa.string()
         fields.append(pa.field(change_batch.before_key_column(name), kind))
     return pa.schema(fields)
-
-
-def time_text(value: dt.timedelta, fsp: int) -> str:
-    """A TIME value as MySQL prints it ('-838:59:59', '12:00:00.500000'): the text a TIME
-    column of a change batch holds (the same as the staging text, ``sink.values``)."""
-    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-    sign = "-" if micros < 0 else ""
-    micros = abs(micros)
-    seconds, fraction = divmod(micros, 1_000_000)
-    hours, rest = divmod(seconds, 3600)
-    minutes, seconds = divmod(rest, 60)
-    text = f"{sign}{hours:02d}:{minutes:02d}:{seconds:02d}"
-    if fsp or fraction:
-        text += "." + f"{fraction:06d}"[: max(fsp, 1) if fsp else 6]
-    return text
 
 
 __all__ = ["binlog_arrow_type", "change_batch_schema", "decimal_type", "internal_fields",

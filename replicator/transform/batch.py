@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from replicator.model import change_batch as cb
 from replicator.model.catalog import MySQLType
 from replicator.model.changes import BinlogPosition, ChangeEvent
+from replicator.model.text import time_text
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -32,9 +33,7 @@ def source_arrow_type(mysql_type: MySQLType | None) -> pa.DataType:
 
 def _cell(value: Any, mysql_type: MySQLType | None) -> Any:
     if isinstance(value, dt.timedelta):
-        from replicator.sink.values import mysql_time_text
-
-        return mysql_time_text(value, (mysql_type.fsp if mysql_type else None) or 0)
+        return time_text(value, (mysql_type.fsp if mysql_type else None) or 0)
     if isinstance(value, bool) and mysql_type is not None and mysql_type.name == "bit":
         return int(value)
     if isinstance(value, dt.datetime) and value.tzinfo is not None:

@@ -65,7 +65,7 @@ def _iso(sql: str, fmt: str) -> str:
 
 
 def text_form(sql: str, kind: str) -> str:
-    """The value's text as ``sink.values._to_text`` writes it (MySQL's printing)."""
+    """The value's text as ``model.text.value_text`` writes it (MySQL's printing)."""
     if kind == "string":
         return sql
     if kind == "binary":

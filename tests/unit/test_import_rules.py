@@ -19,7 +19,6 @@ KNOWN: set[tuple[str, str, str]] = {
     ("plan/transpile.py", "replicator.plan.expressions", "_parse_date"),
     ("plan/transpile.py", "replicator.plan.expressions", "_parse_timestamp"),
     ("plan/transpile.py", "replicator.plan.expressions", "_as_decimal_type"),
-    ("plan/expressions.py", "replicator.sink.values", "_to_text"),
     ("plan/outbox.py", "replicator.plan.builder", "_changelog_columns"),
     ("plan/outbox.py", "replicator.plan.builder", "_check_column_collisions"),
     ("plan/outbox.py", "replicator.plan.builder", "_namespace"),

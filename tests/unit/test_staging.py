@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from replicator.model.changes import BinlogPosition, ChangeEvent
+from replicator.model.text import time_text as mysql_time_text
 from replicator.plan import build_plan
 from replicator.plan.expressions import (
     DATE,
@@ -22,7 +23,7 @@ from replicator.plan.expressions import (
     decimal,
 )
 from replicator.sink.staging import stage_changes
-from replicator.sink.values import mask_function, mysql_time_text
+from replicator.sink.values import mask_function
 from tests.fixtures.sink_sample import AWKWARD, CATALOG, NULLS, sample_pipeline
 
 PLAN = build_plan(sample_pipeline("snowflake"), CATALOG)
