@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from replicator.config.identifiers import check_identifier
 from replicator.config.loader import JsonPath, LoadedDocument, Position
 from replicator.model.catalog import MySQLType, MySQLTypeError
+from replicator.model.identifiers import target_identifier
 from replicator.model.jsonpath import PathError, parse_path
 from replicator.model.pipeline import (
     CHANGELOG_COLUMNS,
@@ -29,10 +31,6 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def _fold(name: str, identifier_case: Any) -> str:
-    return name if identifier_case == "preserve" else name.upper()
 
 
 def check_outbox(document: LoadedDocument, base: JsonPath, table: dict[str, Any],
@@ -121,20 +119,18 @@ def _check_route(document: LoadedDocument, where: JsonPath, route_name: str,
                  route: dict[str, Any], defaults: dict[str, Any], identifier_case: Any,
                  seen_targets: dict[str, tuple[int, str]], state_table: Any, base: JsonPath,
                  source: str, outbox_columns: dict[str, Any]) -> None:
-    from replicator.config.semantic import _check_identifier
-
     mode = route.get("mode", "merge")
     label = f"{source}[{route_name}]"
     target = route.get("target")
     if isinstance(target, str):
-        _check_identifier(document, (*where, "target"), target, "target table name")
-        folded = _fold(target, identifier_case)
+        check_identifier(document, (*where, "target"), target, "target table name")
+        folded = target_identifier(target, identifier_case)
         if folded in seen_targets:
             other, other_name = seen_targets[folded]
             document.add(document.position((*where, "target")), "R235",
                          f"route {route_name} lands in target table {folded}, as tables[{other}] "
                          f"({other_name}) does", "give one of them another `target:` name")
-        elif isinstance(state_table, str) and folded == _fold(state_table, identifier_case):
+        elif isinstance(state_table, str) and folded == target_identifier(state_table, identifier_case):
             document.add(document.position((*where, "target")), "R235",
                          f"route {route_name} lands in {folded}, the pipeline's state table",
                          "give the route another `target:` name")
@@ -165,8 +161,8 @@ def _check_route(document: LoadedDocument, where: JsonPath, route_name: str,
     for name, spec in columns.items():
         spec = _dict(spec)
         path = (*where, "columns", name)
-        _check_identifier(document, path, name, "target column name", key=True)
-        folded = _fold(name, identifier_case)
+        check_identifier(document, path, name, "target column name", key=True)
+        folded = target_identifier(name, identifier_case)
         if folded.upper().startswith(RESERVED_PREFIX):
             document.add(document.key_position(path), "R236",
                          f"column {name} starts with {RESERVED_PREFIX}, which replicator reserves",
@@ -227,15 +223,15 @@ def _taken_columns(route: dict[str, Any], mode: Any, defaults: dict[str, Any],
     taken: dict[str, str] = {}
     if mode == "changelog":
         for column in CHANGELOG_COLUMNS:
-            taken[_fold(column, identifier_case)] = "a changelog column"
+            taken[target_identifier(column, identifier_case)] = "a changelog column"
         return taken
     metadata = route.get("metadata", defaults.get("metadata", list(DEFAULT_METADATA)))
     for item in _list(metadata):
         for column in METADATA_COLUMNS.get(item, ()) if isinstance(item, str) else ():
-            taken[_fold(column, identifier_case)] = f"the metadata column of `{item}`"
+            taken[target_identifier(column, identifier_case)] = f"the metadata column of `{item}`"
     if route.get("deletes", defaults.get("deletes")) == "soft":
         for column in SOFT_DELETE_COLUMNS:
-            taken[_fold(column, identifier_case)] = "a soft-delete column"
+            taken[target_identifier(column, identifier_case)] = "a soft-delete column"
     return taken
 
 

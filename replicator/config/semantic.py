@@ -19,8 +19,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from replicator.config.identifiers import check_identifier
 from replicator.config.loader import JsonPath, LoadedDocument
+from replicator.config.outbox import check_outbox
 from replicator.model.catalog import MySQLType, MySQLTypeError
+from replicator.model.identifiers import target_identifier
 from replicator.model.pipeline import (
     CHANGELOG_COLUMNS,
     DEFAULT_METADATA,
@@ -33,7 +36,6 @@ from replicator.model.pipeline import (
 
 # https://docs.snowflake.com/en/sql-reference/identifiers-syntax : quoted identifiers hold
 # up to 255 characters, any of them except NUL.
-MAX_IDENTIFIER_LENGTH = 255
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h)\s*$")
 _DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 # database.table; a part with spaces, dots, quotes or backticks is written in MySQL's backticks
@@ -86,10 +88,6 @@ def format_source_name(database: str, table: str) -> str:
             return name
         return "`" + name.replace("`", "``") + "`"
     return f"{part(database)}.{part(table)}"
-
-
-def fold_identifier(name: str, identifier_case: Any) -> str:
-    return name if identifier_case == "preserve" else name.upper()
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -214,18 +212,19 @@ def _check_durations(document: LoadedDocument, data: dict[str, Any]) -> None:
 
 def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
     target = _dict(data.get("target"))
-    identifier_case = target.get("identifier_case", "upper")
+    # Anything but `preserve` folds (an unknown value is R104 already): the plan's policy.
+    identifier_case = "preserve" if target.get("identifier_case") == "preserve" else "upper"
     defaults = _dict(data.get("defaults"))
     seen_sources: dict[str, int] = {}
     seen_targets: dict[str, tuple[int, str]] = {}
     state_table = target.get("state_table", "_REPLICATOR_STATE")
     if isinstance(state_table, str):
-        _check_identifier(document, ("target", "state_table"), state_table, "state table")
+        check_identifier(document, ("target", "state_table"), state_table, "state table")
     for kind, names in (("snowflake", ("database", "schema")), ("duckdb", ("schema",))):
         for name in names:
             value = _dict(target.get(kind)).get(name)
             if isinstance(value, str):
-                _check_identifier(document, ("target", kind, name), value, f"{kind} {name}")
+                check_identifier(document, ("target", kind, name), value, f"{kind} {name}")
 
     tables = _list(data.get("tables"))
     selections = _check_sources(document, tables)
@@ -262,8 +261,6 @@ def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
                 seen_sources[source_key] = index
 
         if table.get("mode") == "outbox" or "outbox" in table:
-            from replicator.config.outbox import check_outbox
-
             check_outbox(document, base, table, defaults, identifier_case, seen_targets,
                          state_table)
             if table.get("mode") == "outbox":
@@ -273,11 +270,11 @@ def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
             source = f"tables[{index}].sources"
         target_table = table.get("target")
         if isinstance(target_table, str):
-            _check_identifier(document, (*base, "target"), target_table, "target table name")
+            check_identifier(document, (*base, "target"), target_table, "target table name")
         elif parts is not None:
             target_table = parts[1]
         if isinstance(target_table, str) and target_table:
-            folded = fold_identifier(target_table, identifier_case)
+            folded = target_identifier(target_table, identifier_case)
             where = (*base, "target") if "target" in table else (*base, "source")
             if folded in seen_targets:
                 other, other_name = seen_targets[folded]
@@ -287,12 +284,12 @@ def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
                              "give one of them another `target:` name")
             else:
                 seen_targets[folded] = (index, str(source))
-            if isinstance(state_table, str) and folded == fold_identifier(state_table, identifier_case):
+            if isinstance(state_table, str) and folded == target_identifier(state_table, identifier_case):
                 document.add(document.position(where), "R202",
                              f"tables[{index}] lands in {folded}, the pipeline's state table",
                              "give the table another `target:` name")
             if table.get("log_table") is True and table.get("mode", "merge") == "merge":
-                log = fold_identifier(target_table + LOG_TABLE_SUFFIX, identifier_case)
+                log = target_identifier(target_table + LOG_TABLE_SUFFIX, identifier_case)
                 if log in seen_targets:
                     other, other_name = seen_targets[log]
                     document.add(document.position((*base, "log_table")), "R202",
@@ -455,7 +452,7 @@ def _check_columns(document: LoadedDocument, base: JsonPath, table: dict[str, An
     for name, spec in columns.items():
         spec = _dict(spec)
         path = (*where_columns, name)
-        _check_identifier(document, path, name, "source column name", key=True)
+        check_identifier(document, path, name, "source column name", key=True)
         source_type = spec.get("source_type")
         if isinstance(source_type, str):
             try:
@@ -482,7 +479,7 @@ def _check_columns(document: LoadedDocument, base: JsonPath, table: dict[str, An
                              f"{name} is excluded, so its {', '.join(extra)} has no effect",
                              "remove `exclude: true` or the other settings", severity="warning")
         if isinstance(spec.get("name"), str):
-            _check_identifier(document, (*path, "name"), spec["name"], "target column name")
+            check_identifier(document, (*path, "name"), spec["name"], "target column name")
 
     key = _list(table.get("key"))
     for position, key_column in enumerate(key):
@@ -519,25 +516,25 @@ def _check_target_columns(document: LoadedDocument, base: JsonPath, table: dict[
     metadata = table.get("metadata", defaults.get("metadata", list(DEFAULT_METADATA)))
     for item in _list(metadata) if mode != "changelog" else ():
         for column in METADATA_COLUMNS.get(item, ()) if isinstance(item, str) else ():
-            taken[fold_identifier(column, identifier_case)] = f"the metadata column of `{item}`"
+            taken[target_identifier(column, identifier_case)] = f"the metadata column of `{item}`"
     if mode == "changelog" or table.get("log_table") is True:
         for column in CHANGELOG_COLUMNS:
-            taken.setdefault(fold_identifier(column, identifier_case), "a changelog column")
+            taken.setdefault(target_identifier(column, identifier_case), "a changelog column")
     if "sources" in table:
-        taken[fold_identifier(SOURCE_TABLE_COLUMN, identifier_case)] = (
+        taken[target_identifier(SOURCE_TABLE_COLUMN, identifier_case)] = (
             "the column that names each row's source table")
     if mode == "scd2":
         for column in SCD2_COLUMNS:
-            taken[fold_identifier(column, identifier_case)] = "an scd2 column"
+            taken[target_identifier(column, identifier_case)] = "an scd2 column"
     if table.get("deletes", defaults.get("deletes")) == "soft" and mode == "merge":
         for column in SOFT_DELETE_COLUMNS:
-            taken[fold_identifier(column, identifier_case)] = "a soft-delete column"
+            taken[target_identifier(column, identifier_case)] = "a soft-delete column"
     for name, spec in columns.items():
         spec = _dict(spec)
         if spec.get("exclude") is True:
             continue
         target_name: str = spec["name"] if isinstance(spec.get("name"), str) else name
-        folded = fold_identifier(target_name, identifier_case)
+        folded = target_identifier(target_name, identifier_case)
         path = (*base, "columns", name, "name") if "name" in spec else (*base, "columns", name)
         where = document.position(path) if "name" in spec else document.key_position(path)
         if folded in taken:
@@ -546,19 +543,3 @@ def _check_target_columns(document: LoadedDocument, base: JsonPath, table: dict[
                          "give one of them another `name:`")
         else:
             taken[folded] = f"source column {name}"
-
-
-def _check_identifier(document: LoadedDocument, path: JsonPath, name: str, what: str,
-                      *, key: bool = False) -> None:
-    problem = None
-    if not name.strip():
-        problem = "is empty"
-    elif "\x00" in name:
-        problem = "holds a NUL character"
-    elif len(name) > MAX_IDENTIFIER_LENGTH:
-        problem = f"is {len(name)} characters long (at most {MAX_IDENTIFIER_LENGTH})"
-    if problem:
-        where = document.key_position(path) if key else document.position(path)
-        shown = name if len(name) <= 40 else name[:37] + "..."
-        document.add(where, "R205", f"{what} {shown!r} {problem}: Snowflake cannot hold it",
-                     "choose a name of 1 to 255 characters without NUL")

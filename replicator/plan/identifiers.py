@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from replicator.model.pipeline import IdentifierCase
+# The folding rule lives in the model (validate uses it too); plan/ folds every name with it.
+from replicator.model.identifiers import target_identifier as target_identifier
 
 
 def quote_identifier(name: str) -> str:
@@ -29,6 +30,3 @@ def qualified_name(parts: Iterable[str]) -> str:
     return ".".join(quote_identifier(part) for part in parts)
 
 
-def target_identifier(name: str, case: IdentifierCase) -> str:
-    """A target name under the pipeline's identifier policy (not quoted yet)."""
-    return name.upper() if case == "upper" else name
