@@ -43,7 +43,14 @@ class ConfigError(ReplicatorError):
 
 
 class PlanError(ReplicatorError):
-    """The pipeline cannot be turned into SQL (unknown type, missing key, ...)."""
+    """The pipeline cannot be turned into SQL (unknown type, missing key, ...).
+
+    ``problems``: every problem ``build_plan`` found (``plan.problems.PlanProblem``: code,
+    message, hint, where in the YAML), for reporters that point at the file's lines."""
+
+    def __init__(self, message: str, hint: str | None = None, problems: tuple = ()) -> None:
+        super().__init__(message, hint)
+        self.problems = problems
 
 
 class SourceError(ReplicatorError):

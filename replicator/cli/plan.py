@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -18,12 +19,13 @@ import typer
 
 from replicator.cli import render
 from replicator.context import Context
-from replicator.errors import UsageError
+from replicator.errors import PlanError, UsageError
 
 if TYPE_CHECKING:
     from replicator.model.catalog import Catalog
     from replicator.model.pipeline import Pipeline
     from replicator.plan import Dialect, Plan, TablePlan
+    from replicator.plan.problems import PlanProblem
 
 COMMAND_SETTINGS = {"help": "Print the DDL and MERGE SQL the pipeline will run, per table."}
 
@@ -36,6 +38,7 @@ class DialectName(enum.StrEnum):
 class OutputFormat(enum.StrEnum):
     sql = "sql"
     json = "json"
+    github = "github"  # the SQL, and plan problems as GitHub Actions annotations
 
 
 def command(
@@ -51,7 +54,8 @@ def command(
         bool, typer.Option("--offline", help="Use only the YAML (source_type); no MySQL.")
     ] = False,
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="sql or json.")
+        OutputFormat, typer.Option("--format", "-f", help="sql, json, or github (the SQL; "
+                                   "problems as GitHub annotations on the YAML's lines).")
     ] = OutputFormat.sql,
     ddl: Annotated[
         str | None,
@@ -66,10 +70,16 @@ def command(
     if not offline:
         render.detail("reading the MySQL schema of %d table(s)%s", len(pipeline.fixed_tables),
                       " and the tables `sources:` selects" if pipeline.selections else "")
-    catalog = context.catalog
-    if not offline:
-        _warn_declared_types_that_differ(pipeline, catalog)
-    plan = context.plan
+    try:
+        catalog = context.catalog
+        if not offline:
+            _warn_declared_types_that_differ(pipeline, catalog)
+        plan = context.plan
+    except PlanError as exc:
+        if not exc.problems:
+            raise
+        _report_problems(file, exc.problems, output_format)
+        raise typer.Exit(1) from None
     sql_dialect = get_dialect(dialect.value if dialect else plan.target_kind)
     tables = _select_tables(plan, table)
     if offline:
@@ -108,6 +118,25 @@ def _print_ddl_preview(pipeline: Pipeline, catalog: Catalog, plan: Plan, ddl: st
     if any(effect.action == "stop" for effect in effects):
         # A migration's CI can gate on it: this DDL would stop the pipeline.
         raise typer.Exit(1)
+
+
+def _report_problems(file: Path, problems: tuple[PlanProblem, ...],
+                     output_format: OutputFormat) -> None:
+    """Every plan problem as a ``Diagnostic`` at the line and column of the setting that fixes
+    it, through validate's reporters (text on stderr; json and github on stdout)."""
+    from replicator.config.diagnostics import REPORTERS, Diagnostic
+    from replicator.config.loader import load_document
+
+    document = load_document(file)
+    diagnostics = []
+    for problem in problems:
+        position = document.position(problem.where)
+        diagnostics.append(Diagnostic(str(file), position.line, position.col, problem.code,
+                                      problem.message, problem.hint))
+    if output_format is OutputFormat.sql:
+        sys.stderr.write(REPORTERS["text"](diagnostics, files=1))
+    else:
+        sys.stdout.write(REPORTERS[output_format.value](diagnostics, files=1))
 
 
 def _warn_declared_types_that_differ(pipeline: Pipeline, catalog: Catalog) -> None:

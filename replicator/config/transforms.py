@@ -155,17 +155,10 @@ def _check_expression(document: LoadedDocument, path: JsonPath, text: str, types
 
 
 def _report_expression(document: LoadedDocument, path: JsonPath, exc: Any) -> None:
-    message = exc.message
-    if message.startswith("syntax error") or "expected exactly one" in message or "not a query" in message:
-        code = "R240"
-    elif message.startswith("unknown column"):
-        code = "R242"
-    elif "not supported" in message or message.startswith("function"):
-        code = "R241"
-    else:
-        code = "R243"
-    document.add(scalar_position(document, path, exc.offset), code,
-                 f"{_render(path)}: {message}", exc.hint)
+    from replicator.plan.problems import expression_code
+
+    document.add(scalar_position(document, path, exc.offset), expression_code(exc.message),
+                 f"{_render(path)}: {exc.message}", exc.hint)
 
 
 def _check_filter(document: LoadedDocument, path: JsonPath, text: str, types: Any) -> None:

@@ -7,96 +7,48 @@ setting that fixes it.
 from __future__ import annotations
 
 import dataclasses
-import re
-import zlib
 from typing import Any
 
 from replicator.errors import PlanError
 from replicator.model.catalog import Catalog, MySQLType, MySQLTypeError, SourceColumn, SourceTable
 from replicator.model.pipeline import (
-    CHANGELOG_COLUMNS,
     LOG_TABLE_SUFFIX,
     METADATA_COLUMNS,
     SCD2_COLUMNS,
     SOFT_DELETE_COLUMNS,
     SOURCE_TABLE_COLUMN,
-    DuckDBTarget,
     IdentifierCase,
     Pipeline,
     TablePipeline,
     Tinyint1Policy,
 )
+from replicator.plan.columns import (
+    METADATA_TYPES,
+    changelog_columns,
+    check_column_collisions,
+    namespace,
+    staging_table_name,
+    with_staging_names,
+)
 from replicator.plan.identifiers import target_identifier
-from replicator.plan.model import RESERVED_PREFIX, Plan, PlannedColumn, TablePlan
+from replicator.plan.model import Plan, PlannedColumn, TablePlan
+from replicator.plan.outbox import offline_outbox_table, plan_outbox
+from replicator.plan.problems import PlanProblems, expression_code, table_path
+from replicator.plan.routing import plan_routed, source_table_column
 from replicator.plan.types import (
-    BOOLEAN,
     STRING,
     TargetType,
-    integer,
     map_mysql_type,
     parse_target_type,
 )
 
-STAGING_PREFIX = "_REPLICATOR_STAGE_"
-
-# The warehouse type of each metadata column (names come from model.METADATA_COLUMNS).
-METADATA_TYPES: dict[str, TargetType] = {
-    "_OP": STRING,
-    "_TS_MS": integer(19, 64),
-    "_SYNCED_AT": TargetType("timestamp_tz", fsp=6),
-    "_BINLOG_FILE": STRING,
-    "_BINLOG_POS": integer(19, 64),
-    "_TRANSACTION_ID": STRING,
-    "_TRANSACTION_ORDER": integer(10, 64),
-    "_SOURCE_TABLE": STRING,
-    "_DELETED": BOOLEAN,
-    "_DELETED_AT": TargetType("timestamp_tz", fsp=6),
-    "_VALID_FROM": TargetType("timestamp_tz", fsp=6),
-    "_VALID_TO": TargetType("timestamp_tz", fsp=6),
-    "_IS_CURRENT": BOOLEAN,
-    # The binlog position of the last change applied to a version, zero-padded so that it
-    # sorts as text (a 64-bit number cannot hold file sequence, pos and row index).
-    "_CHANGE_SEQ": STRING,
-}
-# Which metadata value each changelog column holds (sink.staging.METADATA_VALUES computes it).
-_CHANGELOG_METADATA = {
-    "_OP": "op",
-    "_DELETED": "deleted",
-    "_TS_MS": "ts",
-    "_BINLOG_FILE": "position",
-    "_BINLOG_POS": "position",
-    "_TRANSACTION_ID": "transaction",
-    "_TRANSACTION_ORDER": "transaction",
-}
-
-
-class _Problems:
-    """Collects every problem of a pipeline so the user sees them all at once."""
-
-    def __init__(self) -> None:
-        self.items: list[tuple[str, str | None]] = []
-
-    def add(self, message: str, hint: str | None = None) -> None:
-        self.items.append((message, hint))
-
-    def raise_if_any(self) -> None:
-        if not self.items:
-            return
-        if len(self.items) == 1:
-            raise PlanError(*self.items[0])
-        lines = [f"{len(self.items)} problems:"]
-        for message, hint in self.items:
-            lines.append(f"  - {message}" + (f" (hint: {hint})" if hint else ""))
-        raise PlanError("\n".join(lines), hint="fix each problem above in the pipeline file")
-
 
 def build_plan(pipeline: Pipeline, catalog: Catalog) -> Plan:
-    problems = _Problems()
+    problems = PlanProblems()
     tables = []
     for table in pipeline.tables:
+        problems.base = table_path(pipeline, table)
         if table.routed:
-            from replicator.plan.routing import plan_routed
-
             routed = plan_routed(pipeline, table, catalog, problems)
             if routed is not None:
                 source_table, sources = routed
@@ -109,17 +61,17 @@ def build_plan(pipeline: Pipeline, catalog: Catalog) -> Plan:
             problems.add(
                 f"{table.source_name}: table not found in the MySQL schema",
                 hint="check the `source:` name of the table, and the replicator user's SELECT grant",
+                code="R301", at=("source",),
             )
             continue
         if table.outbox is not None:  # one plan per route, all reading the outbox table
-            from replicator.plan.outbox import plan_outbox
-
             tables += plan_outbox(pipeline, table, source_table, catalog.live, problems)
             continue
         planned = _plan_table(pipeline, table, source_table, catalog.live, problems)
         if planned is not None:
             tables.append(planned)
-    _check_target_collisions(tables, problems)
+    problems.base = ()
+    _check_target_collisions(pipeline, tables, problems)
     problems.raise_if_any()
     return Plan(
         pipeline_name=pipeline.name,
@@ -129,20 +81,12 @@ def build_plan(pipeline: Pipeline, catalog: Catalog) -> Plan:
     )
 
 
-def _namespace(pipeline: Pipeline) -> tuple[str, ...]:
-    warehouse = pipeline.target.warehouse
-    case = pipeline.target.identifier_case
-    if isinstance(warehouse, DuckDBTarget):
-        return (target_identifier(warehouse.schema, case),)
-    return (target_identifier(warehouse.database, case), target_identifier(warehouse.schema, case))
-
-
 def _plan_table(
     pipeline: Pipeline,
     table: TablePipeline,
     source_table: SourceTable,
     live: bool,
-    problems: _Problems,
+    problems: PlanProblems,
 ) -> TablePlan | None:
     case = pipeline.target.identifier_case
     name = table.source_name
@@ -156,6 +100,7 @@ def _plan_table(
                 f"{name}: column {mapping.source_column!r} is configured but not in the source",
                 hint=f"remove it from `columns:` or check its spelling; columns are: "
                 f"{', '.join(c.name for c in source_table.columns)}",
+                code="R302", at=("columns", mapping.source_column),
             )
 
     key, key_origin = _resolve_key(table, source_table, problems)
@@ -164,8 +109,6 @@ def _plan_table(
     if table.routed:
         # Rows of many source tables: which one a row came from leads the key, so equal keys
         # of different shards stay distinct rows (routing.source_table_column).
-        from replicator.plan.routing import source_table_column
-
         columns.append(source_table_column(case))
         key = (SOURCE_TABLE_COLUMN, *key)
     for source_column in sorted(source_table.columns, key=lambda c: c.ordinal):
@@ -175,6 +118,7 @@ def _plan_table(
                 problems.add(
                     f"{name}: key column {source_column.name!r} cannot be excluded",
                     hint="remove `exclude: true` or declare another `key:`",
+                    code="R303", at=("columns", source_column.name),
                 )
             excluded.append(source_column.name)
             continue
@@ -198,6 +142,7 @@ def _plan_table(
             problems.add(
                 f"{name}: unknown metadata {metadata!r}",
                 hint=f"use some of: {', '.join(METADATA_COLUMNS)}",
+                code="R304", at=("metadata",),
             )
             continue
         for target_column in METADATA_COLUMNS[metadata]:
@@ -211,7 +156,7 @@ def _plan_table(
                 )
             )
     if table.mode == "changelog":
-        columns += _changelog_columns(case)
+        columns += changelog_columns(case)
     if table.deletes == "soft" and table.mode == "merge":
         for target_column in SOFT_DELETE_COLUMNS:
             columns.append(
@@ -235,14 +180,14 @@ def _plan_table(
         ]
     track_history = _resolve_track_history(table, data_columns, problems)
 
-    _check_column_collisions(name, columns, problems)
-    columns = _with_staging_names(columns)
+    check_column_collisions(name, columns, problems)
+    columns = with_staging_names(columns)
     log_columns: list[PlannedColumn] = []
     if table.log_table and table.mode == "merge":
         by_name = {c.target_column: c for c in columns}
         log_columns = [by_name[c.target_column] for c in data_columns]
-        log_columns += _changelog_columns(case)
-        _check_column_collisions(f"{name} (log table)", log_columns, problems)
+        log_columns += changelog_columns(case)
+        check_column_collisions(f"{name} (log table)", log_columns, problems)
     filter_inputs: tuple[tuple[str, Any], ...] = ()
     if table.filter:
         from replicator.plan.expressions import STRING as SPARK_STRING
@@ -260,7 +205,8 @@ def _plan_table(
             translate(table.filter, dict(filter_inputs))
         except (ExpressionError, Untranslatable) as exc:
             problems.add(f"{name}: filter {table.filter!r}: {exc.message} (at character "
-                         f"{exc.offset + 1})", hint=exc.hint)
+                         f"{exc.offset + 1})", hint=exc.hint, code=expression_code(exc.message),
+                         at=("filter",))
 
     if len(problems.items) > before:
         return None
@@ -274,13 +220,13 @@ def _plan_table(
         pipeline_name=pipeline.name,
         source_database="" if table.routed else source_table.database,
         source_table="" if table.routed else source_table.table,
-        target_namespace=_namespace(pipeline),
+        target_namespace=namespace(pipeline),
         target_table=target_table,
         columns=tuple(columns),
         source_key=key,
         key_origin=key_origin,
         deletes=table.deletes,
-        staging_table=_staging_table_name(target_table),
+        staging_table=staging_table_name(target_table),
         state_table=target_identifier(pipeline.target.state_table, case),
         identifier_case=case,
         filter=table.filter,
@@ -294,21 +240,8 @@ def _plan_table(
     )
 
 
-def _changelog_columns(case: IdentifierCase) -> list[PlannedColumn]:
-    return [
-        PlannedColumn(
-            target_column=target_identifier(target_column, case),
-            target_type=METADATA_TYPES[target_column],
-            role="metadata",
-            metadata=_CHANGELOG_METADATA[target_column],
-            origin="replicator",
-        )
-        for target_column in CHANGELOG_COLUMNS
-    ]
-
-
 def _resolve_track_history(
-    table: TablePipeline, data_columns: list[PlannedColumn], problems: _Problems
+    table: TablePipeline, data_columns: list[PlannedColumn], problems: PlanProblems
 ) -> tuple[str, ...]:
     """`track_history:` source column names -> the target names of those columns."""
     if not table.track_history:
@@ -323,18 +256,20 @@ def _resolve_track_history(
                 "replicated source column",
                 hint="list source column names that are not excluded: "
                 + ", ".join(c.source_column or "" for c in data_columns),
+                code="R215", at=("track_history",),
             )
         elif column.is_key:
             problems.add(
                 f"{table.source_name}: track_history column {source_column!r} is a key column",
                 hint="a key change is a new key, not a new version: remove it from track_history",
+                code="R215", at=("track_history",),
             )
         else:
             tracked.append(column.target_column)
     return tuple(tracked)
 
 
-def _resolve_key(table: TablePipeline, source_table: SourceTable, problems: _Problems):
+def _resolve_key(table: TablePipeline, source_table: SourceTable, problems: PlanProblems):
     if table.key:
         resolved: list[str] = []
         for name in table.key:
@@ -343,6 +278,7 @@ def _resolve_key(table: TablePipeline, source_table: SourceTable, problems: _Pro
                 problems.add(
                     f"{table.source_name}: key column {name!r} is not in the source",
                     hint="`key:` lists source column names",
+                    code="R303", at=("key",),
                 )
             else:
                 resolved.append(column.name)  # the catalog's spelling
@@ -354,6 +290,7 @@ def _resolve_key(table: TablePipeline, source_table: SourceTable, problems: _Pro
     problems.add(
         f"{table.source_name}: the table has no primary key, so rows cannot be matched",
         hint="declare the columns that identify a row: key: [id]",
+        code="R303",
     )
     return (), "declared"
 
@@ -365,7 +302,7 @@ def _plan_column(
     live: bool,
     case: IdentifierCase,
     tinyint1: Tinyint1Policy,
-    problems: _Problems,
+    problems: PlanProblems,
 ) -> PlannedColumn | None:
     mapping = table.mapping_for(source_column.name)
     is_key = source_column.name in key
@@ -387,7 +324,8 @@ def _plan_column(
         else:
             target_type = map_mysql_type(source_column.mysql_type, tinyint1=tinyint1)
     except PlanError as exc:
-        problems.add(f"{table.source_name}.{source_column.name}: {exc.message}", exc.hint)
+        problems.add(f"{table.source_name}.{source_column.name}: {exc.message}", exc.hint,
+                     code="R305", at=("columns", source_column.name))
         return None
     target_name = (mapping.target_column if mapping else None) or source_column.name
     declared_source_type = bool(mapping and mapping.source_type)
@@ -433,7 +371,7 @@ def _plan_computed(
     table: TablePipeline,
     mapping,
     source_table: SourceTable,
-    problems: _Problems,
+    problems: PlanProblems,
 ) -> PlannedColumn | None:
     """A computed column: its expression compiled against the live (or declared) columns."""
     from replicator.plan.expressions import ExpressionError, compile_expression, spark_type_of
@@ -444,11 +382,13 @@ def _plan_computed(
     if clash is not None:
         problems.add(f"{table.source_name}: computed column {name!r} has the name of source "
                      f"column {clash.name!r} ({where})",
-                     hint="give the computed column another name (the key is its target name)")
+                     hint="give the computed column another name (the key is its target name)",
+                     code="R244", at=("columns", name))
         return None
     if not mapping.target_type:
         problems.add(f"{table.source_name}: computed column {name!r} has no type ({where})",
-                     hint="declare its target type: type: NUMBER(14,2) (or VARCHAR, DATE, ...)")
+                     hint="declare its target type: type: NUMBER(14,2) (or VARCHAR, DATE, ...)",
+                     code="R244", at=("columns", name))
         return None
     tinyint1 = pipeline.source.tinyint1
     types = {c.name: spark_type_of(c.mysql_type, tinyint1=tinyint1) for c in source_table.columns}
@@ -460,11 +400,12 @@ def _plan_computed(
         translate(mapping.expression, types)
     except (ExpressionError, Untranslatable) as exc:
         problems.add(f"{table.source_name}: computed column {name!r}: {exc.message} "
-                     f"({where}.expression, at character {exc.offset + 1})", exc.hint)
+                     f"({where}.expression, at character {exc.offset + 1})", exc.hint,
+                     code=expression_code(exc.message), at=("columns", name, "expression"))
         return None
     except PlanError as exc:
         problems.add(f"{table.source_name}: computed column {name!r}: {exc.message} ({where}.type)",
-                     exc.hint)
+                     exc.hint, code="R244", at=("columns", name, "type"))
         return None
     from replicator.plan.expressions import referenced_columns
 
@@ -472,7 +413,8 @@ def _plan_computed(
     inputs = tuple((c.name, types[c.name]) for c in source_table.columns if c.name.lower() in wanted)
     if mapping.mask == "truncate" and target_type.kind not in ("string", "binary"):
         problems.add(f"{table.source_name}: computed column {name!r}: mask truncate applies to "
-                     f"text and binary types ({where}.mask)", hint="declare type: VARCHAR")
+                     f"text and binary types ({where}.mask)", hint="declare type: VARCHAR",
+                     code="R245", at=("columns", name, "mask"))
         return None
     return PlannedColumn(
         target_column=target_identifier(mapping.target_column or name, pipeline.target.identifier_case),
@@ -491,49 +433,14 @@ def _plan_computed(
     )
 
 
-_PLAIN_IDENTIFIER = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-
-
-def _with_staging_names(columns: list[PlannedColumn]) -> list[PlannedColumn]:
-    return [
-        c
-        if _PLAIN_IDENTIFIER.match(c.target_column)
-        else dataclasses.replace(c, staging_column=f"{RESERVED_PREFIX}COL_{position}")
-        for position, c in enumerate(columns, start=1)
-    ]
-
-
-def _staging_table_name(target_table: str) -> str:
-    """A plain identifier (see PlannedColumn.staging_column), unique per target table."""
-    plain = re.sub(r"[^A-Za-z0-9_]", "_", target_table).upper()
-    if plain == target_table.upper() and _PLAIN_IDENTIFIER.match(plain):
-        return STAGING_PREFIX + plain
-    return f"{STAGING_PREFIX}{plain}_{zlib.crc32(target_table.encode()):08X}"
-
-
-def _check_column_collisions(name: str, columns: list[PlannedColumn], problems: _Problems):
-    seen: dict[str, str] = {}
-    for column in columns:
-        folded = column.target_column.upper()  # both warehouses may match names case-blind
-        origin = column.source_column or column.target_column
-        if folded.startswith(RESERVED_PREFIX):
-            problems.add(
-                f"{name}: target column {column.target_column!r} starts with "
-                f"{RESERVED_PREFIX}, which replicator reserves",
-                hint=f"rename it: columns: {{{origin}: {{name: ...}}}}",
-            )
-        if folded in seen:
-            problems.add(
-                f"{name}: {origin!r} and {seen[folded]!r} both land in target column "
-                f"{column.target_column!r}",
-                hint=f"rename one of them: columns: {{{origin}: {{name: ...}}}}",
-            )
-        seen[folded] = origin
-
-
-def _check_target_collisions(tables: list[TablePlan], problems: _Problems) -> None:
+def _check_target_collisions(pipeline: Pipeline, tables: list[TablePlan],
+                             problems: PlanProblems) -> None:
+    """R202, on what the plan resolved (routes, log tables, names folded): validate's check of
+    the same rule sees only what the YAML spells out."""
+    entries = {t.source_name: n for n, t in reversed(list(enumerate(pipeline.tables)))}
     seen: dict[tuple[str, ...], str] = {}
     for table in tables:
+        index = entries.get(table.source_name)
         parts = [table.target_parts] + ([table.log_parts] if table.log_table else [])
         for target in parts:
             folded = tuple(part.upper() for part in target)
@@ -542,18 +449,18 @@ def _check_target_collisions(tables: list[TablePlan], problems: _Problems) -> No
                     f"{table.label} and {seen[folded]} both land in target table "
                     f"{target[-1]!r}",
                     hint="give one of them another `target:` name",
+                    code="R202", at=("tables", index, "target") if index is not None else (),
                 )
             seen[folded] = table.label
 
 
 def offline_catalog(pipeline: Pipeline) -> Catalog:
     """The catalog ``plan --offline`` works from: the YAML's declared ``source_type`` only."""
-    problems = _Problems()
+    problems = PlanProblems()
     tables = []
     for table in pipeline.tables:
+        problems.base = table_path(pipeline, table)
         if table.outbox is not None:  # the routes' columns come from the YAML
-            from replicator.plan.outbox import offline_outbox_table
-
             tables.append(offline_outbox_table(table, problems))
             continue
         columns = []
@@ -571,6 +478,7 @@ def offline_catalog(pipeline: Pipeline) -> Catalog:
                 problems.add(
                     f"{table.source_name}.{mapping.source_column}: {exc}",
                     hint="write the type as MySQL's information_schema does: decimal(10,2)",
+                    code="R309", at=("columns", mapping.source_column, "source_type"),
                 )
                 continue
             key = table.key or ()
@@ -588,11 +496,13 @@ def offline_catalog(pipeline: Pipeline) -> Catalog:
                 f"{', '.join(repr(m) for m in missing)}",
                 hint="add `source_type:` (e.g. source_type: 'varchar(255)') to those columns, "
                 "or run without --offline to read them from MySQL",
+                code="R309", at=("columns", missing[0]),
             )
         if not columns and not missing:
             problems.add(
                 f"{table.source_name}: no columns declared, --offline knows nothing about it",
                 hint="declare its columns with `source_type:`, or run without --offline",
+                code="R309",
             )
         tables.append(
             SourceTable(

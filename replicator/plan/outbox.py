@@ -28,17 +28,17 @@ from replicator.model.pipeline import (
     Pipeline,
     TablePipeline,
 )
-from replicator.plan.builder import (
+from replicator.plan.columns import (
     METADATA_TYPES,
-    _changelog_columns,
-    _check_column_collisions,
-    _namespace,
-    _Problems,
-    _staging_table_name,
-    _with_staging_names,
+    changelog_columns,
+    check_column_collisions,
+    namespace,
+    staging_table_name,
+    with_staging_names,
 )
 from replicator.plan.identifiers import target_identifier
 from replicator.plan.model import OutboxPlan, PlannedColumn, TablePlan
+from replicator.plan.problems import PlanProblems
 from replicator.plan.types import parse_target_type
 
 # MySQL types that can hold a JSON document (text in some form).
@@ -47,7 +47,7 @@ PAYLOAD_TYPES = frozenset({"json", *STRING_TYPES, *BINARY_TYPES}) - {"enum", "se
 TYPE_COLUMN_TYPES = frozenset({*STRING_TYPES, *BINARY_TYPES, *INTEGER_TYPES})
 
 
-def check_outbox_columns(table: TablePipeline, source_table: SourceTable, problems: _Problems,
+def check_outbox_columns(table: TablePipeline, source_table: SourceTable, problems: PlanProblems,
                          *, live: bool) -> None:
     """The outbox table has the type and payload columns, of types that can work."""
     spec = table.outbox
@@ -56,7 +56,8 @@ def check_outbox_columns(table: TablePipeline, source_table: SourceTable, proble
     where = "in MySQL" if live else "among its declared columns (source_type)"
     if spec.type_column.lower() == spec.payload_column.lower():
         problems.add(f"{table.source_name}: outbox type_column and payload_column are both "
-                     f"{spec.type_column!r}", hint="they are two different columns of the table")
+                     f"{spec.type_column!r}", hint="they are two different columns of the table",
+                     code="R238", at=("outbox", "payload_column"))
         return
     for role, name, allowed, wanted in (
         ("type_column", spec.type_column, TYPE_COLUMN_TYPES, "a string or integer type"),
@@ -65,11 +66,13 @@ def check_outbox_columns(table: TablePipeline, source_table: SourceTable, proble
         column = source_table.column(name)
         if column is None:
             problems.add(f"{table.source_name}: outbox {role} {name!r} is not a column of the "
-                         f"table {where}", hint=f"the table's columns are: {columns}")
+                         f"table {where}", hint=f"the table's columns are: {columns}",
+                         code="R238", at=("outbox", role))
         elif column.mysql_type.name not in allowed:
             problems.add(f"{table.source_name}: outbox {role} {name!r} is "
                          f"{column.mysql_type}, not {wanted}",
-                         hint=f"point {role} at the column that holds {wanted}")
+                         hint=f"point {role} at the column that holds {wanted}",
+                         code="R238", at=("outbox", role))
 
 
 def _row_column(source_table: SourceTable, name: str) -> str:
@@ -77,7 +80,7 @@ def _row_column(source_table: SourceTable, name: str) -> str:
     return column.name if column is not None else name  # the catalog's spelling
 
 
-def _check_row_columns(table: TablePipeline, source_table: SourceTable, problems: _Problems,
+def _check_row_columns(table: TablePipeline, source_table: SourceTable, problems: PlanProblems,
                        *, live: bool) -> None:
     """Route columns taken from the outbox row (`column:`) name columns it has."""
     spec = table.outbox
@@ -91,11 +94,12 @@ def _check_row_columns(table: TablePipeline, source_table: SourceTable, problems
                     f"{column.column!r} is not a column of the outbox table {where}",
                     hint="the outbox's columns are: "
                     + ", ".join(c.name for c in source_table.columns),
+                    code="R239", at=("outbox", "routes", route.type_value, "columns", column.name),
                 )
 
 
 def plan_outbox(pipeline: Pipeline, table: TablePipeline, source_table: SourceTable,
-                live: bool, problems: _Problems) -> list[TablePlan]:
+                live: bool, problems: PlanProblems) -> list[TablePlan]:
     spec = table.outbox
     assert spec is not None
     before = len(problems.items)
@@ -130,14 +134,19 @@ def plan_outbox(pipeline: Pipeline, table: TablePipeline, source_table: SourceTa
             unrouted=spec.unrouted,
             first=index == 0,
         )
-        planned = _plan_route(pipeline, table, source_table, route, outbox, problems)
+        table_base = problems.base
+        problems.base = (*table_base, "outbox", "routes", route.type_value)
+        try:
+            planned = _plan_route(pipeline, table, source_table, route, outbox, problems)
+        finally:
+            problems.base = table_base
         if planned is not None:
             plans.append(planned)
     return plans
 
 
 def _plan_route(pipeline: Pipeline, table: TablePipeline, source_table: SourceTable,
-                route: OutboxRoute, outbox: OutboxPlan, problems: _Problems) -> TablePlan | None:
+                route: OutboxRoute, outbox: OutboxPlan, problems: PlanProblems) -> TablePlan | None:
     case = pipeline.target.identifier_case
     label = f"{table.source_name}[{route.type_value}]"
     before = len(problems.items)
@@ -148,10 +157,12 @@ def _plan_route(pipeline: Pipeline, table: TablePipeline, source_table: SourceTa
             if column.path is not None:
                 parse_path(column.path)
         except PlanError as exc:
-            problems.add(f"{label}.{column.name}: {exc.message}", exc.hint)
+            problems.add(f"{label}.{column.name}: {exc.message}", exc.hint,
+                         code="R310", at=("columns", column.name))
             continue
         except PathError as exc:
-            problems.add(f"{label}.{column.name}: {exc.message}", exc.hint)
+            problems.add(f"{label}.{column.name}: {exc.message}", exc.hint,
+                         code="R310", at=("columns", column.name))
             continue
         is_key = column.name in route.key
         columns.append(PlannedColumn(
@@ -167,16 +178,18 @@ def _plan_route(pipeline: Pipeline, table: TablePipeline, source_table: SourceTa
         try:
             parse_path(route.delete_when)
         except PathError as exc:
-            problems.add(f"{label}: delete_when: {exc.message}", exc.hint)
+            problems.add(f"{label}: delete_when: {exc.message}", exc.hint, code="R233",
+                         at=("delete_when",))
     names = {c.name for c in route.columns}
     for key in route.key:
         if key not in names:
             problems.add(f"{label}: key column {key!r} is not among the route's columns",
-                         hint=f"key lists route column names: {', '.join(sorted(names))}")
+                         hint=f"key lists route column names: {', '.join(sorted(names))}",
+                         code="R232", at=("key",))
     if not route.key:
-        problems.add(f"{label}: the route has no key", hint="key: [id]")
+        problems.add(f"{label}: the route has no key", hint="key: [id]", code="R232")
     columns += _metadata(label, route, case, problems)
-    _check_column_collisions(label, columns, problems)
+    check_column_collisions(label, columns, problems)
     if len(problems.items) > before:
         return None
     target_table = target_identifier(route.target_table, case)
@@ -184,13 +197,13 @@ def _plan_route(pipeline: Pipeline, table: TablePipeline, source_table: SourceTa
         pipeline_name=pipeline.name,
         source_database=source_table.database,
         source_table=source_table.table,
-        target_namespace=_namespace(pipeline),
+        target_namespace=namespace(pipeline),
         target_table=target_table,
-        columns=tuple(_with_staging_names(columns)),
+        columns=tuple(with_staging_names(columns)),
         source_key=tuple(route.key),
         key_origin="declared",
         deletes=route.deletes,
-        staging_table=_staging_table_name(target_table),
+        staging_table=staging_table_name(target_table),
         state_table=target_identifier(pipeline.target.state_table, case),
         identifier_case=case,
         mode=route.mode,
@@ -199,14 +212,15 @@ def _plan_route(pipeline: Pipeline, table: TablePipeline, source_table: SourceTa
 
 
 def _metadata(label: str, route: OutboxRoute, case: IdentifierCase,
-              problems: _Problems) -> list[PlannedColumn]:
+              problems: PlanProblems) -> list[PlannedColumn]:
     if route.mode == "changelog":
-        return _changelog_columns(case)
+        return changelog_columns(case)
     columns = []
     for metadata in route.metadata:
         if metadata not in METADATA_COLUMNS:
             problems.add(f"{label}: unknown metadata {metadata!r}",
-                         hint=f"use some of: {', '.join(METADATA_COLUMNS)}")
+                         hint=f"use some of: {', '.join(METADATA_COLUMNS)}",
+                         code="R304", at=("metadata",))
             continue
         columns += [
             PlannedColumn(target_column=target_identifier(name, case),
@@ -224,7 +238,7 @@ def _metadata(label: str, route: OutboxRoute, case: IdentifierCase,
     return columns
 
 
-def offline_outbox_table(table: TablePipeline, problems: _Problems) -> SourceTable:
+def offline_outbox_table(table: TablePipeline, problems: PlanProblems) -> SourceTable:
     """The outbox table as ``plan --offline`` knows it: its declared columns (source_type),
     or, when it declares none, just the type (varchar) and payload (json) columns."""
     spec = table.outbox
@@ -236,7 +250,8 @@ def offline_outbox_table(table: TablePipeline, problems: _Problems) -> SourceTab
             mysql_type = MySQLType.parse(mapping.source_type or "")
         except MySQLTypeError as exc:
             problems.add(f"{table.source_name}.{mapping.source_column}: {exc}",
-                         hint="write the type as MySQL's information_schema does: varchar(50)")
+                         hint="write the type as MySQL's information_schema does: varchar(50)",
+                         code="R309", at=("columns", mapping.source_column, "source_type"))
             continue
         columns.append(SourceColumn(name=mapping.source_column, mysql_type=mysql_type,
                                     nullable=True, ordinal=ordinal))

@@ -13,17 +13,13 @@ Offline (``plan --offline``) no table is matched: the YAML's declared columns st
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from replicator.errors import PlanError
 from replicator.model.catalog import Catalog, SourceColumn, SourceTable
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN, IdentifierCase, Pipeline, TablePipeline
 from replicator.plan.identifiers import target_identifier
 from replicator.plan.model import PlannedColumn
+from replicator.plan.problems import PlanProblems
 from replicator.plan.types import STRING, TargetType, map_mysql_type, parse_target_type
-
-if TYPE_CHECKING:
-    from replicator.plan.builder import _Problems
 
 
 def source_table_column(case: IdentifierCase) -> PlannedColumn:
@@ -48,7 +44,7 @@ def matching_tables(table: TablePipeline, catalog: Catalog) -> list[SourceTable]
 
 
 def plan_routed(
-    pipeline: Pipeline, table: TablePipeline, catalog: Catalog, problems: _Problems
+    pipeline: Pipeline, table: TablePipeline, catalog: Catalog, problems: PlanProblems
 ) -> tuple[SourceTable, tuple[str, ...]] | None:
     """(the merged source table, the matched source names), or None after adding problems."""
     name = table.source_name
@@ -62,6 +58,7 @@ def plan_routed(
             hint="patterns match the whole database.table name, case-insensitively "
             "(shop_[0-9]+\\.orders); check them, the tables' existence and the replicator "
             "user's SELECT grant",
+            code="R307", at=("sources",),
         )
         return None
     merged = _merge(pipeline, table, matched, problems)
@@ -81,7 +78,7 @@ def _target_type(pipeline: Pipeline, table: TablePipeline, column: SourceColumn)
 
 
 def _merge(
-    pipeline: Pipeline, table: TablePipeline, matched: list[SourceTable], problems: _Problems
+    pipeline: Pipeline, table: TablePipeline, matched: list[SourceTable], problems: PlanProblems
 ) -> SourceTable | None:
     before = len(problems.items)
     name = table.source_name
@@ -104,6 +101,7 @@ def _merge(
                     f"{first_table.name} but {column.mysql_type} in {source.name}",
                     hint=f"make the tables agree, or declare one target type for it: "
                     f"columns: {{{column.name}: {{type: VARCHAR}}}}",
+                    code="R308", at=("sources",),
                 )
             elif column.nullable and not first.nullable:
                 columns[folded] = (column, first_table)  # NULL in some table: nullable
@@ -126,6 +124,7 @@ def _merge(
                     f"{name}: {source.name} has no key column {', '.join(map(repr, lacking))}",
                     hint="every selected table needs the `key:` columns; exclude the table "
                     "(sources.exclude) or declare another key",
+                    code="R308", at=("key",),
                 )
     else:
         first = matched[0]
@@ -137,6 +136,7 @@ def _merge(
                     f"{source.name} has ({', '.join(source.primary_key)})",
                     hint="declare the key every selected table shares: key: [id], or exclude "
                     "the odd table (sources.exclude)",
+                    code="R308", at=("sources",),
                 )
                 break
         # Key columns are NOT NULL in every table that has them.

@@ -18,14 +18,7 @@ KNOWN: set[tuple[str, str, str]] = {
     ("plan/transpile.py", "replicator.plan.expressions", "_parse_date"),
     ("plan/transpile.py", "replicator.plan.expressions", "_parse_timestamp"),
     ("plan/transpile.py", "replicator.plan.expressions", "_as_decimal_type"),
-    ("plan/outbox.py", "replicator.plan.builder", "_changelog_columns"),
-    ("plan/outbox.py", "replicator.plan.builder", "_check_column_collisions"),
-    ("plan/outbox.py", "replicator.plan.builder", "_namespace"),
-    ("plan/outbox.py", "replicator.plan.builder", "_Problems"),
-    ("plan/routing.py", "replicator.plan.builder", "_Problems"),
     ("plan/transpile.py", "replicator.plan.expressions", "_Compiler"),
-    ("plan/outbox.py", "replicator.plan.builder", "_staging_table_name"),
-    ("plan/outbox.py", "replicator.plan.builder", "_with_staging_names"),
 }
 
 
