@@ -218,7 +218,7 @@ def parse(text: str) -> Any:
 
     tree = trees[0]
     if isinstance(tree, (exp.Select, exp.Query, exp.Command)) or tree.find(exp.Select):
-        raise ExpressionError("a computed column is an expression, not a query", _node_offset(tree))
+        raise ExpressionError("a computed column is an expression, not a query", node_offset(tree))
     return tree
 
 
@@ -244,7 +244,7 @@ def _offset(text: str, line: int | None, col: int | None) -> int:
     return max(0, min(len(text), before + col - 1))
 
 
-def _node_offset(node: Any) -> int:
+def node_offset(node: Any) -> int:
     """Where a node starts in the text (sqlglot keeps positions on identifiers, literals and
     function names; an operator starts where its left-most such descendant does)."""
     best: int | None = None
@@ -300,7 +300,7 @@ def _adjust(precision: int, scale: int) -> SparkType:
     return decimal(MAX_PRECISION, max(MAX_PRECISION - int_digits, min_scale))
 
 
-def _as_decimal_type(node: Compiled) -> SparkType:
+def as_decimal_type(node: Compiled) -> SparkType:
     t = node.type
     if t.kind == "decimal":
         return t
@@ -322,7 +322,7 @@ def _fit_decimal(value: Decimal, type_: SparkType, *, error: bool = True) -> Dec
     return rounded
 
 
-def _wider(left: SparkType, right: SparkType, offset: int, what: str) -> SparkType:
+def wider_type(left: SparkType, right: SparkType, offset: int, what: str) -> SparkType:
     """The common type of two branches/arguments (Spark's findWiderTypeForTwo, our subset)."""
     if left.kind in ("null", "any"):
         return right if left.kind == "null" else left
@@ -418,7 +418,7 @@ def _invalid(value: Any, source: SparkType, target: str) -> Any:
           f"be cast to {target.upper()} because it is malformed")
 
 
-def _parse_date(text: str) -> dt.date | None:
+def parse_date(text: str) -> dt.date | None:
     match = _DATE_TEXT.match(text.strip(_WS))
     if not match:
         return None
@@ -428,7 +428,7 @@ def _parse_date(text: str) -> dt.date | None:
         return None
 
 
-def _parse_timestamp(text: str) -> dt.datetime | None:
+def parse_timestamp(text: str) -> dt.datetime | None:
     match = _TIMESTAMP_TEXT.match(text.strip(_WS))
     if not match:
         return None
@@ -565,7 +565,7 @@ def _cast(source: SparkType, target: SparkType) -> Callable[[Any], Any]:
             return lambda v: v.date()
 
         def to_date(v: Any) -> dt.date:
-            parsed = _parse_date(v)
+            parsed = parse_date(v)
             return parsed if parsed is not None else _invalid(v, source, "date")
 
         return to_date
@@ -574,7 +574,7 @@ def _cast(source: SparkType, target: SparkType) -> Callable[[Any], Any]:
             return lambda v: dt.datetime(v.year, v.month, v.day)
 
         def to_timestamp(v: Any) -> dt.datetime:
-            parsed = _parse_timestamp(v)
+            parsed = parse_timestamp(v)
             return parsed if parsed is not None else _invalid(v, source, "timestamp")
 
         return to_timestamp
@@ -595,13 +595,13 @@ def compile_expression(text: str, columns: Mapping[str, SparkType]) -> Compiled:
     type checks that depend on it; run-time compilation always has every column's type.
     """
     tree = parse(text)
-    return _Compiler({name.lower(): (name, t) for name, t in columns.items()}).compile(tree)
+    return Compiler({name.lower(): (name, t) for name, t in columns.items()}).compile(tree)
 
 
 def check_expression(text: str, columns: Mapping[str, SparkType] | None) -> None:
     """validate's check: syntax, functions, columns (when known) and types (when known)."""
     tree = parse(text)
-    _Compiler(None if columns is None else {n.lower(): (n, t) for n, t in columns.items()}).compile(tree)
+    Compiler(None if columns is None else {n.lower(): (n, t) for n, t in columns.items()}).compile(tree)
 
 
 FILTER_HINT = ("a filter is a Spark SQL condition over source columns, like computed columns: "
@@ -616,7 +616,7 @@ def compile_filter(text: str, columns: Mapping[str, SparkType] | None) -> Compil
     gone: Spark compares strings by code point, case-sensitively)."""
     try:
         tree = parse(text)
-        compiler = _Compiler(None if columns is None else {n.lower(): (n, t) for n, t in columns.items()})
+        compiler = Compiler(None if columns is None else {n.lower(): (n, t) for n, t in columns.items()})
         compiled = compiler.compile(tree)
         if compiled.type.kind not in ("boolean", "null", "any"):
             raise ExpressionError(f"the filter is {compiled.type}, not a condition", 0,
@@ -650,12 +650,12 @@ def referenced_columns(text: str) -> list[str]:
     return [c.name for c in parse(text).find_all(exp.Column)]
 
 
-class _Compiler:
+class Compiler:
     def __init__(self, columns: dict[str, tuple[str, SparkType]] | None) -> None:
         self.columns = columns  # None: any column name goes, of type ANY
 
     def error(self, node: Any, message: str, hint: str | None = None) -> ExpressionError:
-        return ExpressionError(message, _node_offset(node), hint)
+        return ExpressionError(message, node_offset(node), hint)
 
     # dispatch ---------------------------------------------------------------------------
     def compile(self, node: Any) -> Compiled:
@@ -841,12 +841,12 @@ class _Compiler:
         if "any" in (lt.kind, rt.kind) or "null" in (lt.kind, rt.kind) or lt == rt:
             return left, right
         if lt.numeric and rt.numeric:
-            common = _wider(lt, rt, _node_offset(node), "the comparison")
+            common = wider_type(lt, rt, node_offset(node), "the comparison")
             return self.coerce(left, common), self.coerce(right, common)
         for a, b in ((left, right), (right, left)):
             if a.type.kind == "string" and a.constant and b.type.kind in ("date", "timestamp"):
                 target = b.type
-                parse_ = _parse_date if target.kind == "date" else _parse_timestamp
+                parse_ = parse_date if target.kind == "date" else parse_timestamp
                 parsed = parse_(a.value) if a.value is not None else None
                 if a.value is not None and parsed is None:
                     raise self.error(node, f"{a.value!r} is not a {target.kind}",
@@ -899,7 +899,7 @@ class _Compiler:
     def arithmetic(self, node: Any, op: str) -> Compiled:
         left, right = self.compile(node.this), self.compile(node.expression)
         lt, rt = left.type, right.type
-        offset = _node_offset(node)
+        offset = node_offset(node)
         for side in (lt, rt):
             if not (side.numeric or side.kind in ("null", "any")):
                 raise ExpressionError(f"arithmetic ({op}) on {side}", offset,
@@ -934,7 +934,7 @@ class _Compiler:
         if lt.integral and rt.integral:
             result = BIGINT if "bigint" in (lt.kind, rt.kind) else INT
             return Compiled(_integral_op(op, left, right, result), result)
-        a, b = _as_decimal_type(left), _as_decimal_type(right)
+        a, b = as_decimal_type(left), as_decimal_type(right)
         p1, s1, p2, s2 = a.precision, a.scale, b.precision, b.scale
         if op in ("+", "-"):
             scale = max(s1, s2)
@@ -993,7 +993,7 @@ class _Compiler:
         otherwise = self.compile(default) if default is not None else _const(None, NULL)
         result = NULL
         for value in [*values, otherwise]:
-            result = _wider(result, value.type, _node_offset(node), "CASE/IF")
+            result = wider_type(result, value.type, node_offset(node), "CASE/IF")
         values = [self.coerce(v, result) for v in values]
         otherwise = self.coerce(otherwise, result)
         pairs = list(zip(conditions, values, strict=True))
@@ -1108,7 +1108,7 @@ class _Compiler:
             raise self.error(node, "coalesce() needs arguments")
         result = NULL
         for arg in args:
-            result = _wider(result, arg.type, _node_offset(node), "coalesce")
+            result = wider_type(result, arg.type, node_offset(node), "coalesce")
         parts = [self.coerce(a, result) for a in args]
         return Compiled(lambda row: next((v for p in parts if (v := p(row)) is not None), None), result)
 
@@ -1134,7 +1134,7 @@ class _Compiler:
     def fn_nvl2(self, node: Any, args: list[Compiled]) -> Compiled:
         self.arity(node, args, 3)
         test = args[0]
-        result = _wider(args[1].type, args[2].type, _node_offset(node), "nvl2")
+        result = wider_type(args[1].type, args[2].type, node_offset(node), "nvl2")
         yes, no = self.coerce(args[1], result), self.coerce(args[2], result)
         return Compiled(lambda row: yes(row) if test(row) is not None else no(row), result)
 
@@ -1444,7 +1444,7 @@ class _Compiler:
             raise self.error(node, "greatest()/least() need at least 2 arguments")
         result = NULL
         for arg in args:
-            result = _wider(result, arg.type, _node_offset(node), "greatest/least")
+            result = wider_type(result, arg.type, node_offset(node), "greatest/least")
         parts = [self.coerce(a, result) for a in args]
 
         def extreme(row: Row) -> Any:

@@ -23,21 +23,33 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from replicator.errors import PlanError
+from replicator.plan.expressions import (
+    DATE,
+    DOUBLE,
+    INT,
+    NULL,
+    SUPPORTED_HINT,
+    TIMESTAMP,
+    Compiler,
+    ExpressionError,
+    SparkType,
+    as_decimal_type,
+    node_offset,
+    parse,
+    parse_date,
+    parse_timestamp,
+    wider_type,
+)
 from replicator.plan.identifiers import quote_identifier as q
-
-if TYPE_CHECKING:
-    from replicator.plan.expressions import SparkType
 
 
 class Untranslatable(PlanError):
     """A supported-looking construct with no exact DuckDB form; ``offset`` as ExpressionError."""
 
     def __init__(self, message: str, offset: int = 0) -> None:
-        from replicator.plan.expressions import SUPPORTED_HINT
-
         super().__init__(message, hint=SUPPORTED_HINT)
         self.offset = offset
 
@@ -189,9 +201,7 @@ ColumnSql = Callable[[str], str]  # source column name -> its SQL, already in it
 
 class _Translator:
     def __init__(self, columns: Mapping[str, SparkType], column_sql: ColumnSql) -> None:
-        from replicator.plan.expressions import _Compiler
-
-        self.compiler = _Compiler({name.lower(): (name, t) for name, t in columns.items()})
+        self.compiler = Compiler({name.lower(): (name, t) for name, t in columns.items()})
         self.columns = {name.lower(): name for name in columns}
         self.column_sql = column_sql
 
@@ -203,9 +213,7 @@ class _Translator:
         return compiled.constant, compiled.value
 
     def fail(self, node: Any, what: str) -> Untranslatable:
-        from replicator.plan.expressions import _node_offset
-
-        return Untranslatable(f"{what} is not supported", _node_offset(node))
+        return Untranslatable(f"{what} is not supported", node_offset(node))
 
     def sql(self, node: Any) -> str:
         """DuckDB SQL for ``node``, giving Spark's value in the DuckDB form of Spark's type."""
@@ -294,16 +302,12 @@ class _Translator:
         return cast_sql(self.sql(node), source, _spark("string"))
 
     def common(self, nodes: list[Any]) -> SparkType:
-        from replicator.plan.expressions import NULL, _wider
-
         result = NULL
         for node in nodes:
-            result = _wider(result, self.type(node), 0, "")
+            result = wider_type(result, self.type(node), 0, "")
         return result
 
     def comparison(self, node: Any, op: str) -> str:
-        from replicator.plan.expressions import DATE, TIMESTAMP
-
         left, right = node.this, node.expression
         lt, rt = self.type(left), self.type(right)
         if lt.kind in ("null", "any") or rt.kind in ("null", "any") or lt == rt:
@@ -324,17 +328,13 @@ class _Translator:
     def side(self, node: Any, common: SparkType) -> str:
         """One side of a comparison in the common type; a string literal compared with a date
         or timestamp is parsed at plan time, as the compiler does."""
-        from replicator.plan.expressions import _parse_date, _parse_timestamp
-
         constant, value = self.constant(node)
         if constant and isinstance(value, str) and common.kind in ("date", "timestamp"):
-            parse_ = _parse_date if common.kind == "date" else _parse_timestamp
+            parse_ = parse_date if common.kind == "date" else parse_timestamp
             return literal_sql(parse_(value), common)
         return self.as_type(node, common)
 
     def arithmetic(self, node: Any, name: str, result: SparkType) -> str:
-        from replicator.plan.expressions import DOUBLE
-
         left, right = node.this, node.expression
         lt, rt = self.type(left), self.type(right)
         if name == "IntDiv":
@@ -374,11 +374,9 @@ class _Translator:
     def decimal_divide(self, node: Any, result: SparkType) -> str:
         """Exact DECIMAL division (DuckDB would divide as DOUBLE): the unscaled integers in
         HUGEINT, rounded HALF_UP to Spark's result scale."""
-        from replicator.plan.expressions import _as_decimal_type
-
         left, right = node.this, node.expression
-        a_type = _as_decimal_type(self.compiler.compile(left))
-        b_type = _as_decimal_type(self.compiler.compile(right))
+        a_type = as_decimal_type(self.compiler.compile(left))
+        b_type = as_decimal_type(self.compiler.compile(right))
         shift = result.scale + b_type.scale - a_type.scale
         if a_type.precision + max(shift, 0) > 38 or b_type.precision + max(-shift, 0) > 38:
             raise self.fail(node, "a DECIMAL division this wide")
@@ -487,8 +485,6 @@ class _Translator:
     fn_substr = fn_substring
 
     def integer_arg(self, node: Any) -> str:
-        from replicator.plan.expressions import INT
-
         return self.as_type(node, INT)
 
     def fn_left(self, node: Any, args: list[Any], result: SparkType) -> str:
@@ -597,8 +593,6 @@ class _Translator:
         return f"least({', '.join(self.as_type(a, result) for a in args)})"
 
     def _date_part(self, node: Any, args: list[Any], part: str) -> str:
-        from replicator.plan.expressions import TIMESTAMP
-
         source = self.type(args[0])
         if source.kind not in ("date", "timestamp"):
             raise self.fail(node, f"{part}() of {source}")
@@ -651,8 +645,6 @@ class _Translator:
         return f"CAST({self._as_date(args[0])} - {self.integer_arg(args[1])} AS DATE)"
 
     def fn_date_trunc(self, node: Any, args: list[Any], result: SparkType) -> str:
-        from replicator.plan.expressions import TIMESTAMP
-
         constant, unit = self.constant(args[0])
         units = {"year": "year", "yyyy": "year", "yy": "year", "quarter": "quarter", "month": "month",
                  "mon": "month", "mm": "month", "week": "week", "day": "day", "dd": "day",
@@ -663,8 +655,6 @@ class _Translator:
         return f"date_trunc('{units[unit.lower()]}', {self.as_type(args[1], TIMESTAMP)})"
 
     def fn_date_format(self, node: Any, args: list[Any], result: SparkType) -> str:
-        from replicator.plan.expressions import TIMESTAMP
-
         constant, pattern = self.constant(args[1])
         if not constant or not isinstance(pattern, str):
             raise self.fail(node, "date_format() with a non-literal pattern")
@@ -722,8 +712,6 @@ def _lower(sql: str) -> str:
 
 
 def _spark(kind: str) -> SparkType:
-    from replicator.plan.expressions import SparkType
-
     return SparkType(kind)
 
 
@@ -777,8 +765,6 @@ def translate(text: str, inputs: Mapping[str, SparkType], kinds: Mapping[str, st
               mysql_types: Mapping[str, str | None] | None = None) -> tuple[str, SparkType]:
     """``text`` (Spark SQL over source columns of these Spark types) as DuckDB SQL over the
     batch's columns of the same names, and its Spark result type."""
-    from replicator.plan.expressions import parse
-
     kinds = kinds or {}
     mysql_types = mysql_types or {}
 
@@ -802,8 +788,6 @@ def translate(text: str, inputs: Mapping[str, SparkType], kinds: Mapping[str, st
 
 def result_type(text: str, inputs: Mapping[str, SparkType]) -> SparkType:
     """The Spark type of ``text``'s value."""
-    from replicator.plan.expressions import parse
-
     return _Translator(inputs, q).type(parse(text))
 
 
@@ -812,8 +796,6 @@ def result_type(text: str, inputs: Mapping[str, SparkType]) -> SparkType:
 def describe_transforms(table: Any) -> list[str]:
     """``replicator plan``'s view of a table's transforms: each filter and computed column as
     the transform step runs it (the DuckDB SQL), and each mask; never a salt."""
-    from replicator.plan.expressions import ExpressionError
-
     lines = []
 
     def translated(text: str, inputs: Mapping[str, SparkType]) -> str:
