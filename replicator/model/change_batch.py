@@ -14,15 +14,25 @@ Columns:
   JSON/ENUM/SET as text, BIT as int, bytes as binary). For ``c``/``u``/``r`` it is the
   after-image, for ``d`` the before-image (the row that was deleted);
 - the internal columns below, all starting with ``INTERNAL_PREFIX`` so they can never collide
-  with a MySQL column in practice, and ``before_key_column(c)`` for each key column ``c``:
-  the key's value BEFORE an update that changed the key (NULL for every other row), so the
-  transform can turn such an update into a delete of the old key plus an upsert of the new.
+  with a MySQL column in practice;
+- the sparse before-image: ``before_column(c)`` for EVERY source column ``c``, holding the
+  row as it was BEFORE an update that changed the key, and NULL on every other row. The
+  transform turns such an update into a delete of the old row plus an upsert of the new one;
+  the delete half carries the old image whole (a changelog / log / scd2 row records what was
+  deleted, and a row filter tests the old row). Why sparse columns and not a before-image per
+  update: key-changing updates are rare, an all-NULL Arrow column costs a validity bitmap,
+  and Parquet stores it in a few bytes per row group, so the common batch pays ~nothing,
+  while the columns keep the layout flat (one row per change, the after-image's types).
+  A key-changing update is recognised by ANY before column being set (a declared key may be
+  nullable: NULL -> 5 still has its other old columns). Tables without a key never set them.
 
 The total order of changes on one server is (FILE_SEQ, POS, ROW_INDEX): compaction keeps the
 last change per key by it, exactly as ``ChangeEvent.order``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 INTERNAL_PREFIX = "__replicator_"
 
@@ -40,12 +50,32 @@ INTERNAL_COLUMNS: tuple[str, ...] = (OP, FILE, FILE_SEQ, POS, ROW_INDEX, TS_MS, 
                                      TRANSACTION_ID, TABLE)
 ORDER_COLUMNS: tuple[str, ...] = (FILE_SEQ, POS, ROW_INDEX)
 
-_BEFORE_KEY = INTERNAL_PREFIX + "before_key__"
+_BEFORE = INTERNAL_PREFIX + "before__"
+# Batches landed before the whole before-image existed carried the old key only, under this
+# prefix; the transform still reads them (a landed batch may be applied after an upgrade).
+LEGACY_BEFORE_KEY = INTERNAL_PREFIX + "before_key__"
 
 
-def before_key_column(source_column: str) -> str:
+def before_column(source_column: str) -> str:
     """The column holding ``source_column``'s value before an update that changed the key."""
-    return _BEFORE_KEY + source_column
+    return _BEFORE + source_column
+
+
+def is_before(name: str) -> bool:
+    return name.startswith(_BEFORE)
+
+
+def before_columns(columns: Sequence[str], key: Sequence[str]) -> dict[str, str]:
+    """Source column -> the column of a batch with these ``columns`` holding its value
+    before a key-changing update (``key``: the key columns, for legacy batches)."""
+    names = set(columns)
+    found = {name: before_column(name) for name in columns
+             if not is_internal(name) and before_column(name) in names}
+    if found:
+        return found
+    # A batch landed before the whole before-image existed: the old key only (its delete
+    # half then carries the new row's other columns, as it did then).
+    return {k: LEGACY_BEFORE_KEY + k for k in key if LEGACY_BEFORE_KEY + k in names}
 
 
 def is_internal(name: str) -> bool:
@@ -53,6 +83,7 @@ def is_internal(name: str) -> bool:
 
 
 __all__ = [
-    "FILE", "FILE_SEQ", "GTID", "INTERNAL_COLUMNS", "INTERNAL_PREFIX", "OP", "ORDER_COLUMNS",
-    "POS", "ROW_INDEX", "TABLE", "TRANSACTION_ID", "TS_MS", "before_key_column", "is_internal",
+    "FILE", "FILE_SEQ", "GTID", "INTERNAL_COLUMNS", "INTERNAL_PREFIX", "LEGACY_BEFORE_KEY", "OP",
+    "ORDER_COLUMNS", "POS", "ROW_INDEX", "TABLE", "TRANSACTION_ID", "TS_MS", "before_column",
+    "before_columns", "is_before", "is_internal",
 ]

@@ -156,17 +156,16 @@ def internal_fields() -> list[pa.Field]:
     return [pa.field(name, types[name]) for name in change_batch.INTERNAL_COLUMNS]
 
 
-def change_batch_schema(table: SourceTable, key: tuple[str, ...] | None = None) -> pa.Schema:
+def change_batch_schema(table: SourceTable, *, before: bool = True) -> pa.Schema:
     """The schema of ``table``'s change batches: its columns (catalog order), the internal
-    columns, and a before-key column per key column (``key``; default its primary key)."""
+    columns, and (``before``) the sparse before-image, a ``before_column`` per column."""
     import pyarrow as pa
 
     fields = [pa.field(column.name, source_arrow_type(column)) for column in table.columns]
     fields += internal_fields()
-    for name in table.primary_key if key is None else key:
-        column = table.column(name)
-        kind = source_arrow_type(column) if column is not None else pa.string()
-        fields.append(pa.field(change_batch.before_key_column(name), kind))
+    if before:
+        fields += [pa.field(change_batch.before_column(field.name), field.type)
+                   for field in fields[:len(table.columns)]]
     return pa.schema(fields)
 
 

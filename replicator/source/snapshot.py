@@ -190,7 +190,7 @@ def read_chunk_batches(
     batch_rows: int = STREAM_ROWS,
 ) -> Iterator[pa.Table]:
     """The rows of one chunk as Arrow change batches (``model.change_batch``, op ``r``,
-    schema ``arrow_types.change_batch_schema(table)``) of up to about ``batch_rows`` rows,
+    schema ``arrow_types.change_batch_schema(table, before=False)``) of up to about ``batch_rows`` rows,
     typed like the binlog path; at least one (maybe empty) batch."""
     zero_dates = ZeroDates(source.zero_dates, stats)
     doing = f"reading a snapshot chunk of {table.name}"
@@ -211,7 +211,7 @@ def read_chunk_batches(
 
         from replicator.source.arrow_types import change_batch_schema
 
-        yield change_batch_schema(table).empty_table()
+        yield change_batch_schema(table, before=False).empty_table()
 
 
 def read_chunk_batch(
@@ -241,7 +241,7 @@ def _change_batch(table: SourceTable, chunk: Chunk, raw: Any, offset: int, *,
     from replicator.source.arrow_types import change_batch_schema
 
     rows = raw.num_rows
-    schema = change_batch_schema(table)
+    schema = change_batch_schema(table, before=False)  # a read never moves a key
     arrays: dict[str, Any] = {}
     for index, column in enumerate(table.columns):
         try:
@@ -268,7 +268,7 @@ def _change_batch(table: SourceTable, chunk: Chunk, raw: Any, offset: int, *,
             arrays[field.name] = pa.array(np.arange(start, start + rows, dtype=np.int64))
         elif field.name in constants:
             arrays[field.name] = pa.repeat(pa.scalar(constants[field.name], field.type), rows)
-        else:  # GTID, TRANSACTION_ID, before-key columns: none for a snapshot read
+        else:  # GTID, TRANSACTION_ID: none for a snapshot read
             arrays[field.name] = pa.nulls(rows, field.type)
     return pa.Table.from_arrays([arrays[f.name] for f in schema], schema=schema)
 

@@ -54,15 +54,13 @@ def change_batch(
     for name, mysql_type in columns:
         arrays[name] = pa.array([_cell(image.get(name), mysql_type) for image in images],
                                 type=source_arrow_type(mysql_type))
-    types = dict(columns)
-    for key in key_columns:
-        before = []
-        for event in events:
-            old = event.before if event.op == "u" else None
-            changed = old is not None and event.after is not None and any(
-                old.get(k) != event.after.get(k) for k in key_columns)
-            before.append(_cell(old.get(key), types.get(key)) if changed and old else None)
-        arrays[cb.before_key_column(key)] = pa.array(before, type=source_arrow_type(types.get(key)))
+    moved = [event.op == "u" and event.before is not None and event.after is not None
+             and any(event.before.get(k) != event.after.get(k) for k in key_columns)
+             for event in events]
+    for name, mysql_type in columns:
+        arrays[cb.before_column(name)] = pa.array(
+            [_cell(e.before.get(name), mysql_type) if m and e.before else None
+             for e, m in zip(events, moved, strict=True)], type=source_arrow_type(mysql_type))
     arrays[cb.OP] = pa.array([e.op for e in events], pa.string())
     arrays[cb.FILE] = pa.array([e.position.file for e in events], pa.string())
     arrays[cb.FILE_SEQ] = pa.array([e.position.sequence for e in events], pa.int64())
@@ -79,11 +77,11 @@ def change_batch(
 def batch_events(batch: pa.Table, key_columns: Sequence[str]) -> list[ChangeEvent]:
     """The ``ChangeEvent``s of a change batch (the per-row bridge, for paths not yet columnar).
 
-    A key update gets a before-image holding the old key (the batch carries no more of it);
-    other updates carry only their after-image."""
+    A key update gets its before-image from the batch's before columns (a batch landed with
+    the old key only: the after-image with the old key); other updates carry only their
+    after-image."""
     data = [name for name in batch.column_names if not cb.is_internal(name)]
-    before_keys = [cb.before_key_column(k) for k in key_columns]
-    has_before = all(name in batch.column_names for name in before_keys)
+    before_of = cb.before_columns(batch.column_names, tuple(key_columns))
     out = []
     for row in batch.to_pylist():
         image = {name: row[name] for name in data}
@@ -93,8 +91,8 @@ def batch_events(batch: pa.Table, key_columns: Sequence[str]) -> list[ChangeEven
             before = image
         else:
             after = image
-            if op == "u" and has_before and any(row[b] is not None for b in before_keys):
-                before = {**image, **{k: row[b] for k, b in zip(key_columns, before_keys, strict=True)}}
+            if op == "u" and any(row[b] is not None for b in before_of.values()):
+                before = {**image, **{c: row[b] for c, b in before_of.items()}}
         out.append(ChangeEvent(
             table=row[cb.TABLE], op=op, position=BinlogPosition(row[cb.FILE], row[cb.POS]),
             row_index=row[cb.ROW_INDEX], ts_ms=row[cb.TS_MS], before=before, after=after,

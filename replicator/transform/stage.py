@@ -2,9 +2,9 @@
 
 The statement, in the order ``sink.staging.stage_changes`` applies its steps per row:
 
-1. ``split``: an update that changed the key (its before-key columns are set) becomes a delete
-   of the old key (the after-image with the old key: the batch carries no more of the
-   before-image) ordered just before an insert of the new row;
+1. ``split``: an update that changed the key (its before-image columns are set) becomes a
+   delete of the old row (the before-image, every column) ordered just before an insert of
+   the new row;
 2. ``last``: merge tables keep the last change per key (binlog order); changelog and log
    tables keep every change;
 3. ``judged``: the row filter and the computed columns, evaluated over those row images only;
@@ -177,13 +177,12 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params) -> str:
 
     names = set(kinds)
     key = batch_key(table)
-    before = [cb.before_key_column(k) for k in key]
-    has_before = bool(key) and all(b in names for b in before)
+    before = cb.before_columns(list(kinds), key)
     routed = f", {q(cb.TABLE)} AS {q(SOURCE_TABLE_COLUMN)}" if table.routed else ""
 
-    if has_before:
-        changed = " OR ".join(f"{q(b)} IS NOT NULL" for b in before)
-        moved = ", ".join(f"{q(b)} AS {q(k)}" for k, b in zip(key, before, strict=True) if k in names)
+    if key and before:
+        changed = " OR ".join(f"{q(b)} IS NOT NULL" for b in before.values())
+        moved = ", ".join(f"{q(b)} AS {q(c)}" for c, b in before.items())
         split = (
             f"SELECT * REPLACE (CASE WHEN {q(cb.OP)} = 'u' AND ({changed}) THEN 'c' "
             f"ELSE {q(cb.OP)} END AS {q(cb.OP)}), 1 AS {q(_SUB)}{routed} FROM batch\n"

@@ -54,6 +54,7 @@ def same(actual, expected) -> bool:
 def compare(chunks, events, keys_of):
     by_table = expected_rows(events)
     got: dict[str, list[dict]] = {}
+    moved_keys: dict[str, int] = dict.fromkeys(by_table, 0)
     for chunk in chunks:
         assert chunk.data.num_rows > 0
         got.setdefault(chunk.table, []).extend(chunk.data.to_pylist())
@@ -63,12 +64,18 @@ def compare(chunks, events, keys_of):
         for actual, (expected, event) in zip(got[table], rows, strict=True):
             for name, value in expected.items():
                 assert same(actual[name], value), (table, name, actual[name], value)
-            assert set(actual) - set(expected) == {cb.before_key_column(k) for k in keys_of(table)}
-            for key in keys_of(table):
-                before = actual[cb.before_key_column(key)]
-                changed = event.op == "u" and any(
-                    event.before[k] != event.after[k] for k in keys_of(table))
-                assert same(before, event.before[key]) if changed else before is None
+            image = [name for name in expected if not cb.is_internal(name)]
+            assert set(actual) - set(expected) == {cb.before_column(c) for c in image}
+            changed = event.op == "u" and any(
+                event.before[k] != event.after[k] for k in keys_of(table))
+            moved_keys[table] += changed
+            for name in image:  # the whole old row on a key move, else nothing
+                before = actual[cb.before_column(name)]
+                assert same(before, event.before[name]) if changed else before is None, \
+                    (table, name, before)
+    # The corpus moves keys of awkward rows (every number, temporal and text type).
+    assert {t.split(".")[1] for t, n in moved_keys.items() if n} >= {
+        "numbers", "temporal", "texts", "composite"}
 
 
 def keys_of(table: str) -> list[str]:

@@ -86,6 +86,7 @@ NUMBER_ROWS = [
     "(5, 2000, 3.14159, 1e-10, -0.01, 1), (6, NULL, NULL, NULL, 99999.5, -1.5)",
     "UPDATE numbers SET i = i + 1, d12 = -d12, b9 = 5 WHERE id IN (1, 2)",
     "DELETE FROM numbers WHERE id = 5",
+    "UPDATE numbers SET id = 11, i = NULL WHERE id = 1",  # a key move: the whole old row
 ]
 
 TEMPORAL = """CREATE TABLE temporal (
@@ -118,6 +119,7 @@ TEMPORAL_ROWS = [
     "INSERT INTO temporal (id) VALUES (7)",
     "UPDATE temporal SET tm3 = '-10:00:00.001', dt6 = '2000-01-01 00:00:00.5' WHERE id IN (1, 4, 7)",
     "DELETE FROM temporal WHERE id IN (2, 4)",
+    "UPDATE temporal SET id = 17, tm6 = NULL WHERE id = 1",  # a key move
 ]
 
 TEXTS = """CREATE TABLE texts (
@@ -142,6 +144,7 @@ TEXT_ROWS = [
     "INSERT INTO texts (id) VALUES (4), (5), (6)",
     "UPDATE texts SET v = CONCAT(v, '✓'), s = 'b,d', bl = x'ff' WHERE id IN (1, 2, 4)",
     "DELETE FROM texts WHERE id IN (5, 6)",
+    "UPDATE texts SET id = 14, v = 'moved' WHERE id = 1",  # a key move of the awkward row
 ]
 
 COMPOSITE = """CREATE TABLE composite (

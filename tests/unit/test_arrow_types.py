@@ -101,13 +101,16 @@ def test_binlog_types_agree_with_the_catalog() -> None:
         assert binlog_arrow_type(binlog_column) == source_arrow_type(MySQLType.parse(text)), text
 
 
-def test_change_batch_schema_has_internal_and_before_key_columns() -> None:
+def test_change_batch_schema_has_internal_and_before_image_columns() -> None:
     table = SourceTable("shop", "t", (
         SourceColumn("id", MySQLType.parse("bigint unsigned")),
         SourceColumn("v", MySQLType.parse("varchar(5)")),
     ), primary_key=("id",))
     schema = change_batch_schema(table)
     assert schema.names == ["id", "v", *change_batch.INTERNAL_COLUMNS,
-                            change_batch.before_key_column("id")]
-    assert schema.field(change_batch.before_key_column("id")).type == pa.uint64()
+                            change_batch.before_column("id"), change_batch.before_column("v")]
+    assert schema.field(change_batch.before_column("id")).type == pa.uint64()
+    assert schema.field(change_batch.before_column("v")).type == pa.string()
+    assert change_batch_schema(table, before=False).names == [
+        "id", "v", *change_batch.INTERNAL_COLUMNS]
     assert schema.field(change_batch.FILE_SEQ).type == pa.int64()

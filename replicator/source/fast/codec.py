@@ -291,11 +291,13 @@ def compile_codec(columns: Sequence[Any], table: str) -> RowCodec | str:
 class ColumnarCodec:
     """Decoders of one table map's rows events into columns (``source.fast.columnar``).
 
-    Each is ``f(buf, pos, end, appends, key_appends, zero_dates) -> (end, rows)``: for every
-    row between ``pos`` and ``end`` it calls ``appends[i](value)`` once per column (the
-    after-image; the before-image of a delete) and ``key_appends[j]`` once per key column:
-    the key's value before an update that changed the key, else None. No dict or tuple per
-    row. TIME comes out as MySQL's text (``source.arrow_types.time_text``)."""
+    Each is ``f(buf, pos, end, appends, moved, zero_dates) -> (end, rows)``: for every row
+    between ``pos`` and ``end`` it calls ``appends[i](value)`` once per column (the
+    after-image; the before-image of a delete); an update that changed the key also calls
+    ``moved(row, before)``: the row's index in this call and its whole before-image as a
+    tuple (decoded a second time from the packet, only for such rows, so the common update
+    pays one assignment). No dict or tuple per row otherwise. TIME comes out as MySQL's
+    text (``source.arrow_types.time_text``)."""
 
     inserts: Callable[..., tuple[int, int]]
     updates: Callable[..., tuple[int, int]]
@@ -321,19 +323,16 @@ def compile_columnar(columns: Sequence[Any], table: str,
              for line in (f"if v{index} is not None:",
                           f"    v{index} = {text}(v{index}, {int(column.fsp)})")]
     appends = [f"a{index}(v{index})" for index in range(len(columns))]
-    no_keys = [f"k{position}(None)" for position in range(len(key_indexes))]
     before_key = [f"b{position} = v{index}" for position, index in enumerate(key_indexes)]
     old = "(" + "".join(f"b{p}, " for p in range(len(key_indexes))) + ")"
     new = "(" + "".join(f"v{index}, " for index in key_indexes) + ")"
     key_update = ([f"if {old} != {new}:",
-                   *(f"    k{p}(b{p})" for p in range(len(key_indexes))),
-                   "else:", *(f"    {line}" for line in no_keys)] if key_indexes else [])
+                   "    moved(rows, before_image(buf, start, zero_dates))"] if key_indexes else [])
 
     def loop(function: str, body: list[str]) -> list[str]:
         return [
-            f"def {function}(buf, pos, end, appends, key_appends, zero_dates):",
+            f"def {function}(buf, pos, end, appends, moved, zero_dates):",
             *(f"    a{index} = appends[{index}]" for index in range(len(columns))),
-            *(f"    k{p} = key_appends[{p}]" for p in range(len(key_indexes))),
             "    rows = 0",
             "    while pos < end:",
             *("        " + line for line in body),
@@ -341,10 +340,15 @@ def compile_columnar(columns: Sequence[Any], table: str,
             "    return pos, rows",
         ]
 
+    whole = "(" + "".join(f"v{index}, " for index in range(len(columns))) + ")"
+    before_image = ["def before_image(buf, pos, zero_dates):",
+                    *("    " + line for line in image + times), f"    return {whole}"]
     source_lines = (
-        loop("inserts", image + times + appends + no_keys)
-        + loop("deletes", image + times + appends + no_keys)
-        + loop("updates", image + times + before_key + image + times + appends + key_update)
+        before_image
+        + loop("inserts", image + times + appends)
+        + loop("deletes", image + times + appends)
+        + loop("updates", ["start = pos", *image, *times, *before_key, *image, *times, *appends,
+                           *key_update])
     )
     source = "\n".join(source_lines) + "\n"
     namespace = dict(ns.values)

@@ -9,7 +9,9 @@ dict, tuple or ``ChangeEvent`` per row) and leave as Arrow tables in the layout 
 - the row image (after-image; the before-image of a delete), one column per source column;
 - the internal columns (op, file, file_seq, pos, row_index, ts_ms, gtid, transaction_id,
   table), filled per rows event and transaction, not per value;
-- ``before_key_column(k)`` per key column: the key before an update that changed it.
+- ``before_column(c)`` per source column: the whole row before an update that changed the
+  key, NULL on every other row (sparse: the decoder keeps only the moved rows' images, and
+  the chunk builds each before column with one ``take`` over them, or as all-NULL).
 
 A table's rows leave as a ``TableChunk`` once it holds ``chunk_rows`` rows (checked after each
 rows event: a big transaction spills while it is decoded, and the reader never holds more than
@@ -101,8 +103,9 @@ class _TableColumns:
     def _reset(self) -> None:
         self.values: list[list[Any]] = [[] for _ in self.names]
         self.appends = [values.append for values in self.values]
-        self.key_values: list[list[Any]] = [[] for _ in self.keys]
-        self.key_appends = [values.append for values in self.key_values]
+        # The key-changing updates: their row in the chunk and their whole before-image.
+        self.moved_rows: list[int] = []
+        self.moved_images: list[tuple[Any, ...]] = []
         self.ops: list[str] = []
         self.row_index: list[int] = []
         self.files: list[str] = []
@@ -134,18 +137,35 @@ class _TableColumns:
             self.first = start
         self.last, self.end = start, commit.end
 
+    def mover(self) -> Any:
+        """The ``moved`` callback of a columnar decoder call starting at the current row."""
+        offset = self.rows
+        rows_append, images_append = self.moved_rows.append, self.moved_images.append
+
+        def moved(row: int, image: tuple[Any, ...]) -> None:
+            rows_append(offset + row)
+            images_append(image)
+
+        return moved
+
+    def _cells(self, image: Mapping[str, Any]) -> list[Any]:
+        out = []
+        for position, name in enumerate(self.names):
+            value = image.get(name)
+            if isinstance(value, dt.timedelta):
+                value = time_text(value, max(self.fsp[position], 0))
+            out.append(value)
+        return out
+
     def add_library_rows(self, rows: Sequence[tuple[str, str, Any, Any]]) -> None:
-        """Rows the library decoded (a type the generated decoders leave to it), one by one."""
-        for _table, op, before, after in rows:
-            image = before if op == "d" else after
-            for position, name in enumerate(self.names):
-                value = image.get(name)
-                if isinstance(value, dt.timedelta):
-                    value = time_text(value, max(self.fsp[position], 0))
+        """Rows the library decoded (a type the generated decoders leave to it), one by one.
+        Called before ``add_segment`` of the same rows (``self.rows`` is their first row)."""
+        for index, (_table, op, before, after) in enumerate(rows):
+            for position, value in enumerate(self._cells(before if op == "d" else after)):
                 self.appends[position](value)
-            changed = op == "u" and any(before.get(k) != after.get(k) for k in self.keys)
-            for position, key in enumerate(self.keys):
-                self.key_appends[position](before.get(key) if changed else None)
+            if op == "u" and self.keys and any(before.get(k) != after.get(k) for k in self.keys):
+                self.moved_rows.append(self.rows + index)
+                self.moved_images.append(tuple(self._cells(before)))
 
     def chunk(self) -> TableChunk:
         import pyarrow as pa
@@ -164,15 +184,29 @@ class _TableColumns:
         for field in internal_fields():
             arrays.append(pa.array(internal[field.name], type=field.type))
             fields.append(field)
-        for key, position, values in zip(self.keys, self.key_indexes, self.key_values,
-                                         strict=True):
-            kind = self.types[position]
-            arrays.append(_array(values, kind, self.table, key))
-            fields.append(pa.field(cb.before_key_column(key), kind))
+        arrays += self._before_arrays()
+        fields += [pa.field(cb.before_column(name), kind)
+                   for name, kind in zip(self.names, self.types, strict=True)]
         data = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
         found = TableChunk(self.table, data, self.first, self.last, self.end, self.fingerprint)
         self._reset()
         return found
+
+
+    def _before_arrays(self) -> list[pa.Array]:
+        """The sparse before-image columns: all NULL, or the moved rows' images put in place
+        by one ``take`` per column (a NULL index gives a NULL)."""
+        import numpy as np
+        import pyarrow as pa
+
+        if not self.moved_rows:
+            return [pa.nulls(self.rows, kind) for kind in self.types]
+        index = np.full(self.rows, -1, dtype=np.int64)
+        index[np.asarray(self.moved_rows, dtype=np.int64)] = np.arange(len(self.moved_rows))
+        take = pa.array(index, mask=index < 0)
+        columns = list(zip(*self.moved_images, strict=True))
+        return [_array(list(values), kind, self.table, name).take(take)
+                for name, kind, values in zip(self.names, self.types, columns, strict=True)]
 
 
 def _array(values: list[Any], kind: pa.DataType, table: str, column: str) -> pa.Array:
@@ -262,7 +296,7 @@ def read_change_batches(
                 assert codec is not None  # a shape with a dict codec compiles a columnar one
                 decode = codec.inserts if op == "c" else codec.deletes if op == "d" \
                     else codec.updates
-                _, count = decode(packet, begin, stop, builder.appends, builder.key_appends,
+                _, count = decode(packet, begin, stop, builder.appends, builder.mover(),
                                   zero_dates)
                 local.rows_fast += count
                 builder.add_segment(item, op, count, row_index)
