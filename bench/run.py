@@ -6,7 +6,7 @@
     bench/run --changes 100000 --out /tmp/result.json
 
 Sections (all by default): decode, profile, e2e, partitions, latency, snapshot, bigtxn, startup,
-transforms. A failing section
+transforms, peer (Debezium embedded on the e2e range, bench/peer.py). A failing section
 is recorded with its error and the others still run; the exit status is 1 if any failed.
 See bench/README.md for what each number means.
 """
@@ -34,7 +34,7 @@ from bench.report import RESULTS_DIR, render_table, write_charts, write_json
 from bench.tables import TABLES
 
 SECTIONS = ("decode", "profile", "e2e", "partitions", "latency", "snapshot", "bigtxn", "startup",
-            "transforms")
+            "transforms", "peer")
 # The server for the benchmark: a bigger buffer pool than the test default so the 1M-row
 # table is not disk-bound.
 SERVER_ARGS = ("--innodb-buffer-pool-size=512M",)
@@ -135,7 +135,12 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     workdir = Path(tempfile.mkdtemp(prefix="replicator-bench-"))
     results: dict[str, Any] = {}
     try:
-        with ThrowawayMariaDB(extra_args=SERVER_ARGS) as server:
+        server_args = SERVER_ARGS
+        if "peer" in sections:  # Debezium 3.6 refuses MariaDB 10.11's version string
+            from bench.peer import PEER_VERSION
+
+            server_args = (*server_args, f"--version={PEER_VERSION}")
+        with ThrowawayMariaDB(extra_args=server_args) as server:
             with server.root_connection() as connection, connection.cursor() as cursor:
                 cursor.execute("SELECT VERSION()")
                 server_version = str(cursor.fetchone()[0])
@@ -145,7 +150,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             results["seed"] = args.seed
             ctx = BenchContext(server, workdir, sizes)
             generated = None
-            if {"decode", "profile", "e2e", "partitions"} & set(sections):
+            if {"decode", "profile", "e2e", "partitions", "peer"} & set(sections):
                 print(f"bench: generating {sizes.changes:,} changes ...", file=sys.stderr, flush=True)
                 generated = workload.generate(server.socket, "bench", sizes.changes, seed=args.seed)
                 results["workload"] = generated.to_json()
@@ -166,6 +171,17 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 for target, label in (("duckdb", "duckdb"), ("snowflake", "fakesnow")):
                     _section(results["e2e"], label,
                              lambda t=target: run_e2e(ctx, generated, t, library_rate))
+            if "peer" in sections and generated is not None:
+                from bench.e2e import run_e2e
+                from bench.peer import run_peer
+
+                # Both over the same range in this run: replicator's e2e DuckDB figure (run
+                # here unless the e2e section ran) and Debezium's.
+                results.setdefault("e2e", {})
+                if "duckdb" not in results["e2e"]:
+                    _section(results["e2e"], "duckdb",
+                             lambda: run_e2e(ctx, generated, "duckdb", library_rate))
+                _section(results, "peer", lambda: run_peer(ctx, generated, results["e2e"]["duckdb"]))
             if "partitions" in sections and generated is not None:
                 from bench.e2e import run_e2e
 
