@@ -120,6 +120,8 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
                     "batch_id": last["batch_id"] if last else None,
                     "end_offset": last["end_offset"] if last else None,
                     "applied_at": str(last["applied_at"]) if last else None,
+                    # Rows the target refused, set aside (on_error: dead_letter).
+                    "dead_letters": sink.dead_letters(table),
                 })
         finally:
             sink.close()
@@ -293,9 +295,9 @@ def command(
     if status["tables"]:
         render.print_table(
             None,
-            ["source", "target", "last batch", "end offset", "applied at"],
+            ["source", "target", "last batch", "end offset", "applied at", "dead letters"],
             [[t["source"], t["target"], t["batch_id"], _offset_text(t["end_offset"]),
-              t["applied_at"]] for t in status["tables"]],
+              t["applied_at"], t.get("dead_letters", 0)] for t in status["tables"]],
         )
     for problem in status["problems"]:
         render.warning(problem)

@@ -183,6 +183,7 @@ def _table(spec: dict[str, Any], defaults: dict[str, Any], batching: BatchPolicy
         target_table=spec.get("target"),
         key=tuple(key) if key else None,
         deletes=spec.get("deletes", defaults.get("deletes", "hard")),
+        on_error=spec.get("on_error", defaults.get("on_error", "fail")),
         columns=tuple(_column(name, column) for name, column in (spec.get("columns") or {}).items()),
         metadata=tuple(metadata),
         filter=spec.get("filter"),

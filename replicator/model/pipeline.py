@@ -31,6 +31,7 @@ MaskKind = Literal["sha256", "md5", "redact", "null", "truncate"]
 IdentifierCase = Literal["upper", "preserve"]
 Tinyint1Policy = Literal["boolean", "integer"]
 ZeroDatePolicy = Literal["null", "error"]
+OnError = Literal["fail", "dead_letter"]
 # MySQL's client --ssl-mode values (https://dev.mysql.com/doc/refman/8.0/en/connection-options.html#option_general_ssl-mode).
 SslMode = Literal["DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"]
 SSL_MODES: tuple[str, ...] = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
@@ -310,6 +311,8 @@ class TablePipeline:
     target_table: str | None = None  # None: the source table name under the identifier policy
     key: tuple[str, ...] | None = None  # source column names; None: the primary key
     deletes: DeleteMode = "hard"
+    # A row the target refuses: stop (fail) or set it aside in the dead-letter table.
+    on_error: OnError = "fail"
     columns: tuple[ColumnMapping, ...] = ()
     metadata: tuple[str, ...] = DEFAULT_METADATA
     # A MySQL-flavoured SQL predicate over source columns; rows that fail it are not

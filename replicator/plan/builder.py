@@ -42,6 +42,7 @@ from replicator.plan.types import (
     parse_target_type,
 )
 
+DEAD_LETTER_TABLE = "_REPLICATOR_DEAD_LETTERS"  # rows the target refused (on_error: dead_letter)
 
 def build_plan(pipeline: Pipeline, catalog: Catalog) -> Plan:
     problems = PlanProblems()
@@ -229,6 +230,8 @@ def _plan_table(
         staging_table=staging_table_name(target_table),
         state_table=target_identifier(pipeline.target.state_table, case),
         identifier_case=case,
+        on_error=table.on_error,
+        dead_letter_table=target_identifier(DEAD_LETTER_TABLE, case),
         filter=table.filter,
         filter_inputs=filter_inputs,
         excluded=tuple(excluded),

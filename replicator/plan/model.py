@@ -121,6 +121,9 @@ class TablePlan:
     staging_table: str
     state_table: str
     identifier_case: IdentifierCase
+    # A row the target refuses: "fail" or "dead_letter" (into ``dead_letter_table``).
+    on_error: str = "fail"
+    dead_letter_table: str = "_REPLICATOR_DEAD_LETTERS"
     filter: str | None = None
     excluded: tuple[str, ...] = ()  # source columns left out on purpose
     # The Spark type of every source column the filter may read (excluded ones too, and

@@ -86,6 +86,9 @@ def setup_program(table: TablePlan, dialect: Dialect) -> list[Statement]:
     if table.log_table:
         out.append(Statement("create log table", statements.create_log_table(table, dialect)))
     out.append(Statement("create state table", statements.create_state_table(table, dialect)))
+    if table.on_error == "dead_letter":
+        out.append(Statement("create dead-letter table",
+                             statements.create_dead_letter_table(table, dialect)))
     if not dialect.staging_per_batch:
         out.append(Statement("create staging table",
                              statements.create_staging_table(table, dialect)))
@@ -178,13 +181,25 @@ def load_statements(
                       params=(list(files),) if files is not None else (), role="load")]
 
 
-def batch_tail(table: TablePlan, dialect: Dialect, key: BatchKey | None = None) -> list[Statement]:
-    """After the staging load: MERGE (or append, or versions), the state row, COMMIT."""
+def batch_tail(table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
+               dead_letters: Sequence[tuple[Any, ...]] | None = None) -> list[Statement]:
+    """After the staging load: MERGE (or append, or versions), the rows the target refused
+    (``on_error: dead_letter``: one INSERT per row, parameters (key JSON, column, error); for
+    `plan`, ``None`` shows one), the state row, COMMIT."""
     out = []
     if dialect.commit_after_load:
         out.append(Statement("commit the load (staging only; the MERGE opens the batch's "
                              "transaction)", COMMIT))
     out += [Statement(purpose, sql) for purpose, sql in statements.batch_statements(table, dialect)]
+    if table.on_error == "dead_letter":
+        insert = statements.dead_letter_insert(table, dialect)
+        offset = dict(key.end_offset) if key else {}
+        where = (offset.get("file"), offset.get("pos"))
+        rows = dead_letters if dead_letters is not None else ([] if key else [()])
+        for row in rows:
+            params = (*key.lookup, *row, *where) if key and row else ()
+            out.append(Statement("set aside a row the target refuses (dead letter)", insert,
+                                 params=params))
     out.append(Statement("record the batch", statements.state_insert(table, dialect),
                          params=key.record if key else ()))
     out.append(Statement("commit the batch", COMMIT))
@@ -194,10 +209,11 @@ def batch_tail(table: TablePlan, dialect: Dialect, key: BatchKey | None = None) 
 def batch_program(
     table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
     files: Sequence[str] | None = None, folder: str = "",
+    dead_letters: Sequence[tuple[Any, ...]] | None = None,
 ) -> list[Statement]:
     """Every statement one batch runs when it is not skipped, in order."""
     return [*batch_head(table, dialect, key), *load_statements(table, dialect, files, folder),
-            *batch_tail(table, dialect, key)]
+            *batch_tail(table, dialect, key, dead_letters)]
 
 
 __all__ = [

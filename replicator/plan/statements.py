@@ -399,6 +399,50 @@ def state_latest(table: TablePlan, dialect: Dialect) -> str:
     )
 
 
+# -- dead letters: rows the target refused (on_error: dead_letter) ---------------------------
+
+DEAD_LETTER_COLUMNS: tuple[tuple[str, TargetType, bool], ...] = (
+    ("PIPELINE", TargetType("string"), False),
+    ("TABLE", TargetType("string"), False),
+    ("BATCH_ID", integer(19, 64), False),
+    ("KEY", TargetType("string"), True),  # the row's key as JSON text
+    ("COLUMN", TargetType("string"), True),
+    ("ERROR", TargetType("string"), False),
+    ("BINLOG_FILE", TargetType("string"), True),  # the end of the batch that carried it
+    ("BINLOG_POS", integer(19, 64), True),
+    ("FAILED_AT", TargetType("timestamp_tz", fsp=6), False),
+)
+
+
+def dead_letter_name(table: TablePlan, dialect: Dialect) -> str:
+    return qualified_name((*_namespace(table, dialect), table.dead_letter_table))
+
+
+def create_dead_letter_table(table: TablePlan, dialect: Dialect) -> str:
+    body = ",\n  ".join(
+        _column_definition(state_column(table, name), dialect.type_name(type_), nullable)
+        for name, type_, nullable in DEAD_LETTER_COLUMNS
+    )
+    return f"CREATE TABLE IF NOT EXISTS {dead_letter_name(table, dialect)} (\n  {body}\n)"
+
+
+def dead_letter_insert(table: TablePlan, dialect: Dialect) -> str:
+    """One refused row. Parameters: pipeline, table, batch_id, key (JSON), column, error,
+    binlog file, binlog pos."""
+    p = dialect.parameter
+    names = ", ".join(q(state_column(table, name)) for name, _, _ in DEAD_LETTER_COLUMNS)
+    values = ", ".join([p] * (len(DEAD_LETTER_COLUMNS) - 1) + [dialect.current_timestamp])
+    return f"INSERT INTO {dead_letter_name(table, dialect)} ({names}) SELECT {values}"
+
+
+def dead_letter_count(table: TablePlan, dialect: Dialect) -> str:
+    """How many rows of a table were set aside. Parameters: pipeline, table."""
+    p = dialect.parameter
+    c = lambda name: q(state_column(table, name))  # noqa: E731
+    return (f"SELECT COUNT(*) FROM {dead_letter_name(table, dialect)} "
+            f"WHERE {c('PIPELINE')} = {p} AND {c('TABLE')} = {p}")
+
+
 # -- changelog: append every staged change ----------------------------------------------------
 
 

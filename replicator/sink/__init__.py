@@ -85,6 +85,9 @@ class Sink(Protocol):
     def last_applied(self, table: TablePlan) -> dict[str, Any] | None:
         """{"batch_id", "end_offset", "applied_at"} of the table's newest state row."""
 
+    def dead_letters(self, table: TablePlan) -> int:
+        """Rows of the table set aside in the dead-letter table (on_error: dead_letter)."""
+
     def close(self) -> None: ...
 
 

@@ -98,7 +98,7 @@ class SQLSink:
         key = BatchKey(self.pipeline_name, table.target_table, batch_id, end_offset)
         given = parquet_files(staged)
         with self._one_at_a_time(), _scratch_directory(given is None) as directory:
-            written: list[tuple[list[str], int | None, float]] = []  # by the first attempt
+            written: list[Any] = []  # (paths, rows, seconds, dead letters) of the first attempt
             for attempt in range(len(self.retry_delays) + 1):
                 try:
                     return self._apply_once(table, key, given, staged, directory, written)
@@ -114,7 +114,7 @@ class SQLSink:
 
     def _apply_once(
         self, table: TablePlan, key: BatchKey, given: list[str] | None, staged: Any,
-        directory: str | None, written: list[tuple[list[str], int | None, float]],
+        directory: str | None, written: list[Any],
     ) -> ApplyResult:
         batch_id = key.batch_id
         rows = 0
@@ -128,14 +128,20 @@ class SQLSink:
                         self._run(cursor, skip)
                     return ApplyResult(skipped=True, rows=0, seconds_stage=0.0,
                                        seconds_merge=0.0)
+            dead_letters: list[tuple[str, str, str]] = []
             if given is None:
                 if not written:
+                    refused: list[tuple[str, str, str]] = []
+
+                    def check(piece: Any) -> Any:
+                        kept, dead = check_value_sizes(table, self.dialect, piece)
+                        refused.extend(dead)
+                        return kept
+
                     # Slices are produced (decoded) while the transaction is open: only
                     # writing and loading them counts as staging time.
-                    written.append(_write_slices(
-                        staged, directory,
-                        check=lambda piece: check_value_sizes(table, self.dialect, piece)))
-                paths, expected, stage_seconds = written[0]
+                    written.append((*_write_slices(staged, directory, check=check), refused))
+                paths, expected, stage_seconds, dead_letters = written[0]
                 files = self._loadable(paths)
             else:
                 files, expected = self._loadable(given), None
@@ -153,7 +159,7 @@ class SQLSink:
                 )
             staged_at = time.perf_counter()
             stage_seconds += staged_at - started
-            for statement in program.batch_tail(table, self.dialect, key):
+            for statement in program.batch_tail(table, self.dialect, key, dead_letters):
                 self._run(cursor, statement)
             merged_at = time.perf_counter()
         except self.driver_errors() as exc:
@@ -189,6 +195,28 @@ class SQLSink:
             finally:
                 cursor.close()
         return state_from_row(row)
+
+    def dead_letters(self, table: TablePlan) -> int:
+        """Rows of ``table`` set aside in the dead-letter table (0 when it has none)."""
+        from replicator.plan import statements
+
+        if table.on_error != "dead_letter":
+            return 0
+        with self._one_at_a_time():
+            cursor = self._cursor()
+            try:
+                cursor.execute(statements.dead_letter_count(table, self.dialect),
+                               [self.pipeline_name, table.target_table])
+                row = cursor.fetchone()
+                if self.dialect.implicit_transactions:  # end the read's transaction
+                    cursor.execute(program.ROLLBACK)
+            except self.driver_errors() as exc:
+                if self.missing_table(exc):
+                    return 0  # not created yet: nothing set aside
+                raise self._failed(exc, "read the dead-letter table") from None
+            finally:
+                cursor.close()
+        return int(row[0]) if row else 0
 
     @property
     def connection(self) -> Any:
@@ -309,7 +337,7 @@ def _write_slices(
     staged: Any, directory: str | None, *, check: Callable[[Any], None] | None = None,
 ) -> tuple[list[str], int, float]:
     """Each non-empty Arrow slice as one Parquet file: (paths, rows, seconds writing).
-    ``check`` sees every slice first (and may refuse it)."""
+    ``check`` sees every slice first: it returns the rows to write (or raises)."""
     import pyarrow.parquet as pq
 
     assert directory is not None
@@ -318,7 +346,9 @@ def _write_slices(
         if not piece.num_rows:
             continue
         if check is not None:
-            check(piece)
+            piece = check(piece)
+            if not piece.num_rows:
+                continue
         started = time.perf_counter()
         path = os.path.join(directory, f"slice-{len(files):05d}.parquet")
         pq.write_table(piece, path)

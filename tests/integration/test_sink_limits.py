@@ -117,4 +117,66 @@ def test_exactly_at_the_limit_passes():
             with pytest.raises(SinkError, match=f"{size:,} bytes"):
                 check_value_sizes(table, SNOWFLAKE, piece)
         else:
-            check_value_sizes(table, SNOWFLAKE, piece)
+            assert check_value_sizes(table, SNOWFLAKE, piece) == (piece, [])
+
+
+def test_dead_letter_sets_the_row_aside_and_applies_the_rest_once():
+    """on_error: dead_letter: the refused row goes to _REPLICATOR_DEAD_LETTERS (key, column,
+    error, the batch's binlog end) in the batch's transaction, the other row is applied, a
+    replay of the batch adds nothing, and the sink counts the dead letters (what `status`
+    shows)."""
+    fakesnow = pytest.importorskip("fakesnow")
+    with fakesnow.patch(create_database_on_connect=True, create_schema_on_connect=True):
+        import json
+
+        import snowflake.connector
+
+        from replicator.plan import program as programs
+        from replicator.plan.statements import dead_letter_name
+        from replicator.sink.snowflake import SnowflakeSink
+
+        base = sample_pipeline("snowflake")
+        pipeline = dataclasses.replace(base, tables=tuple(
+            dataclasses.replace(t, on_error="dead_letter") for t in base.tables))
+        plan = build_plan(pipeline, CATALOG)
+        table = next(t for t in plan.tables if t.source_table == "Order Items")
+        source = CATALOG.table(table.source_database, table.source_table)
+        assert any(s.sql.startswith("INSERT INTO") and "_REPLICATOR_DEAD_LETTERS" in s.sql
+                   for s in programs.batch_program(table, SNOWFLAKE))  # `plan` shows it
+        connection = snowflake.connector.connect(
+            account="fake", user="fake", password="fake", database="ANALYTICS", schema="RAW",
+            paramstyle="qmark", autocommit=False)
+        sink = SnowflakeSink(pipeline, plan, connection=connection)
+        sink.retry_delays = ()
+        try:
+            sink.prepare()
+            assert sink.dead_letters(table) == 0
+            # Rows 1 and 2 both stay (the sample's delete of row 2 is left out); row 2
+            # carries the oversize value.
+            events = [e for e in sample_events(table, source) if e.op != "d"]
+            index = next(i for i, e in enumerate(events) if e.op == "c" and e.after["id"] == 2)
+            events[index] = dataclasses.replace(
+                events[index], after={**events[index].after, "Mixed Case": BIG_TEXT})
+            staged = stage_changes(table, events)
+            assert staged.num_rows == 2
+            offset = {"file": "mysql-bin.000042", "pos": 1234}
+            result = sink.apply(table, 5, offset, iter([staged]))
+            assert not result.skipped and result.rows == 1
+            assert count_rows(sink, table) == 1
+            assert sink.dead_letters(table) == 1
+            cursor = sink.connection.cursor()
+            cursor.execute(f'SELECT "PIPELINE", "TABLE", "BATCH_ID", "KEY", "COLUMN", "ERROR", '
+                           f'"BINLOG_FILE", "BINLOG_POS" FROM {dead_letter_name(table, SNOWFLAKE)}')
+            (row,) = cursor.fetchall()
+            cursor.execute("ROLLBACK")
+            target_column = next(c.target_column for c in table.columns
+                                 if c.source_column == "Mixed Case")
+            assert row[:3] == ("sample", table.target_table, 5)
+            assert json.loads(row[3]) == {"ID": "2"} or json.loads(row[3]) == {"ID": 2}
+            assert row[4] == target_column and "16,777,218 bytes" in row[5]
+            assert (row[6], row[7]) == ("mysql-bin.000042", 1234)
+            # A replay (the batch id is recorded): nothing applied, no second dead letter.
+            assert sink.apply(table, 5, offset, iter([staged])).skipped
+            assert count_rows(sink, table) == 1 and sink.dead_letters(table) == 1
+        finally:
+            sink.close()
