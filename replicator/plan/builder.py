@@ -44,6 +44,7 @@ from replicator.plan.types import (
 
 DEAD_LETTER_TABLE = "_REPLICATOR_DEAD_LETTERS"  # rows the target refused (on_error: dead_letter)
 
+
 def build_plan(pipeline: Pipeline, catalog: Catalog) -> Plan:
     problems = PlanProblems()
     tables = []
