@@ -97,6 +97,16 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
         if "target_matches_source" in entry:
             yield (section, "target rows = source rows", str(entry["target_matches_source"]),
                    f"{entry['changes']:,} of {entry['expected_changes']:,} changes applied")
+    peer = results.get("peer")  # bench/peer.py: Debezium embedded on the e2e range
+    if peer:
+        if "error" in peer:
+            yield ("peer", "debezium", "error", _cause(peer))
+        else:
+            yield ("peer", "debezium changes/s (wall / streaming)",
+                   f"{_fmt(peer['changes_per_s'])} / {_fmt(peer['changes_per_s_streaming'])}",
+                   f"replicator e2e duckdb = {peer.get('replicator_to_debezium', '-')}x "
+                   f"debezium (target >= 3x); {peer['changes']:,} changes, "
+                   f"first event after {peer['first_event_after_seconds']} s")
     parts = results.get("decode_partitions")
     if parts:
         if "error" in parts:
