@@ -16,6 +16,8 @@ DOCKERFILE = (ROOT / "Dockerfile").read_text()
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 CONSTRAINTS_PATH = ROOT / "docker" / "constraints.txt"
 REGENERATE = ".venv/bin/python scripts/docker-constraints"
+# all: a shorthand; dev: the test tools; bench: the peers bench/run measures (Debezium).
+NOT_IN_THE_IMAGE = {"all", "dev", "bench"}
 
 
 def _instructions() -> list[tuple[str, str]]:
@@ -55,7 +57,7 @@ def test_installs_every_runtime_extra_under_the_constraints() -> None:
     runs = " ".join(arguments for keyword, arguments in INSTRUCTIONS if keyword == "RUN")
     installed = re.search(r'--constraint docker/constraints\.txt\s+"?\.\[([a-z,]+)\]"?', runs)
     assert installed, "the dependency install must use --constraint docker/constraints.txt"
-    runtime_extras = set(PYPROJECT["project"]["optional-dependencies"]) - {"all", "dev"}
+    runtime_extras = set(PYPROJECT["project"]["optional-dependencies"]) - NOT_IN_THE_IMAGE
     assert set(installed.group(1).split(",")) == runtime_extras
     assert any(k == "COPY" and "docker/constraints.txt" in a for k, a in INSTRUCTIONS)
 
@@ -64,7 +66,7 @@ def test_constraints_pin_every_declared_dependency_within_its_range() -> None:
     pins = _constraints()
     declared = [*PYPROJECT["project"]["dependencies"]]
     for extra, requirements in PYPROJECT["project"]["optional-dependencies"].items():
-        if extra not in ("all", "dev"):
+        if extra not in NOT_IN_THE_IMAGE:
             declared += requirements
     for line in declared:
         requirement = Requirement(line)
