@@ -56,6 +56,108 @@ def _change_events(items: list[Commit | SchemaChange]) -> Iterator[ChangeEvent |
             )
 
 
+def _library_stream(source: MySQLSource, start: BinlogPosition, server_id: int) -> Any:
+    """The library's non-blocking dump from ``start``, with its silent reconnect refused."""
+    import pymysql
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.event import (
+        GtidEvent,
+        MariadbGtidEvent,
+        NotImplementedEvent,
+        QueryEvent,
+        RotateEvent,
+        XidEvent,
+    )
+    from pymysqlreplication.row_event import (
+        DeleteRowsEvent,
+        PartialUpdateRowsEvent,
+        UpdateRowsEvent,
+        WriteRowsEvent,
+    )
+
+    stream_connections = 0
+
+    def open_connection(**settings: Any) -> Any:
+        # The library reconnects silently after a dropped stream, from the last event it saw
+        # (possibly mid-transaction). Refuse: the engine resumes from the last boundary.
+        nonlocal stream_connections
+        if "cursorclass" not in settings:  # the stream, not the library's control connection
+            stream_connections += 1
+            if stream_connections > 1:
+                raise TransientSourceError(
+                    f"the binlog connection to {source.host}:{source.port} dropped "
+                    f"(reader server_id {server_id})",
+                    hint="replicator resumes from the last transaction boundary; if this "
+                    f"repeats, another binlog reader uses server_id {server_id} (the server "
+                    "drops the older of two readers with one server_id): give every pipeline "
+                    "its own source.mysql.server_id",
+                )
+        return pymysql.connect(**settings)
+
+    settings = connection_settings(source)
+    settings.pop("autocommit", None)
+    settings["passwd"] = settings.pop("password")
+    return BinLogStreamReader(
+        connection_settings=settings,
+        server_id=server_id,
+        log_file=start.file,
+        log_pos=start.pos,
+        resume_stream=True,
+        blocking=False,
+        only_events=[
+            RotateEvent, GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent,
+            WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent,
+            # Not decoded by the library, but never skipped silently: refused below.
+            PartialUpdateRowsEvent, NotImplementedEvent,
+        ],
+        filter_non_implemented_events=False,
+        # No only_schemas/only_tables: the library compares them case-sensitively; the
+        # filter below is case-insensitive (and rows are decoded lazily, only when wanted).
+        pymysql_wrapper=open_connection,
+        enable_logging=False,
+    )
+
+
+class _ImageConverter:
+    """Library row images -> our values, one converter list per table shape (cached)."""
+
+    def __init__(self, zero_dates: ZeroDates) -> None:
+        self.zero_dates = zero_dates
+        self.converters: dict[tuple[Any, ...], list[tuple[str, Any]]] = {}
+
+    def __call__(self, event: Any, image: dict[str, Any], none_sources: dict[str, str]) -> dict:
+        table_name = f"{event.schema}.{event.table}"
+        key = (event.schema, event.table, tuple((c.name, c.type) for c in event.columns))
+        plan = self.converters.get(key)
+        if plan is None:
+            plan = []
+            for column in event.columns:
+                converter = binlog_converter(column, table=table_name, zero_dates=self.zero_dates)
+                if converter is not None:
+                    plan.append((column.name, converter))
+            self.converters[key] = plan
+        for name, value in image.items():
+            if value is None and is_zero_date_source(none_sources.get(name)):
+                self.zero_dates(table_name, name, "0000-00-00")
+        for name, converter in plan:
+            value = image.get(name)
+            if value is not None or (name in none_sources and none_sources[name] == "empty set"):
+                image[name] = converter(value)
+        return image
+
+    def rows(self, event: Any, table_name: str, op: str) -> Iterator[tuple]:
+        """The event's rows as ``(table, op, before, after)``, converted."""
+        for row in event.rows:
+            if op == "c":
+                yield table_name, op, None, self(event, row["values"], row["none_sources"])
+            elif op == "d":
+                yield table_name, op, self(event, row["values"], row["none_sources"]), None
+            else:
+                yield (table_name, op,
+                       self(event, row["before_values"], row["before_none_sources"]),
+                       self(event, row["after_values"], row["after_none_sources"]))
+
+
 def read_changes(
     source: MySQLSource,
     *,
@@ -95,8 +197,24 @@ def read_changes(
             source, start=start, end=end, tables=tables, server_id=server_id, stats=stats,
             fast=False) if isinstance(change, SchemaChange))
         return
+    yield from _read_changes_library(source, start=start, end=end, tables=tables,
+                                     server_id=server_id, stats=stats)
+
+
+def _read_changes_library(
+    source: MySQLSource,
+    *,
+    start: BinlogPosition,
+    end: BinlogPosition | None,
+    tables: TableSelector | Collection[str | TableSelection] | None,
+    server_id: int,
+    stats: ValueStats | None,
+) -> Iterator[ChangeEvent | SchemaChange]:
+    """``read_changes`` through the library's own event decoding (REPLICATOR_FAST_DECODE=0).
+
+    Longer than most functions on purpose: one loop that hands each library event to the
+    transaction assembler (``source.transactions``), which makes every decision."""
     import pymysql
-    from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.event import (
         GtidEvent,
         MariadbGtidEvent,
@@ -108,7 +226,6 @@ def read_changes(
     from pymysqlreplication.row_event import (
         DeleteRowsEvent,
         PartialUpdateRowsEvent,
-        UpdateRowsEvent,
         WriteRowsEvent,
     )
 
@@ -127,70 +244,9 @@ def read_changes(
     if start >= end:
         return
 
-    stream_connections = 0
-
-    def open_connection(**settings: Any) -> Any:
-        # The library reconnects silently after a dropped stream, from the last event it saw
-        # (possibly mid-transaction). Refuse: the engine resumes from the last boundary.
-        nonlocal stream_connections
-        if "cursorclass" not in settings:  # the stream, not the library's control connection
-            stream_connections += 1
-            if stream_connections > 1:
-                raise TransientSourceError(
-                    f"the binlog connection to {source.host}:{source.port} dropped "
-                    f"(reader server_id {server_id})",
-                    hint="replicator resumes from the last transaction boundary; if this "
-                    f"repeats, another binlog reader uses server_id {server_id} (the server "
-                    "drops the older of two readers with one server_id): give every pipeline "
-                    "its own source.mysql.server_id",
-                )
-        return pymysql.connect(**settings)
-
-    settings = connection_settings(source)
-    settings.pop("autocommit", None)
-    settings["passwd"] = settings.pop("password")
-    stream = BinLogStreamReader(
-        connection_settings=settings,
-        server_id=server_id,
-        log_file=start.file,
-        log_pos=start.pos,
-        resume_stream=True,
-        blocking=False,
-        only_events=[
-            RotateEvent, GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent,
-            WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent,
-            # Not decoded by the library, but never skipped silently: refused below.
-            PartialUpdateRowsEvent, NotImplementedEvent,
-        ],
-        filter_non_implemented_events=False,
-        # No only_schemas/only_tables: the library compares them case-sensitively; the
-        # filter below is case-insensitive (and rows are decoded lazily, only when wanted).
-        pymysql_wrapper=open_connection,
-        enable_logging=False,
-    )
+    stream = _library_stream(source, start, server_id)
     assembler = TransactionAssembler(start, end, wanted)
-    converters: dict[tuple[Any, ...], list[tuple[str, Any]]] = {}
-
-    def convert(event: Any, image: dict[str, Any], none_sources: dict[str, str]) -> dict:
-        table_name = f"{event.schema}.{event.table}"
-        key = (event.schema, event.table, tuple((c.name, c.type) for c in event.columns))
-        plan = converters.get(key)
-        if plan is None:
-            plan = []
-            for column in event.columns:
-                converter = binlog_converter(column, table=table_name, zero_dates=zero_dates)
-                if converter is not None:
-                    plan.append((column.name, converter))
-            converters[key] = plan
-        for name, value in image.items():
-            if value is None and is_zero_date_source(none_sources.get(name)):
-                zero_dates(table_name, name, "0000-00-00")
-        for name, converter in plan:
-            value = image.get(name)
-            if value is not None or (name in none_sources and none_sources[name] == "empty set"):
-                image[name] = converter(value)
-        return image
-
+    convert = _ImageConverter(zero_dates)
     def event_start(event: Any) -> int:
         return event.packet.log_pos - event.packet.event_size
 
@@ -229,23 +285,9 @@ def read_changes(
                     raise partial_json_refused(table_name)
                 if assembler.tx_start is None:
                     raise assembler.not_a_boundary(table_name)
-                changes = assembler.changes
-                if isinstance(event, WriteRowsEvent):
-                    for row in event.rows:
-                        changes.append((table_name, "c", None,
-                                        convert(event, row["values"], row["none_sources"])))
-                elif isinstance(event, DeleteRowsEvent):
-                    for row in event.rows:
-                        changes.append((table_name, "d",
-                                        convert(event, row["values"], row["none_sources"]),
-                                        None))
-                else:
-                    for row in event.rows:
-                        changes.append((
-                            table_name, "u",
-                            convert(event, row["before_values"], row["before_none_sources"]),
-                            convert(event, row["after_values"], row["after_none_sources"]),
-                        ))
+                op = ("c" if isinstance(event, WriteRowsEvent)
+                      else "d" if isinstance(event, DeleteRowsEvent) else "u")
+                assembler.changes.extend(convert.rows(event, table_name, op))
                 continue
             if assembler.done:
                 return
