@@ -36,7 +36,7 @@ from replicator.model.pipeline import MySQLSource
 from replicator.source.connection import classify_error, connection_settings
 from replicator.source.snapshot_columns import (
     finish_column,
-    quote_identifier,
+    quote_mysql_identifier,
     select_expression,
     sql_literal,
 )
@@ -56,7 +56,7 @@ __all__ = [
     "ROW_INDEX_BAND",
     "Chunk",
     "plan_chunks",
-    "quote_identifier",
+    "quote_mysql_identifier",
     "read_chunk",
     "read_chunk_batch",
     "read_chunk_batches",
@@ -75,7 +75,7 @@ class Chunk:
 
 
 def _table_sql(table: SourceTable) -> str:
-    return f"{quote_identifier(table.database)}.{quote_identifier(table.table)}"
+    return f"{quote_mysql_identifier(table.database)}.{quote_mysql_identifier(table.table)}"
 
 
 def key_range_sql(key_columns: Sequence[str], lower: Sequence[Any] | None,
@@ -88,10 +88,10 @@ def key_range_sql(key_columns: Sequence[str], lower: Sequence[Any] | None,
     def side(bound: Sequence[Any], last: str, before: str) -> str:
         terms = []
         for i, column in enumerate(key_columns):
-            equal = [f"{quote_identifier(c)} = {bind(v)}"
+            equal = [f"{quote_mysql_identifier(c)} = {bind(v)}"
                      for c, v in zip(key_columns[:i], bound[:i], strict=True)]
             operator = last if i == len(key_columns) - 1 else before
-            equal.append(f"{quote_identifier(column)} {operator} {bind(bound[i])}")
+            equal.append(f"{quote_mysql_identifier(column)} {operator} {bind(bound[i])}")
             terms.append(" AND ".join(equal))
         return terms[0] if len(terms) == 1 else "(" + " OR ".join(f"({t})" for t in terms) + ")"
 
@@ -135,7 +135,7 @@ def plan_chunks(source: MySQLSource, table: SourceTable, *, chunk_rows: int) -> 
         return [Chunk(table=table.name, index=0, key_columns=())]
     chunks: list[Chunk] = []
     lower: tuple[Any, ...] | None = None
-    select = ", ".join(quote_identifier(column) for column in key)
+    select = ", ".join(quote_mysql_identifier(column) for column in key)
     try:
         with _connect(source, raw=False) as connection, connection.cursor() as cursor:
             while True:
@@ -170,7 +170,7 @@ def _chunk_select(table: SourceTable, chunk: Chunk, bind: Callable[[Any], str]) 
     if where:
         sql += " WHERE " + where
     if chunk.key_columns:
-        sql += " ORDER BY " + ", ".join(quote_identifier(c) for c in chunk.key_columns)
+        sql += " ORDER BY " + ", ".join(quote_mysql_identifier(c) for c in chunk.key_columns)
     return sql
 
 

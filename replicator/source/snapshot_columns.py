@@ -37,15 +37,16 @@ _TEMPORAL = frozenset({"date", "datetime", "timestamp"})
 _ZERO_DATE = r"^(0000-|\d{4}-00-|\d{4}-\d{2}-00)"
 
 
-def quote_identifier(name: str) -> str:
-    """MySQL identifier quoting: the one place names enter SQL text."""
+def quote_mysql_identifier(name: str) -> str:
+    """MySQL identifier quoting (backticks): the one place names enter MySQL SQL text; the
+    warehouse side quotes with ``plan.identifiers.quote_identifier``."""
     return "`" + name.replace("`", "``") + "`"
 
 
 def select_expression(column: SourceColumn) -> str:
     """The SELECT-list item for a column, aliased to the column's own name."""
     name = column.mysql_type.name
-    quoted = quote_identifier(column.name)
+    quoted = quote_mysql_identifier(column.name)
     if name == "bit":
         return f"CAST({quoted} AS UNSIGNED) AS {quoted}"
     if name in _AS_TEXT:

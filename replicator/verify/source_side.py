@@ -17,7 +17,7 @@ from replicator.model.catalog import SourceTable
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN, MySQLSource
 from replicator.plan.model import TablePlan
 from replicator.source.connection import classify_error, connection_settings, is_mariadb
-from replicator.source.snapshot import quote_identifier
+from replicator.source.snapshot import quote_mysql_identifier
 from replicator.source.values import ZeroDates, snapshot_converter
 
 # Keys per `WHERE key IN (...)` lookup.
@@ -25,7 +25,7 @@ LOOKUP_BATCH = 500
 
 
 def _key_sql(key_columns: Sequence[str]) -> str:
-    inner = ", ".join(quote_identifier(column) for column in key_columns)
+    inner = ", ".join(quote_mysql_identifier(column) for column in key_columns)
     return f"({inner})" if len(key_columns) > 1 else inner
 
 
@@ -65,10 +65,10 @@ class SourceReader:
         self.key = tuple(table.column(k).name if table.column(k) else k for k in self.key)
         self.names = [c.name for c in columns]
         self._select = (
-            f"SELECT {', '.join(quote_identifier(n) for n in self.names)} FROM "
-            f"{quote_identifier(table.database)}.{quote_identifier(table.table)}"
+            f"SELECT {', '.join(quote_mysql_identifier(n) for n in self.names)} FROM "
+            f"{quote_mysql_identifier(table.database)}.{quote_mysql_identifier(table.table)}"
         )
-        self._order = " ORDER BY " + ", ".join(quote_identifier(c) for c in self.key)
+        self._order = " ORDER BY " + ", ".join(quote_mysql_identifier(c) for c in self.key)
         settings = connection_settings(source)
         from pymysql.converters import conversions
 
