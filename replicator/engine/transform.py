@@ -28,7 +28,13 @@ from replicator.context import Context
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
 from replicator.engine.landing import landing_root
 from replicator.engine.metrics import BatchReport, TableReport
-from replicator.engine.schema_changes import DdlEffect, cannot_follow, classify
+from replicator.engine.schema_changes import (
+    DdlEffect,
+    cannot_follow,
+    classify,
+    default_fills,
+    fill_defaults,
+)
 from replicator.errors import EngineError, ReplicatorError
 from replicator.model.changes import BinlogPosition, ChangeEvent
 
@@ -103,6 +109,10 @@ class BatchApplier:
         # replayed RENAME is no news any more, even if they are gone from the catalog now).
         self.copied_sources: set[str] = set()
         self._unplanned: set[str] = set()  # see _plan_unplanned_sources
+        # db.table (lower) -> {new source column: old} of renames followed in this run: rows
+        # landed before the rename hold the value under the old name (default_fills).
+        self.renamed_columns: dict[str, dict[str, str]] = {}
+        self._evolving: dict[str, Any] = {}  # db.table (lower) -> Decisions (_follow_decided)
         self._pruned_at = float("-inf")  # when landed files were last pruned (monotonic)
         self.in_batch = False
         self.batches = 0
@@ -195,11 +205,17 @@ class BatchApplier:
                 f"batch {batch_id}: {changes:,} changes of {table_plan.label} in {len(files)} "
                 f"landed file(s): applying them in slices of {SLICE_ROWS:,} changes")
 
+        # Rows landed before a column with a constant DEFAULT was added carry that default
+        # (MySQL shows it for them), not the NULL a file without the column reads back as.
+        fills = [] if table_plan.routed else default_fills(
+            table_plan, files, self.renamed_columns.get(table_plan.source_name.lower()))
+
         def batches() -> Iterator[Any]:
             if whole:
-                yield read_files(paths, root, sort=len(sources) > 1)
+                yield fill_defaults(read_files(paths, root, sort=len(sources) > 1), fills)
             else:
-                yield from file_slices(paths, root, SLICE_ROWS)
+                for batch in file_slices(paths, root, SLICE_ROWS):
+                    yield fill_defaults(batch, fills)
 
         def staged() -> Iterator[Any]:
             staged_rows = 0
@@ -370,6 +386,7 @@ class BatchApplier:
         from replicator.engine.routing import SourcesToCopy, follow_routed_change
 
         replicated = self._replicated()
+        self._evolving: dict[str, Any] = {}  # db.table (lower) -> its Decisions (_follow_decided)
         # The routed tables the pipeline covers (see ``_covers``), and those the runner has
         # copied after a SourcesToCopy in this run.
         known = {name.lower() for t in self.plan.tables if t.routed for name in t.sources
@@ -426,41 +443,143 @@ class BatchApplier:
                 continue
             if touched and touched != [database]:
                 # A replicated table: its `schema_changes:` policy decides, change by change.
-                evolve = self._follow_decided(details, touched, replicated, intent, sql,
-                                              where) or evolve
+                self._follow_decided(details, touched, replicated, intent, sql, where)
                 continue
             if intent.effect is DdlEffect.ADD_COLUMNS:
                 evolve = True
                 continue
             raise cannot_follow(touched or routed, where, intent, sql)
-        if evolve:
+        if self._evolving:
+            old_plan = self.plan
+            self._rename_columns(old_plan)
+            self._evolve(created, handled=set(self._evolving))
+            self._alter_columns(old_plan)
+        elif evolve:
             self._evolve(created)
 
     def _follow_decided(self, details: dict[str, Any], touched: list[str],
                         replicated: dict[str, TablePlan], intent: Any, sql: str,
-                        where: str) -> bool:
+                        where: str) -> None:
         """Apply ``engine.schema_changes.decide`` to a DDL of replicated tables: raise its stop,
-        log what it ignores; True when the target must be re-planned (columns added)."""
+        log what it ignores; record the tables whose columns change (``_evolving``)."""
         from replicator.engine.schema_changes import ChangeKind, decide, stop_error
 
         arriving = ({str(name).lower() for name in details.get("tables", [])[1::2]}
                     if details.get("kind") == "rename" else set())
-        evolve = False
         for name in touched:
             decision = decide(intent, self.pipeline, name, replicated[name.lower()],
                               renamed_onto=name.lower() in arriving)
             stop = decision.stop
             if stop is not None:
                 raise stop_error([name], where, stop, sql)
-            evolve = evolve or bool(decision.following(ChangeKind.ADD_COLUMN))
+            if any(step.action in ("follow", "ignore") and step.change.kind.value in _COLUMN_KINDS
+                   for step in decision.steps):
+                # The target's columns change: re-plan, then _alter_columns does the rest.
+                self._evolving.setdefault(name.lower(), []).append(decision)
+            for step in decision.following(ChangeKind.RENAME_COLUMN):
+                self.renamed_columns.setdefault(name.lower(), {})[
+                    step.change.new_name or ""] = step.change.column or ""
             for step in decision.steps:
                 if step.action in ("ignore", "nothing") and self._on_notice:
                     self._on_notice(f"schema change on {name} at {where}: {step.why}: "
                                     + ("ignored (schema_changes policy)" if step.action == "ignore"
                                        else "nothing replicated changes"))
-        return evolve
 
-    def _evolve(self, created: Sequence[str] = ()) -> None:
+    def _rename_columns(self, old_plan: Plan) -> None:
+        """Followed column renames, before the re-plan (whose setup would otherwise add the
+        new name as an empty column): the target column keeps its data under the new name.
+        Only where the target still has the old name and not the new one (a replayed batch)."""
+        from replicator.engine.schema_changes import ChangeKind
+        from replicator.plan import statements
+        from replicator.plan.identifiers import target_identifier
+        from replicator.plan.program import Statement
+
+        for name, decisions in self._evolving.items():
+            table = next(t for t in old_plan.tables if not t.routed and t.reads(name))
+            for decision in decisions:
+                for step in decision.following(ChangeKind.RENAME_COLUMN):
+                    old = next((c.target_column for c in table.columns if c.source_column
+                                and c.source_column.lower() == (step.change.column or "").lower()
+                                and c.expression is None), None)
+                    if old is None:
+                        continue
+                    new = target_identifier(step.change.new_name or "", table.identifier_case)
+                    for log in ((False, True) if table.log_table else (False,)):
+                        have = self.sink.existing_columns(table, log=log)
+                        if old.lower() in have and new.lower() not in have:
+                            self.sink.execute(table, [Statement(
+                                "follow a column rename",
+                                statements.rename_column(table, old, new, self.sink.dialect,
+                                                         log=log))])
+                            self._notice(f"{name}: target column {old} renamed to {new}")
+
+    def _alter_columns(self, old_plan: Plan) -> None:
+        """After the re-plan (whose setup already added, widened and relaxed what the target
+        lacks: ``program.column_changes``), per table whose columns a followed DDL changed:
+        stop on a type change the policy or the target does not take, and apply `drop_column`
+        to the planned columns that are gone. Planned types are compared, not the DDL's text,
+        so the pt-osc / gh-ost swap (whose RENAME says nothing about columns) is judged the
+        same way. Statements run only where still needed."""
+        from replicator.engine.schema_changes import (
+            ChangeKind,
+            ColumnChange,
+            Step,
+            policy_for,
+            stop_error,
+            widens,
+        )
+        from replicator.plan import statements
+        from replicator.plan.program import Statement
+
+        dialect = self.sink.dialect
+        for name, decisions in self._evolving.items():
+            old = next(t for t in old_plan.tables if not t.routed and t.reads(name))
+            new = next(t for t in self.plan.tables if t.target_parts == old.target_parts)
+            renamed = {(s.change.column or "").lower() for d in decisions
+                       for s in d.following(ChangeKind.RENAME_COLUMN)}
+            have = self.sink.existing_columns(new)
+            work: list[Statement] = []
+            new_columns = {c.target_column: c for c in new.columns}
+            for column in old.columns:
+                if column.role != "data" or column.expression is not None:
+                    continue
+                after = new_columns.get(column.target_column)
+                if after is None:
+                    if (column.source_column or "").lower() in renamed:
+                        continue
+                    action = policy_for(self.pipeline, name).drop_column
+                    if action == "stop":
+                        raise stop_error([name], "this batch", Step(ColumnChange(
+                            ChangeKind.DROP_COLUMN, f"drops column {column.source_column}"),
+                            "stop", f"drops column {column.source_column}"), "")
+                    if column.target_column.lower() not in have:
+                        continue
+                    if action == "follow":
+                        work.append(Statement("follow a dropped column", statements.drop_column(
+                            new, column.target_column, dialect)))
+                    # ignore: the re-plan's setup relaxed its NOT NULL (program.column_changes)
+                    continue
+                if after.target_type == column.target_type or after.declared_type:
+                    continue
+                what = (f"changes column {column.source_column}: {column.target_column} "
+                        f"{column.target_type.describe()} -> {after.target_type.describe()}")
+                if not widens(column.target_type, after.target_type):
+                    raise stop_error([name], "this batch", Step(ColumnChange(
+                        ChangeKind.TYPE_CHANGE, what), "stop",
+                        f"{what} is not a widening the target can do in place"), "")
+                if policy_for(self.pipeline, name).widen_type != "follow":
+                    raise stop_error([name], "this batch", Step(ColumnChange(
+                        ChangeKind.TYPE_CHANGE, what), "stop", what), "")
+                # follow: the re-plan's setup widened it (program.column_changes)
+            self.sink.execute(new, work)
+            for statement in work:
+                self._notice(f"{name}: {statement.purpose}: {statement.sql}")
+
+    def _notice(self, message: str) -> None:
+        if self._on_notice:
+            self._on_notice(message)
+
+    def _evolve(self, created: Sequence[str] = (), handled: set[str] | None = None) -> None:
         """Re-read the catalog, rebuild the plan, let the sink ALTER the target.
 
         ``created``: the routed source tables this batch showed being born (a CREATE, or the
@@ -473,9 +592,10 @@ class BatchApplier:
         for old in self.plan.tables:
             # By target: the routes of an outbox all read one source table.
             new = next(t for t in new_plan.tables if t.target_parts == old.target_parts)
-            if old.routed:
-                # A column only a dropped (or renamed away) table had leaves the union: its
-                # target column stays, NULL for new rows.
+            if old.routed or (handled and old.source_name.lower() in handled):
+                # Routed: a column only a dropped (or renamed away) table had leaves the union:
+                # its target column stays, NULL for new rows. Handled: the batch's DDL of the
+                # table changed its columns; _alter_columns applies the policies.
                 continue
             missing = {c.target_column for c in old.columns} - {c.target_column for c in new.columns}
             if missing:
@@ -504,6 +624,10 @@ def _ddl_details(row: dict[str, Any]) -> dict[str, Any]:
     """A DDL row's {database, sql, kind, tables}: a manifest row's ``ddl``, or the JSON in
     a change row's ``after``."""
     return json.loads(row.get("ddl") or row["after"])
+
+
+_COLUMN_KINDS = frozenset({"add_column", "widen_type", "rename_column", "drop_column",
+                           "rename_table"})
 
 
 class _Timer:

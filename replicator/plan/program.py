@@ -107,7 +107,8 @@ def setup_program(table: TablePlan, dialect: Dialect) -> list[Statement]:
 
 
 def column_changes(
-    table: TablePlan, dialect: Dialect, existing: Mapping[str, set[str]]
+    table: TablePlan, dialect: Dialect, existing: Mapping[str, set[str]],
+    described: Mapping[str, str | None] | None = None,
 ) -> list[Statement]:
     """ALTERs for planned columns a table lacks (source columns added mid-stream), and a new
     staging table where its layout changed (it holds no rows between batches).
@@ -124,11 +125,42 @@ def column_changes(
         missing = [c for c in columns if c.target_column.lower() not in have]
         for sql in statements.add_columns(table, missing, dialect, log=subject == "log"):
             out.append(Statement(f"add columns the {subject} table lacks", sql))
+    out += _target_follows_plan(table, dialect, existing.get("target"), described or {})
     if "staging" in existing:
         have = {name.lower() for name in existing["staging"]}
         if have != {name.lower() for name, _ in statements.staging_columns(table)}:
             out.append(Statement("re-create the staging table in the plan's layout",
                                  statements.create_staging_table(table, dialect, replace=True)))
+    return out
+
+
+def _target_follows_plan(table: TablePlan, dialect: Dialect, existing: set[str] | None,
+                         described: Mapping[str, str | None]) -> list[Statement]:
+    """Where the target lags the plan after a schema change (issue 18): a planned integer or
+    decimal column narrower in the target is widened in place (INT -> BIGINT, a DECIMAL's
+    precision up at the same scale), and a target column the plan no longer writes (dropped
+    in MySQL, kept by `drop_column: ignore`) gets NOT NULL relaxed, or every later insert
+    would fail, and its DEFAULT dropped (new rows get NULL). All are safe to run again, and run at every setup, so a run that starts with
+    the catalog already past the DDL (its plan built from it) still brings the target along.
+    ``described``: lower-case target column -> its type as ``Dialect.type_name`` writes it."""
+    from replicator.plan.types import widened_from
+
+    if existing is None:
+        return []
+    out = []
+    planned = {c.target_column.lower() for c in table.columns}
+    for column in table.columns:
+        have = described.get(column.target_column.lower())
+        if have and widened_from(have, column.target_type, dialect):
+            out.append(Statement("widen a target column the source widened",
+                                 statements.alter_column_type(table, column.target_column,
+                                                              column.target_type, dialect)))
+    for name in sorted(existing):
+        if name.lower() not in planned:
+            out.append(Statement("relax NOT NULL of a column the plan no longer writes",
+                                 statements.drop_not_null(table, name, dialect)))
+            out.append(Statement("drop the DEFAULT of a column the plan no longer writes",
+                                 statements.drop_default(table, name, dialect)))
     return out
 
 

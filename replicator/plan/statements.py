@@ -229,14 +229,12 @@ _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _TEMPORAL = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?)?$")
 
 
-def default_literal(column: PlannedColumn, dialect: Dialect) -> str | None:
-    """The target literal of a column's constant MySQL DEFAULT, None for none or one that is
-    not a constant the target can hold the same (an expression such as CURRENT_TIMESTAMP,
-    a zero date, a default of a masked or computed column).
-
-    It is schema, read from information_schema (MariaDB quotes string defaults, writes
-    numbers bare and NULL as NULL), never a row value; it is rendered by type, a string with
-    its quotes doubled (and its backslashes where the dialect escapes with them)."""
+def default_value(column: PlannedColumn) -> str | None:
+    """The text of a column's constant MySQL DEFAULT, None for none or one that is not a
+    constant the target can hold the same (an expression such as CURRENT_TIMESTAMP, a
+    TIMESTAMP's text -- it is in the session's zone --, a zero date, a default of a masked or
+    computed column). It is schema, read from information_schema (MariaDB quotes string
+    defaults, writes numbers bare and NULL as NULL), never a row value."""
     text = column.source_default
     if text is None or column.mask is not None or column.expression is not None:
         return None
@@ -249,15 +247,29 @@ def default_literal(column: PlannedColumn, dialect: Dialect) -> str | None:
     if kind in ("integer", "decimal", "float"):
         return value if _NUMBER.match(value) else None
     if kind == "boolean":
-        return {"0": "FALSE", "1": "TRUE"}.get(value)
-    if kind in ("date", "timestamp") and quoted:  # not TIMESTAMP: its text is in the session zone
-        return f"'{value}'" if _TEMPORAL.match(value) and not value.startswith("0000") else None
+        return value if value in ("0", "1") else None
+    if kind in ("date", "timestamp") and quoted:
+        return value if _TEMPORAL.match(value) and not value.startswith("0000") else None
     if kind == "string" and quoted and (column.mysql_type is None
                                         or column.mysql_type.name not in ("json", "bit")):
-        if dialect.backslash_escapes:
-            value = value.replace("\\", "\\\\")
-        return "'" + value.replace("'", "''") + "'"
+        return value
     return None
+
+
+def default_literal(column: PlannedColumn, dialect: Dialect) -> str | None:
+    """``default_value`` as a target literal: numbers bare, booleans TRUE/FALSE, the rest a
+    string with its quotes doubled (and its backslashes where the dialect escapes with them)."""
+    value = default_value(column)
+    if value is None:
+        return None
+    kind = column.target_type.kind
+    if kind in ("integer", "decimal", "float"):
+        return value
+    if kind == "boolean":
+        return "TRUE" if value == "1" else "FALSE"
+    if dialect.backslash_escapes:
+        value = value.replace("\\", "\\\\")
+    return "'" + value.replace("'", "''") + "'"
 
 
 def alter_column_type(table: TablePlan, column: str, target_type: TargetType,
@@ -282,6 +294,11 @@ def drop_column(table: TablePlan, column: str, dialect: Dialect, *, log: bool = 
 def drop_not_null(table: TablePlan, column: str, dialect: Dialect) -> str:
     """A column dropped in MySQL but kept in the target gets NULL from then on."""
     return f"ALTER TABLE {target_name(table, dialect)} ALTER COLUMN {q(column)} DROP NOT NULL"
+
+
+def drop_default(table: TablePlan, column: str, dialect: Dialect) -> str:
+    """... and not the DEFAULT it was added with (``add_columns``)."""
+    return f"ALTER TABLE {target_name(table, dialect)} ALTER COLUMN {q(column)} DROP DEFAULT"
 
 
 def truncate_rows(table: TablePlan, dialect: Dialect) -> str:

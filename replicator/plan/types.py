@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from replicator.errors import PlanError
 from replicator.model.catalog import BINARY_TYPES, STRING_TYPES, MySQLType
@@ -192,3 +192,23 @@ def parse_target_type(text: str) -> TargetType:
     if kind == "string":
         return TargetType("string", length=first)
     return TargetType(kind)
+
+
+_DESCRIBED_NUMBER = re.compile(r"^(?:NUMBER|DECIMAL|NUMERIC)\((\d+),\s*(\d+)\)$")
+
+
+def widened_from(described: str, planned: TargetType, dialect: Any) -> bool:
+    """Whether a target column of type ``described`` (as ``dialect.type_name`` writes types)
+    is narrower than ``planned`` in a way both warehouses widen in place: an integer of fewer
+    bits (DuckDB names them), or a fixed-point number of lower precision at the same scale."""
+    described = described.upper().replace(" ", "")
+    if described == dialect.type_name(planned).upper().replace(" ", ""):
+        return False
+    if planned.kind == "integer" and dialect.integer_names:
+        widths = {name.upper(): bits for bits, name in dialect.integer_names.items()}
+        return described in widths and widths[described] < (planned.bits or 64)
+    match = _DESCRIBED_NUMBER.match(described)
+    if match is None or planned.kind not in ("integer", "decimal"):
+        return False
+    precision, scale = int(match.group(1)), int(match.group(2))
+    return scale == (planned.scale or 0) and precision < (planned.precision or 0)

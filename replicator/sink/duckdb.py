@@ -62,6 +62,11 @@ class DuckDBSink(SQLSink):
     def sink_error(self, exc: BaseException, doing: str) -> SinkError:
         return _sink_error(exc, doing)
 
+    @staticmethod
+    def described_type(column: Any) -> str | None:
+        """A cursor description row's type as DuckDB names it (``BIGINT``, ``DECIMAL(16,2)``)."""
+        return str(column[1]).upper() if column[1] is not None else None
+
     def missing_table(self, exc: BaseException) -> bool:
         import duckdb
 

@@ -299,6 +299,14 @@ class SnowflakeSink(SQLSink):
     def sink_error(self, exc: BaseException, doing: str) -> SinkError:
         return _sink_error(exc, doing)
 
+    @staticmethod
+    def described_type(column: Any) -> str | None:
+        """A cursor description row's type, for the fixed-point kind only (type code 0, with
+        its precision and scale): the only kind the setup widens."""
+        if getattr(column, "type_code", None) == 0 and column.precision is not None:
+            return f"NUMBER({column.precision},{column.scale or 0})"
+        return None
+
     def missing_table(self, exc: BaseException) -> bool:
         from snowflake.connector import errors
 

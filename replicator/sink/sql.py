@@ -65,13 +65,18 @@ class SQLSink:
             try:
                 for table in self.plan.tables:
                     existing: dict[str, set[str]] = {}
+                    described: dict[str, str | None] = {}
                     for statement in program.setup_program(table, self.dialect):
                         self._run(cursor, statement)
                         if statement.role == "columns":
                             existing[statement.subject] = {
                                 str(column[0]) for column in cursor.description or ()
                             }
-                    for statement in program.column_changes(table, self.dialect, existing):
+                            if statement.subject == "target":
+                                described = {str(column[0]).lower(): self.described_type(column)
+                                             for column in cursor.description or ()}
+                    for statement in program.column_changes(table, self.dialect, existing,
+                                                            described):
                         self._run(cursor, statement)
                     for statement in program.setup_end(self.dialect):
                         self._run(cursor, statement)
@@ -177,6 +182,45 @@ class SQLSink:
         return ApplyResult(skipped=False, rows=rows, seconds_stage=stage_seconds,
                            seconds_merge=merged_at - staged_at)
 
+    def existing_columns(self, table: TablePlan, *, log: bool = False) -> set[str]:
+        """The target's (or its log table's) column names, lower case: schema-change
+        statements run only where still needed, so a replayed batch can run them again."""
+        from replicator.plan import statements
+
+        name = (statements.log_name(table, self.dialect) if log
+                else statements.target_name(table, self.dialect))
+        with self._one_at_a_time():
+            cursor = self._cursor()
+            try:
+                cursor.execute(statements.read_columns(name))
+                columns = {str(column[0]).lower() for column in cursor.description or ()}
+                if self.dialect.implicit_transactions:
+                    cursor.execute(program.ROLLBACK)
+            except self.driver_errors() as exc:
+                raise self._failed(exc, f"read the columns of {table.target_table}") from None
+            finally:
+                cursor.close()
+        return columns
+
+    def execute(self, table: TablePlan, schema_statements: Sequence[Statement]) -> None:
+        """Schema-change statements of a followed DDL (``plan --ddl`` shows them), each on
+        its own: warehouse DDL commits by itself, and each is safe to run again."""
+        if not schema_statements:
+            return
+        with self._one_at_a_time():
+            cursor = self._cursor()
+            try:
+                for statement in schema_statements:
+                    self._run(cursor, statement)
+                for statement in program.setup_end(self.dialect):
+                    self._run(cursor, statement)
+            except self.driver_errors() as exc:
+                self._rollback(cursor)
+                raise self._failed(exc, f"follow a schema change of {table.target_table}") \
+                    from None
+            finally:
+                cursor.close()
+
     def last_applied(self, table: TablePlan) -> dict[str, Any] | None:
         from replicator.plan import statements
 
@@ -217,6 +261,12 @@ class SQLSink:
             finally:
                 cursor.close()
         return int(row[0]) if row else 0
+
+    @staticmethod
+    def described_type(column: Any) -> str | None:
+        """A cursor description row's column type as ``Dialect.type_name`` writes it, where
+        the driver tells it (None: unknown); the setup widens columns by it."""
+        return None
 
     @property
     def connection(self) -> Any:

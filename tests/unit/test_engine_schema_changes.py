@@ -139,21 +139,21 @@ def _pipeline(policy=None, table_policy=None, key="[id]"):
 @pytest.mark.parametrize(("sql", "policy", "actions"), [
     ("ALTER TABLE shop.orders ADD COLUMN x INT DEFAULT 7", None, ["follow"]),
     ("ALTER TABLE shop.orders ADD COLUMN x INT", "{add_column: stop}", ["stop"]),
-    # widenings are decided (follow) but the run does not ALTER the target yet: a stop
-    ("ALTER TABLE shop.orders MODIFY qty BIGINT", None, ["stop"]),
+    ("ALTER TABLE shop.orders MODIFY qty BIGINT", None, ["follow"]),
     ("ALTER TABLE shop.orders MODIFY qty BIGINT", "{widen_type: stop}", ["stop"]),
     ("ALTER TABLE shop.orders MODIFY qty SMALLINT", None, ["stop"]),  # narrowing
-    ("ALTER TABLE shop.orders MODIFY price DECIMAL(14,2)", None, ["stop"]),
+    ("ALTER TABLE shop.orders MODIFY price DECIMAL(14,2)", None, ["follow"]),
     ("ALTER TABLE shop.orders MODIFY price DECIMAL(14,4)", None, ["stop"]),  # scale
     ("ALTER TABLE shop.orders MODIFY note VARCHAR(500) NOT NULL", None, ["nothing"]),
     ("ALTER TABLE shop.orders DROP COLUMN note", None, ["ignore"]),
-    ("ALTER TABLE shop.orders DROP COLUMN note", "{drop_column: follow}", ["stop"]),
+    ("ALTER TABLE shop.orders DROP COLUMN note", "{drop_column: follow}", ["follow"]),
     # the YAML names `note` (its source_type): the mapping must be renamed first
     ("ALTER TABLE shop.orders RENAME COLUMN note TO remark", None, ["stop"]),
     ("ALTER TABLE shop.orders CHANGE note remark VARCHAR(20)", None, ["stop", "nothing"]),
     ("ALTER TABLE shop.orders DROP PRIMARY KEY, ADD PRIMARY KEY (id, qty)", None,
      ["stop", "stop"]),
     ("TRUNCATE shop.orders", None, ["stop"]),
+    # decided, previewed, but not carried out by the run yet: a stop that says so
     ("TRUNCATE shop.orders", "{truncate: follow}", ["stop"]),
     ("TRUNCATE shop.orders", "{truncate: ignore}", ["ignore"]),
     ("DROP TABLE shop.orders", "{drop_table: ignore}", ["ignore"]),
@@ -182,12 +182,59 @@ def test_a_table_override_wins_and_key_change_ignore_keeps_the_declared_key():
                   "shop.orders", table).steps[0].action == "ignore"
 
 
-def test_a_swap_onto_the_name_is_not_run_yet_and_a_rename_away_stops():
+def test_a_swap_onto_the_name_is_followed_and_a_rename_away_stops():
     from replicator.engine.schema_changes import classify, decide
 
     pipeline = _pipeline()
     sql = "RENAME TABLE shop.orders TO shop._orders_old, shop._orders_new TO shop.orders"
-    swap = decide(classify(sql), pipeline, "shop.orders", None, renamed_onto=True).stop
-    assert swap is not None and "`run` does not follow this kind of change yet" in swap.why
+    assert decide(classify(sql), pipeline, "shop.orders", None,
+                  renamed_onto=True).steps[0].action == "follow"
     away = decide(classify("RENAME TABLE shop.orders TO shop.x"), pipeline, "shop.orders", None)
     assert away.stop is not None and "renamed away" in away.stop.why
+
+
+def test_rows_landed_before_an_added_column_get_its_default_and_renames_their_old_value():
+    import pyarrow as pa
+
+    from replicator.engine.schema_changes import default_fills, fill_defaults
+    from replicator.model import change_batch as cb
+    from replicator.model.catalog import MySQLType
+    from replicator.plan.model import PlannedColumn
+    from replicator.plan.types import TargetType, integer
+
+    class Table:
+        columns = (
+            PlannedColumn("X", integer(10, 32), source_column="x",
+                          mysql_type=MySQLType.parse("int"), source_default="7"),
+            PlannedColumn("S", TargetType("string"), source_column="s",
+                          mysql_type=MySQLType.parse("varchar(9)"), source_default="CURRENT_USER()"),
+            PlannedColumn("NEW", TargetType("string"), source_column="new",
+                          mysql_type=MySQLType.parse("varchar(9)")),
+        )
+
+    old_shape = "id:int32|old:string"  # the stream decoder's fingerprint
+
+    new_shape = str(pa.schema([("id", pa.int32()), ("x", pa.int32()), ("new", pa.string())]))
+    files = [  # the batch's manifest rows: one file before the ALTERs, one after
+        {"file": "mysql-bin.000002", "pos": 100, "last_file": "mysql-bin.000002",
+         "last_pos": 900, "fingerprint": old_shape},
+        {"file": "mysql-bin.000003", "pos": 4, "last_file": "mysql-bin.000003",
+         "last_pos": 50, "fingerprint": new_shape},
+    ]
+    fills = default_fills(Table, files, {"new": "old"})
+    assert [(f.source_column, f.value, f.from_column) for f in fills] == [
+        ("x", "7", None), ("new", None, "old")]  # an expression default is not copied
+    batch = pa.table({
+        "id": pa.array([1, 2, 3], pa.int32()),
+        "old": ["a'1", None, None],
+        "x": pa.array([None, None, 9], pa.int32()),
+        "new": [None, None, "c"],
+        cb.FILE_SEQ: pa.array([2, 2, 3], pa.int64()),
+        cb.POS: pa.array([100, 900, 20], pa.int64()),
+    })
+    filled = fill_defaults(batch, fills)
+    assert filled.column("x").to_pylist() == [7, 7, 9]
+    assert filled.column("new").to_pylist() == ["a'1", None, "c"]
+    # A batch whose files all lack the column gets it, typed as the source column.
+    only_old = batch.drop_columns(["x"]).slice(0, 2)
+    assert fill_defaults(only_old, fills).column("x").to_pylist() == [7, 7]

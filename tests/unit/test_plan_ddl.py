@@ -37,16 +37,24 @@ def test_a_default_the_target_cannot_take_is_named():
     assert "rows already in the target get NULL for T: its DEFAULT is not a constant" in done.stdout
 
 
-@pytest.mark.parametrize(("ddl", "what"), [
-    ("ALTER TABLE shop.order_lines MODIFY qty BIGINT",
-     "QUANTITY integer(10,0) -> integer(19,0): `run` does not follow this kind of change yet"),
-    ("ALTER TABLE shop.order_lines RENAME COLUMN order_id TO oid",
+@pytest.mark.parametrize(("ddl", "dialect", "statement", "what"), [
+    ("ALTER TABLE shop.order_lines MODIFY qty BIGINT", "duckdb",
+     'ALTER TABLE "MAIN"."ORDER_LINES" ALTER COLUMN "QUANTITY" SET DATA TYPE BIGINT;',
+     "QUANTITY integer(10,0) -> integer(19,0)"),
+    ("ALTER TABLE shop.order_lines MODIFY COLUMN qty BIGINT NOT NULL", "snowflake",
+     'ALTER TABLE "MAIN"."ORDER_LINES" ALTER COLUMN "QUANTITY" SET DATA TYPE NUMBER(19,0);',
+     "QUANTITY integer(10,0) -> integer(19,0)"),
+    ("ALTER TABLE shop.order_lines RENAME COLUMN order_id TO oid", "duckdb", None,
      "the pipeline YAML names order_id"),
+    ("TRUNCATE shop.order_lines", "duckdb", None, "stops the pipeline (TRUNCATE TABLE)"),
 ])
-def test_changes_the_run_does_not_follow_stop_and_say_why(ddl, what):
-    done = plan("shop_orders", ddl)
-    assert done.returncode == 1 and "STOP" in done.stdout
+def test_widenings_show_their_alter_and_stops_say_why(ddl, dialect, statement, what):
+    done = plan("shop_orders", ddl, "--dialect", dialect)
     assert what in done.stdout, done.stdout + done.stderr
+    if statement is None:
+        assert done.returncode == 1 and "STOP" in done.stdout
+    else:
+        assert done.returncode == 0 and statement in done.stdout, done.stdout
 
 
 def test_a_widening_the_target_type_absorbs_changes_nothing():

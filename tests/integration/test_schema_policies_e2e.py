@@ -1,0 +1,236 @@
+"""Schema changes a run follows by its `schema_changes:` policy (issue 18, items 2 and 3), on
+the real MariaDB, the real local Spark and DuckDB, with writes between and around every DDL.
+
+- an added column with a DEFAULT: rows already in the target, and rows changed before the DDL
+  in the same batch, show the default as MySQL does;
+- INT -> BIGINT and DECIMAL precision up: the target column is widened in place and takes
+  values the old type could not hold;
+- a renamed column keeps its data under the new name (rows changed before the rename in the
+  same batch included); a dropped NOT NULL column stays in the target, NULL for new rows;
+- pt-online-schema-change's copy + RENAME swap under a concurrent writer, and a hand-written
+  gh-ost-style swap: the pipeline never stops and the target ends equal to the source row by
+  row, `x = 7` on old rows included.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import threading
+import time
+
+import pytest
+
+from replicator.demo.workload import apply_changes, create_schema, seed
+from replicator.model.pipeline import DuckDBTarget
+from tests.integration.e2e_support import assert_target_equals_source, demo_pipeline, run
+
+pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
+
+
+class Streaming:
+    """``run`` streaming in a thread (not --until-caught-up), so DDL arrives while its plan is
+    the one from before the DDL, as in production; ``caught_up`` waits until it has applied
+    the binlog up to the source's current position."""
+
+    def __init__(self, pipeline, spark, root):
+        self.root, self.notices, self.reports = root, [], []
+        self.stop, self.failure = threading.Event(), None
+        self.thread = threading.Thread(target=self._run, args=(pipeline, spark), daemon=True)
+        self.thread.start()
+
+    def _run(self, pipeline, spark):
+        try:
+            run(pipeline, spark, until_caught_up=False, stop=self.stop,
+                on_notice=self.notices.append, on_report=self.reports.append)
+        except BaseException as exc:  # reported by caught_up / close
+            self.failure = exc
+
+    def caught_up(self, timeout=600.0):
+        with self.root.cursor() as cursor:
+            cursor.execute("SHOW MASTER STATUS")
+            file, pos = cursor.fetchone()[:2]
+        wanted = (int(file.rsplit(".", 1)[1]), int(pos))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.failure is not None:
+                raise self.failure
+            ends = [r.end_offset for r in self.reports if r.end_offset]
+            if any((int(e["file"].rsplit(".", 1)[1]), int(e["pos"])) >= wanted for e in ends):
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"not caught up with {file}:{pos}; notices: {self.notices}")
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(timeout=300)
+        if self.failure is not None:
+            raise self.failure
+
+
+def _target(path):
+    import duckdb
+
+    return duckdb.connect(str(path), read_only=True)
+
+
+def _columns(target, table):
+    return {row[0]: row[1] for row in target.execute(
+        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ?",
+        [table]).fetchall()}
+
+
+def test_added_widened_renamed_and_dropped_columns_are_followed(
+        spark, mariadb, mysql_source, fresh_database, tmp_path):
+    root = mariadb.root_connection()
+    streaming = None
+    try:
+        create_schema(root, fresh_database)
+        seed(root, fresh_database, customers=30, orders=120, awkward=10)
+        warehouse = tmp_path / "warehouse.duckdb"
+        pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path,
+                                 DuckDBTarget(str(warehouse)), max_rows=5000)
+        run(pipeline, spark)
+
+        streaming = Streaming(pipeline, spark, root)
+        db = f"`{fresh_database}`"
+        with root.cursor() as cursor:
+            cursor.execute(f"UPDATE {db}.orders SET status = 'streaming' WHERE id = 1")
+        streaming.caught_up()
+        with root.cursor() as cursor:
+            # Rows changed before each DDL land in the same batch as the DDL (max_rows is
+            # large): they are the ones a NULL from a file without the column would hit.
+            apply_changes(root, fresh_database, rounds=2, seed_value=1, first_new_id=10_000)
+            cursor.execute(f"UPDATE {db}.customers SET email = 'before ''rename'' 🚀' WHERE id = 4")
+            cursor.execute(f"ALTER TABLE {db}.orders ADD COLUMN x INT NOT NULL DEFAULT 7, "
+                           "ADD COLUMN label VARCHAR(20) DEFAULT 'it''s new'")
+            cursor.execute(f"UPDATE {db}.orders SET x = 8 WHERE id % 5 = 0")
+            apply_changes(root, fresh_database, rounds=2, seed_value=2, first_new_id=20_000)
+            cursor.execute(f"ALTER TABLE {db}.orders MODIFY customer_id BIGINT NOT NULL, "
+                           "MODIFY total DECIMAL(16,2) NOT NULL")
+            cursor.execute(f"UPDATE {db}.orders SET customer_id = 5000000000, "
+                           "total = 12345678901234.56 WHERE id = 3")
+            cursor.execute(f"ALTER TABLE {db}.customers RENAME COLUMN email TO email_address")
+            cursor.execute(f"UPDATE {db}.customers SET email_address = 'after' WHERE id = 5")
+            cursor.execute(f"ALTER TABLE {db}.customers DROP COLUMN tier")
+            cursor.execute(f"INSERT INTO {db}.customers (id, name, email_address) "
+                           "VALUES (9001, 'new after the drop', NULL)")
+            cursor.execute(f"ALTER TABLE {db}.customers ADD INDEX idx_name (name)")
+            # (the demo workload writes customers.tier: from here on, orders by hand)
+            for n in range(30):
+                cursor.execute(f"INSERT INTO {db}.orders (id, customer_id, status, total, "
+                               "updated_at, x) VALUES (%s, 6000000000, 'late', 1.25, NOW(6), %s)",
+                               (40_000 + n, n))
+                cursor.execute(f"UPDATE {db}.orders SET status = 'late update' WHERE id = %s",
+                               (n + 1,))
+
+        streaming.caught_up()
+        streaming.close()
+        notices = streaming.notices
+        assert any("renamed to EMAIL_ADDRESS" in n for n in notices), notices
+        with _target(warehouse) as target:
+            assert_target_equals_source(pipeline, root, target)
+            orders = _columns(target, "ORDERS")
+            assert orders["CUSTOMER_ID"] == "BIGINT" and orders["TOTAL"] == "DECIMAL(16,2)"
+            assert target.execute("SELECT count(*) FROM ORDERS WHERE X IS NULL OR "
+                                  "LABEL IS DISTINCT FROM 'it''s new'").fetchone() == (0,)
+            assert target.execute("SELECT count(*) FROM ORDERS WHERE X = 7").fetchone()[0] > 80
+            customers = _columns(target, "CUSTOMERS")
+            assert "EMAIL_ADDRESS" in customers and "EMAIL" not in customers
+            assert target.execute("SELECT EMAIL_ADDRESS FROM CUSTOMERS WHERE ID = 4"
+                                  ).fetchone() == ("before 'rename' 🚀",)
+            # drop_column: ignore -- the column stays, NULL for a row inserted after the drop
+            assert "TIER" in customers
+            assert target.execute("SELECT TIER FROM CUSTOMERS WHERE ID = 9001").fetchone() == (None,)
+            assert target.execute("SELECT count(*) FROM CUSTOMERS WHERE TIER IS NOT NULL"
+                                  ).fetchone()[0] >= 30
+    finally:
+        if streaming is not None:  # a failed assertion must not leave the query running
+            streaming.stop.set()
+            streaming.thread.join(timeout=300)
+        root.close()
+
+
+def _writer(mariadb, database, stop: threading.Event, errors: list[BaseException]) -> None:
+    """Inserts, updates and deletes orders until told to stop (pt-osc's triggers copy them)."""
+    rng = random.Random(7)
+    connection = mariadb.root_connection(database)
+    try:
+        next_id = 50_000
+        with connection.cursor() as cursor:
+            while not stop.is_set():
+                next_id += 1
+                cursor.execute("INSERT INTO orders (id, customer_id, status, total, updated_at) "
+                               "VALUES (%s, %s, %s, %s, NOW(6))",
+                               (next_id, rng.randint(1, 30), "new 'q' 🚀", rng.randint(1, 9999)))
+                cursor.execute("UPDATE orders SET status = %s, total = total + 1 WHERE id = %s",
+                               (f"w{next_id}", rng.randint(1, 120)))
+                if next_id % 7 == 0:
+                    cursor.execute("DELETE FROM orders WHERE id = %s", (rng.randint(1, 120),))
+    except BaseException as exc:  # reported by the test, which joins the thread
+        errors.append(exc)
+    finally:
+        connection.close()
+
+
+@pytest.mark.skipif(shutil.which("pt-online-schema-change") is None,
+                    reason="Debian's percona-toolkit is not installed (scripts/bootstrap)")
+def test_pt_online_schema_change_and_a_gh_ost_style_swap_are_followed(
+        spark, mariadb, mysql_source, fresh_database, tmp_path):
+    root = mariadb.root_connection()
+    streaming = None
+    try:
+        create_schema(root, fresh_database)
+        seed(root, fresh_database, customers=30, orders=120, awkward=10)
+        warehouse = tmp_path / "warehouse.duckdb"
+        pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path,
+                                 DuckDBTarget(str(warehouse)), max_rows=2000)
+        run(pipeline, spark)
+
+        streaming = Streaming(pipeline, spark, root)
+        stop, errors = threading.Event(), []
+        writer = threading.Thread(target=_writer, args=(mariadb, fresh_database, stop, errors))
+        writer.start()
+        try:
+            done = subprocess.run(
+                ["pt-online-schema-change", "--execute", "--no-check-replication-filters",
+                 "--recursion-method=none", "--chunk-size=50", "--no-check-alter",
+                 "--alter", "ADD COLUMN x INT NOT NULL DEFAULT 7, MODIFY status VARCHAR(500) "
+                            "NOT NULL",
+                 f"S={mariadb.socket},u=root,D={fresh_database},t=orders"],
+                capture_output=True, text=True, timeout=300)
+        finally:
+            stop.set()
+            writer.join()
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert not errors, errors
+
+        # gh-ost's way, by hand: a shadow table, a copy, then one atomic RENAME swap.
+        db = f"`{fresh_database}`"
+        with root.cursor() as cursor:
+            cursor.execute(f"CREATE TABLE {db}._orders_gho LIKE {db}.orders")
+            cursor.execute(f"ALTER TABLE {db}._orders_gho ADD COLUMN y DECIMAL(8,2) "
+                           "DEFAULT 1.50, MODIFY customer_id BIGINT NOT NULL")
+            cursor.execute(f"INSERT INTO {db}._orders_gho (id, customer_id, status, total, "
+                           f"updated_at, x) SELECT id, customer_id, status, total, updated_at, x "
+                           f"FROM {db}.orders")
+            cursor.execute(f"RENAME TABLE {db}.orders TO {db}._orders_del, "
+                           f"{db}._orders_gho TO {db}.orders")
+            cursor.execute(f"DROP TABLE {db}._orders_del")
+            cursor.execute(f"UPDATE {db}.orders SET y = 2.25, customer_id = 6000000000 "
+                           "WHERE id = 5")
+        streaming.caught_up()
+        streaming.close()
+        with _target(warehouse) as target:
+            assert_target_equals_source(pipeline, root, target)
+            assert target.execute("SELECT count(*) FROM ORDERS WHERE id <= 120 AND X = 7"
+                                  ).fetchone()[0] > 50
+            assert target.execute("SELECT count(*) FROM ORDERS WHERE Y = 1.50"
+                                  ).fetchone()[0] > 50
+            assert _columns(target, "ORDERS")["CUSTOMER_ID"] == "BIGINT"
+    finally:
+        if streaming is not None:  # a failed assertion must not leave the query running
+            streaming.stop.set()
+            streaming.thread.join(timeout=300)
+        root.close()
