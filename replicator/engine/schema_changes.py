@@ -191,12 +191,10 @@ def _planned(table: Any, source_column: str | None) -> Any:
                  and c.expression is None), None)
 
 
-# The kinds whose `follow` the run carries out (``engine.transform.BatchApplier``). TRUNCATE's
-# is decided here and previewed by `plan --ddl`, but stops the run until the applier deletes
-# the target rows in the batch's transaction: a `plan` that promised what `run` does not do
-# would be worse than a stop.
+# The kinds whose `follow` the run carries out (``engine.transform.BatchApplier``); one the
+# run did not carry out would stop rather than let `plan` promise it.
 RUN_FOLLOWS = frozenset({ChangeKind.ADD_COLUMN, ChangeKind.TYPE_CHANGE, ChangeKind.RENAME_COLUMN,
-                         ChangeKind.DROP_COLUMN, ChangeKind.RENAME_TABLE})
+                         ChangeKind.DROP_COLUMN, ChangeKind.RENAME_TABLE, ChangeKind.TRUNCATE})
 
 
 def _step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyint1: str,
@@ -228,6 +226,10 @@ def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyi
         if mapped or (_is_key(table, change.column) and table.key_origin == "declared"):
             return Step(change, "stop", f"{change.what}: the pipeline YAML names {change.column} "
                         f"(a mapping or the key); it must name {change.new_name} first")
+    if kind is ChangeKind.TRUNCATE and action == "follow" and table is not None \
+            and table.mode != "merge":
+        return Step(change, "stop", f"{change.what}: truncate: follow empties merge-mode "
+                    f"tables; a {table.mode} table keeps its history")
     if kind is ChangeKind.KEY_CHANGE and action == "ignore" and table is not None \
             and table.key_origin != "declared":
         return Step(change, "stop", f"{change.what}: key_change: ignore needs the table's key "
@@ -572,6 +574,20 @@ def fill_defaults(batch: Any, fills: Sequence[DefaultFill]) -> Any:
         batch = batch.set_column(index, batch.schema.field(index),
                                  pc.if_else(mask, value, current))
     return batch
+
+
+def after_position(batch: Any, position: tuple[int, int]) -> Any:
+    """The changes of ``batch`` after ``position`` (a followed TRUNCATE's: the ones before it
+    were emptied with the table)."""
+    import pyarrow.compute as pc
+
+    from replicator.model import change_batch as cb
+
+    if not batch.num_rows:
+        return batch
+    seq, pos = batch.column(cb.FILE_SEQ), batch.column(cb.POS)
+    return batch.filter(pc.or_(pc.greater(seq, position[0]),
+                               pc.and_(pc.equal(seq, position[0]), pc.greater(pos, position[1]))))
 
 
 def _file_seq(name: str) -> int:

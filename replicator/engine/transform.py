@@ -30,6 +30,7 @@ from replicator.engine.landing import landing_root
 from replicator.engine.metrics import BatchReport, TableReport
 from replicator.engine.schema_changes import (
     DdlEffect,
+    after_position,
     cannot_follow,
     classify,
     default_fills,
@@ -113,6 +114,8 @@ class BatchApplier:
         # landed before the rename hold the value under the old name (default_fills).
         self.renamed_columns: dict[str, dict[str, str]] = {}
         self._evolving: dict[str, Any] = {}  # db.table (lower) -> Decisions (_follow_decided)
+        self._truncated: dict[str, tuple[int, int]] = {}  # db.table -> a followed TRUNCATE's
+        self._batch_id = 0
         self._pruned_at = float("-inf")  # when landed files were last pruned (monotonic)
         self.in_batch = False
         self.batches = 0
@@ -162,6 +165,8 @@ class BatchApplier:
             files.setdefault(row["table"].lower(), []).append(row)
         ddl = sorted((r for r in manifest if r["kind"] == "ddl"),
                      key=lambda r: (int(r["part"]), int(r["seq"])))
+        self._batch_id = sink_batch_id(self.epoch, spark_batch_id)
+        self._truncated: dict[str, tuple[int, int]] = {}  # db.table -> TRUNCATE's position
         if ddl:
             self._follow_schema_changes(ddl, with_rows=files)
         self._plan_unplanned_sources(files)
@@ -209,13 +214,20 @@ class BatchApplier:
         # (MySQL shows it for them), not the NULL a file without the column reads back as.
         fills = [] if table_plan.routed else default_fills(
             table_plan, files, self.renamed_columns.get(table_plan.source_name.lower()))
+        truncated = self._truncated.get(table_plan.source_name.lower())
+
+        def followed(batch: Any) -> Any:
+            """Defaults and renamed values filled in; the changes before a followed TRUNCATE
+            dropped (the table was emptied after them)."""
+            batch = fill_defaults(batch, fills)
+            return batch if truncated is None else after_position(batch, truncated)
 
         def batches() -> Iterator[Any]:
             if whole:
-                yield fill_defaults(read_files(paths, root, sort=len(sources) > 1), fills)
+                yield followed(read_files(paths, root, sort=len(sources) > 1))
             else:
                 for batch in file_slices(paths, root, SLICE_ROWS):
-                    yield fill_defaults(batch, fills)
+                    yield followed(batch)
 
         def staged() -> Iterator[Any]:
             staged_rows = 0
@@ -443,7 +455,7 @@ class BatchApplier:
                 continue
             if touched and touched != [database]:
                 # A replicated table: its `schema_changes:` policy decides, change by change.
-                self._follow_decided(details, touched, replicated, intent, sql, where)
+                self._follow_decided(details, touched, replicated, intent, sql, where, row)
                 continue
             if intent.effect is DdlEffect.ADD_COLUMNS:
                 evolve = True
@@ -459,7 +471,7 @@ class BatchApplier:
 
     def _follow_decided(self, details: dict[str, Any], touched: list[str],
                         replicated: dict[str, TablePlan], intent: Any, sql: str,
-                        where: str) -> None:
+                        where: str, row: dict[str, Any]) -> None:
         """Apply ``engine.schema_changes.decide`` to a DDL of replicated tables: raise its stop,
         log what it ignores; record the tables whose columns change (``_evolving``)."""
         from replicator.engine.schema_changes import ChangeKind, decide, stop_error
@@ -479,11 +491,31 @@ class BatchApplier:
             for step in decision.following(ChangeKind.RENAME_COLUMN):
                 self.renamed_columns.setdefault(name.lower(), {})[
                     step.change.new_name or ""] = step.change.column or ""
+            if decision.following(ChangeKind.TRUNCATE):
+                self._truncate(replicated[name.lower()], row)
             for step in decision.steps:
                 if step.action in ("ignore", "nothing") and self._on_notice:
                     self._on_notice(f"schema change on {name} at {where}: {step.why}: "
                                     + ("ignored (schema_changes policy)" if step.action == "ignore"
                                        else "nothing replicated changes"))
+
+    def _truncate(self, table: TablePlan, row: dict[str, Any]) -> None:
+        """`truncate: follow`: the target's rows go (a soft-deleting table marks them), then
+        the batch applies only the table's changes after the TRUNCATE (``apply_files``). Runs
+        before the batch's MERGE and only while the batch is not applied for the table (its
+        state row), so a replay after a kill deletes again what the MERGE had not replaced,
+        and never the rows a committed batch wrote after the TRUNCATE."""
+        from replicator.engine.schema_changes import _file_seq
+        from replicator.plan import statements
+        from replicator.plan.program import Statement
+
+        self._truncated[table.source_name.lower()] = (_file_seq(row["file"]), int(row["pos"]))
+        applied = self.sink.last_applied(table)
+        if applied is not None and int(applied["batch_id"]) >= self._batch_id:
+            return
+        self.sink.execute(table, [Statement("follow TRUNCATE TABLE",
+                                            statements.truncate_rows(table, self.sink.dialect))])
+        self._notice(f"{table.source_name}: TRUNCATE followed: target rows deleted")
 
     def _rename_columns(self, old_plan: Plan) -> None:
         """Followed column renames, before the re-plan (whose setup would otherwise add the

@@ -234,3 +234,57 @@ def test_pt_online_schema_change_and_a_gh_ost_style_swap_are_followed(
             streaming.stop.set()
             streaming.thread.join(timeout=300)
         root.close()
+
+
+def test_truncate_follows_where_the_policy_says_and_stops_elsewhere(
+        spark, mariadb, mysql_source, fresh_database, tmp_path):
+    import dataclasses
+
+    from replicator.errors import EngineError
+    from replicator.model.pipeline import SchemaChangePolicy
+
+    root = mariadb.root_connection()
+    streaming = None
+    try:
+        create_schema(root, fresh_database)
+        seed(root, fresh_database, customers=30, orders=120, awkward=10)
+        warehouse = tmp_path / "warehouse.duckdb"
+        pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path,
+                                 DuckDBTarget(str(warehouse)), max_rows=5000)
+        orders = next(t for t in pipeline.tables if t.source_table == "orders")
+        followed = dataclasses.replace(pipeline, tables=tuple(
+            dataclasses.replace(t, schema_changes=SchemaChangePolicy(truncate="follow"))
+            if t is orders else t for t in pipeline.tables))
+        run(followed, spark)
+
+        streaming = Streaming(followed, spark, root)
+        db = f"`{fresh_database}`"
+        with root.cursor() as cursor:
+            # In one batch with the TRUNCATE: changes before it (gone with the table) and after.
+            cursor.execute(f"UPDATE {db}.orders SET status = 'before truncate' WHERE id < 10")
+            cursor.execute(f"TRUNCATE TABLE {db}.orders")
+            for n in range(20):
+                cursor.execute(f"INSERT INTO {db}.orders (id, customer_id, status, total, "
+                               "updated_at) VALUES (%s, 1, 'after ''truncate'' 🚀', 2.50, NOW(6))",
+                               (n + 1,))
+            cursor.execute(f"DELETE FROM {db}.orders WHERE id = 3")
+        streaming.caught_up()
+        streaming.close()
+        assert any("TRUNCATE followed" in n for n in streaming.notices), streaming.notices
+        streaming = None
+        with _target(warehouse) as target:
+            assert_target_equals_source(followed, root, target)
+            assert target.execute("SELECT count(*) FROM ORDERS").fetchone() == (19,)
+
+        # The default policy (stop) stops at a TRUNCATE of another table, naming the key.
+        with root.cursor() as cursor:
+            cursor.execute(f"TRUNCATE TABLE {db}.customers")
+        with pytest.raises(EngineError) as stopped:
+            run(followed, spark)
+        assert "TRUNCATE TABLE" in stopped.value.message
+        assert "`truncate: follow`" in stopped.value.hint
+    finally:
+        if streaming is not None:
+            streaming.stop.set()
+            streaming.thread.join(timeout=300)
+        root.close()

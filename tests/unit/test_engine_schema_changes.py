@@ -153,8 +153,7 @@ def _pipeline(policy=None, table_policy=None, key="[id]"):
     ("ALTER TABLE shop.orders DROP PRIMARY KEY, ADD PRIMARY KEY (id, qty)", None,
      ["stop", "stop"]),
     ("TRUNCATE shop.orders", None, ["stop"]),
-    # decided, previewed, but not carried out by the run yet: a stop that says so
-    ("TRUNCATE shop.orders", "{truncate: follow}", ["stop"]),
+    ("TRUNCATE shop.orders", "{truncate: follow}", ["follow"]),
     ("TRUNCATE shop.orders", "{truncate: ignore}", ["ignore"]),
     ("DROP TABLE shop.orders", "{drop_table: ignore}", ["ignore"]),
     ("ALTER TABLE shop.orders DROP PARTITION p0", None, ["stop"]),
@@ -238,3 +237,14 @@ def test_rows_landed_before_an_added_column_get_its_default_and_renames_their_ol
     # A batch whose files all lack the column gets it, typed as the source column.
     only_old = batch.drop_columns(["x"]).slice(0, 2)
     assert fill_defaults(only_old, fills).column("x").to_pylist() == [7, 7]
+
+
+def test_only_the_changes_after_a_followed_truncate_stay():
+    import pyarrow as pa
+
+    from replicator.engine.schema_changes import after_position
+    from replicator.model import change_batch as cb
+
+    batch = pa.table({"id": [1, 2, 3, 4], cb.FILE_SEQ: pa.array([1, 2, 2, 3], pa.int64()),
+                      cb.POS: pa.array([900, 100, 500, 4], pa.int64())})
+    assert after_position(batch, (2, 300)).column("id").to_pylist() == [3, 4]
