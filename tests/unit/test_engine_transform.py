@@ -93,3 +93,29 @@ def test_ddl_that_cannot_be_followed_stops_with_the_remedy(applier):
                          tables=("shop.other",), position=BinlogPosition("mysql-bin.000001", 90))
     # DDL on a table the pipeline does not replicate
     applier.apply_manifest(land_events(applier, [other]), 1, None)
+
+
+def test_ignore_policies_log_the_change_and_stream_on(tmp_path):
+    import dataclasses
+
+    from replicator.model.pipeline import SchemaChangePolicy
+
+    pipeline = dataclasses.replace(_pipeline(), schema_changes=SchemaChangePolicy(
+        truncate="ignore", drop_table="ignore", key_change="ignore"))
+    plan = build_plan(pipeline, offline_catalog(pipeline))
+    notices: list[str] = []
+    applier = BatchApplier(pipeline, plan, RecordingSink(), CheckpointDir(tmp_path), epoch=1,
+                           on_notice=notices.append)
+    ddl = [SchemaChange(database="shop", sql=sql, kind=kind, tables=("shop.a",),
+                        position=BinlogPosition("mysql-bin.000001", 90 + n))
+           for n, (sql, kind) in enumerate([
+               ("TRUNCATE TABLE a", "truncate"),
+               ("ALTER TABLE a DROP PRIMARY KEY, ADD PRIMARY KEY (id, name)", "alter"),
+               ("DROP TABLE a", "drop")])]
+    events = [_row("shop.a", "c", 200, 0, None, {"id": 1, "name": "kept"})]
+    applier.apply_manifest(land_events(applier, [*ddl, *events]), 0, None)
+    (_, _, _, rows), = applier.sink.applied
+    assert rows[0]["NAME"] == "kept"
+    ignored = [n for n in notices if "ignored (schema_changes policy)" in n]
+    assert len(ignored) == 4, notices  # TRUNCATE, the two key actions, DROP TABLE
+    assert applier.plan is plan  # nothing re-planned
