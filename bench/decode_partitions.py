@@ -46,7 +46,7 @@ def _round(source: MySQLSource, ranges: list[tuple[BinlogPosition, BinlogPositio
 
 def run_decode_partitions(source: MySQLSource, start: BinlogPosition, end: BinlogPosition, *,
                           partitions: int, server_id: int, rounds: int = 3) -> dict[str, Any]:
-    from replicator.engine.binlog_ranges import split_range
+    from replicator.source.binlog_ranges import split_range
 
     began = time.perf_counter()
     parts = split_range(source, start, end, partitions)

@@ -51,10 +51,10 @@ def _lag(pipeline: Any, report: Any) -> tuple[int | None, float | None]:
         return None, None
     import time
 
-    from replicator.engine.progress import lag_behind
     from replicator.errors import ReplicatorError
     from replicator.model.changes import BinlogPosition
     from replicator.source.positions import current_position
+    from replicator.source.progress import lag_behind
 
     try:
         position = BinlogPosition.from_offset(report.end_offset)
@@ -157,9 +157,9 @@ def _metrics(pipeline: Any, path: Path | None, port: int | None) -> Any:
     """Prometheus metrics of this run, or None when neither a file nor a port was asked for."""
     if path is None and port is None:
         return None
-    from replicator.engine.progress import lag_behind
     from replicator.engine.prometheus import PipelineMetrics
     from replicator.source.positions import current_position
+    from replicator.source.progress import lag_behind
 
     metrics = PipelineMetrics(
         pipeline.name,
@@ -212,7 +212,7 @@ def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, mast
 
     def estimate(tables: list[str]) -> dict[str, int]:
         """Row estimates of tables not looked up yet (one information_schema query)."""
-        from replicator.engine.progress import row_estimates
+        from replicator.source.progress import row_estimates
 
         new = [name for name in tables if name.lower() not in looked_up]
         if new:

@@ -92,8 +92,8 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
         "problems": [],
     }
     try:
-        from replicator.engine.progress import lag_behind
         from replicator.source.positions import current_position
+        from replicator.source.progress import lag_behind
 
         head = current_position(pipeline.source)
         status["head"] = str(head)

@@ -189,7 +189,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if begin >= head:
             return begin.to_offset()
         if isinstance(limit, ReadMaxRows) and limit.max_rows > 0:
-            from replicator.engine.binlog_ranges import boundary_after_rows
+            from replicator.source.binlog_ranges import boundary_after_rows
             from replicator.source.positions import with_gtid
 
             # Offsets carry the GTID state: a failover resumes by it (source.gtid).
@@ -204,7 +204,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         ranges = [(begin, finish)]
         if self.decode_partitions > 1:
-            from replicator.engine.binlog_ranges import split_range
+            from replicator.source.binlog_ranges import split_range
 
             ranges = split_range(self._source(), begin, finish, self.decode_partitions,
                                  part_rows=partition_rows(self.max_rows, self.decode_partitions))

@@ -172,10 +172,10 @@ def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _lag(pipeline: Pipeline, sink: Any, table: TablePlan) -> Lag:
-    from replicator.engine.progress import lag_behind
     from replicator.errors import ReplicatorError
     from replicator.model.changes import BinlogPosition
     from replicator.source.positions import current_position
+    from replicator.source.progress import lag_behind
 
     head = current_position(pipeline.source)
     try:

@@ -8,9 +8,9 @@ import itertools
 
 import pytest
 
-from replicator.engine.binlog_ranges import SAMPLE_EVENTS, scan_boundaries, split_range
 from replicator.model.changes import SchemaChange
 from replicator.source.binlog import read_changes
+from replicator.source.binlog_ranges import SAMPLE_EVENTS, scan_boundaries, split_range
 from replicator.source.positions import current_position
 
 pytestmark = pytest.mark.mysql

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from replicator.engine.binlog_ranges import boundary_after_rows, scan_boundaries, split_range
+from replicator.source.binlog_ranges import boundary_after_rows, scan_boundaries, split_range
 from replicator.source.positions import current_position
 
 pytestmark = pytest.mark.mysql

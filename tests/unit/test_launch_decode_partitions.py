@@ -8,9 +8,9 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replicator.engine.binlog_ranges import Boundary, cut_range
 from replicator.engine.datasource import MIN_PARTITION_ROWS, partition_rows
 from replicator.model.changes import BinlogPosition
+from replicator.source.binlog_ranges import Boundary, cut_range
 
 START = BinlogPosition("mysql-bin.000001", 4)
 
