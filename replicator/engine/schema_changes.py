@@ -30,6 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from replicator.errors import EngineError, ReplicatorError
+from replicator.model.changes import BinlogPosition
 
 
 class DdlEffect(enum.Enum):
@@ -535,8 +536,8 @@ def default_fills(table: Any, files: Sequence[dict[str, Any]],
         if lacking:
             fills.append(DefaultFill(
                 column.source_column, value, source_arrow_type(column.mysql_type),
-                tuple(((_file_seq(row["file"]), int(row["pos"])),
-                       (_file_seq(row["last_file"]), int(row["last_pos"]))) for row in lacking),
+                tuple(((BinlogPosition(row["file"], 0).sequence, int(row["pos"])),
+                       (BinlogPosition(row["last_file"], 0).sequence, int(row["last_pos"]))) for row in lacking),
                 from_column=old))
     return fills
 
@@ -588,10 +589,6 @@ def after_position(batch: Any, position: tuple[int, int]) -> Any:
     seq, pos = batch.column(cb.FILE_SEQ), batch.column(cb.POS)
     return batch.filter(pc.or_(pc.greater(seq, position[0]),
                                pc.and_(pc.equal(seq, position[0]), pc.greater(pos, position[1]))))
-
-
-def _file_seq(name: str) -> int:
-    return int(str(name).rsplit(".", 1)[-1])
 
 
 @lru_cache(maxsize=256)

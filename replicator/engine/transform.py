@@ -505,11 +505,11 @@ class BatchApplier:
         before the batch's MERGE and only while the batch is not applied for the table (its
         state row), so a replay after a kill deletes again what the MERGE had not replaced,
         and never the rows a committed batch wrote after the TRUNCATE."""
-        from replicator.engine.schema_changes import _file_seq
         from replicator.plan import statements
         from replicator.plan.program import Statement
 
-        self._truncated[table.source_name.lower()] = (_file_seq(row["file"]), int(row["pos"]))
+        self._truncated[table.source_name.lower()] = (BinlogPosition(row["file"], 0).sequence,
+                                                      int(row["pos"]))
         applied = self.sink.last_applied(table)
         if applied is not None and int(applied["batch_id"]) >= self._batch_id:
             return
