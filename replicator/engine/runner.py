@@ -257,11 +257,11 @@ def run_pipeline(pipeline: Pipeline, options: RunOptions, *, spark: Any = None) 
 
 def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                 listed: Any = None) -> RunResult:
+    from replicator.engine.applier import BatchApplier
     from replicator.engine.errors import quiet_task_failures
     from replicator.engine.routing import SourcesToCopy
     from replicator.engine.session import register_sources, spark_session
     from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
-    from replicator.engine.transform import BatchApplier
     from replicator.sink import open_sink
     from replicator.source.positions import ensure_available
     from replicator.source.preflight import require_replication_settings

@@ -192,7 +192,7 @@ def _planned(table: Any, source_column: str | None) -> Any:
                  and c.expression is None), None)
 
 
-# The kinds whose `follow` the run carries out (``engine.transform.BatchApplier``); one the
+# The kinds whose `follow` the run carries out (``engine.applier.BatchApplier``); one the
 # run did not carry out would stop rather than let `plan` promise it.
 RUN_FOLLOWS = frozenset({ChangeKind.ADD_COLUMN, ChangeKind.TYPE_CHANGE, ChangeKind.RENAME_COLUMN,
                          ChangeKind.DROP_COLUMN, ChangeKind.RENAME_TABLE, ChangeKind.TRUNCATE})

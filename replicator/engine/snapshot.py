@@ -38,7 +38,7 @@ from replicator.errors import EngineError, ReplicatorError
 from replicator.source.snapshot import Chunk
 
 if TYPE_CHECKING:
-    from replicator.engine.transform import BatchApplier
+    from replicator.engine.applier import BatchApplier
     from replicator.model.catalog import Catalog, SourceTable
     from replicator.model.changes import BinlogPosition
     from replicator.model.pipeline import MySQLSource, Pipeline

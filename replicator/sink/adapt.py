@@ -1,7 +1,7 @@
 """Per-table event adaptation: the changes a table's plan reads -> the changes it stages.
 
 The one place where a table's plan reshapes change events before ``stage_changes``: both the
-stream (``engine.transform.BatchApplier.apply_manifest``) and the snapshot chunks go through it,
+stream (``engine.applier.BatchApplier.apply_manifest``) and the snapshot chunks go through it,
 so a mode that needs it (routing many source tables into one target, outbox flattening,
 computed columns) is applied the same way to copied and streamed rows.
 

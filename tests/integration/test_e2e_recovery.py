@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from replicator.demo.workload import apply_changes, create_schema, seed
-from replicator.engine.transform import BatchApplier
+from replicator.engine.applier import BatchApplier
 from replicator.errors import EngineError
 from replicator.model.pipeline import DuckDBTarget
 from tests.integration.e2e_support import assert_target_equals_source, demo_pipeline, run

@@ -19,8 +19,8 @@ import pytest
 
 from replicator.config import load_pipeline
 from replicator.engine import transform
+from replicator.engine.applier import BatchApplier
 from replicator.engine.checkpoint import CheckpointDir
-from replicator.engine.transform import BatchApplier
 from replicator.errors import SourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget, TargetConfig

@@ -360,8 +360,8 @@ def _apply(applier, items, batch_id):
 
 @pytest.fixture()
 def routed_applier(tmp_path):
+    from replicator.engine.applier import BatchApplier
     from replicator.engine.checkpoint import CheckpointDir
-    from replicator.engine.transform import BatchApplier
 
     pipeline = _pipeline()
     covered: list[list[str]] = []
@@ -439,9 +439,9 @@ def test_a_table_the_live_catalog_shows_before_its_rename_is_streamed_is_still_c
     being applied. A CREATE re-plans while a later RENAME into the selection has already run
     on the server: the renamed table is in the new plan, but it is not covered, so its RENAME
     must still ask for a copy (its rows were written under the old name)."""
+    from replicator.engine.applier import BatchApplier
     from replicator.engine.checkpoint import CheckpointDir
     from replicator.engine.routing import SourcesToCopy
-    from replicator.engine.transform import BatchApplier
 
     pipeline = _pipeline()
     ahead = Catalog((*CATALOG.tables, _orders("shop_3"), _orders("shop_4"), _orders("shop_5")))

@@ -1,5 +1,5 @@
-"""The per-batch transform: a micro-batch's manifest -> per target table, its landed change
-files -> staging rows -> the sink, exactly once.
+"""The batch applier (``BatchApplier``): a micro-batch's manifest -> per target table, its
+landed change files -> staging rows -> the sink, exactly once.
 
 Runs on the driver, inside ``foreachBatch`` (and for each snapshot chunk). The stream's rows
 are the manifest of what the executors landed (``engine.landing``): one row per Parquet file

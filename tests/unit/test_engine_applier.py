@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from replicator.engine.applier import BatchApplier
 from replicator.engine.checkpoint import EPOCH_SPAN, CheckpointDir
-from replicator.engine.transform import BatchApplier
 from replicator.errors import EngineError
 from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
 from replicator.model.pipeline import (
