@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from replicator.config import load_pipeline
-from replicator.engine import applier
+from replicator.engine import applier as applier_module
 from replicator.engine.applier import BatchApplier
 from replicator.engine.checkpoint import CheckpointDir
 from replicator.errors import SourceError
@@ -35,7 +35,7 @@ SLICE = 3
 
 @pytest.fixture(params=["duckdb", "snowflake"])
 def applier(request, tmp_path, monkeypatch):
-    monkeypatch.setattr(applier, "SLICE_ROWS", SLICE)
+    monkeypatch.setattr(applier_module, "SLICE_ROWS", SLICE)
     kind = request.param
     patch = None
     if kind == "snowflake":
@@ -148,14 +148,14 @@ def test_slices_leave_the_same_target_as_the_whole_batch_in_every_mode(applier, 
     # The same files applied whole (one slice) ... The reference is the change batch, not the
     # ChangeEvents: it carries the key, not the whole row, from before a key update (the
     # delete half of a key update logs the new row's other values; docs/architecture.md).
-    monkeypatch.setattr(applier, "SLICE_ROWS", 10_000)
+    monkeypatch.setattr(applier_module, "SLICE_ROWS", 10_000)
     for batch_id, batch in enumerate(batches):
         for table in applier.plan.tables:
             events = batch[table.source_name]
             applier.apply_files(table, _files(applier, events, batch_id), batch_id,
                                 {"pos": batch_id})
     whole = _dump(applier)
-    monkeypatch.setattr(applier, "SLICE_ROWS", SLICE)  # ... and in slices of 3
+    monkeypatch.setattr(applier_module, "SLICE_ROWS", SLICE)  # ... and in slices of 3
     assert all(whole.values()), whole  # every table got rows
     _clear(applier)
     for batch_id, batch in enumerate(batches):
