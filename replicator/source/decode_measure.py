@@ -2,7 +2,7 @@
 library (``fast=False``) and the fast path, in the same run, on the same range
 (docs/fast-decode.md has the numbers).
 
-    .venv/bin/python -m replicator.source.fast.measure --changes 100000 [--profile fast]
+    .venv/bin/python -m replicator.source.decode_measure --changes 100000 [--profile fast]
 
 Starts a throwaway MariaDB, writes ``--changes`` single-row INSERT/UPDATE/DELETE statements
 (60/30/10) in transactions of 500 on two tables (BIGINT, INT, DECIMAL(12,2), VARCHAR utf8mb4,
