@@ -94,17 +94,7 @@ def _plan_table(
     name = table.source_name
     before = len(problems.items)
 
-    for mapping in table.columns:
-        if mapping.computed:
-            continue  # checked by _plan_computed
-        if source_table.column(mapping.source_column) is None:
-            problems.add(
-                f"{name}: column {mapping.source_column!r} is configured but not in the source",
-                hint=f"remove it from `columns:` or check its spelling; columns are: "
-                f"{', '.join(c.name for c in source_table.columns)}",
-                code="R302", at=("columns", mapping.source_column),
-            )
-
+    _check_configured_columns(table, source_table, problems)
     key, key_origin = _resolve_key(table, source_table, problems)
     columns: list[PlannedColumn] = []
     excluded: list[str] = []
@@ -136,6 +126,75 @@ def _plan_table(
             if computed is not None:
                 columns.append(computed)
     data_columns = list(columns)
+    columns += _replicator_columns(table, case, problems)
+    track_history = _resolve_track_history(table, data_columns, problems)
+
+    check_column_collisions(name, columns, problems)
+    columns = with_staging_names(columns)
+    log_columns: list[PlannedColumn] = []
+    if table.log_table and table.mode == "merge":
+        by_name = {c.target_column: c for c in columns}
+        log_columns = [by_name[c.target_column] for c in data_columns]
+        log_columns += changelog_columns(case)
+        check_column_collisions(f"{name} (log table)", log_columns, problems)
+    filter_inputs = _plan_filter(pipeline, table, source_table, problems)
+
+    if len(problems.items) > before:
+        return None
+    target_table = target_identifier(table.target_table or source_table.table, case)
+    log_table = (
+        target_identifier((table.target_table or source_table.table) + LOG_TABLE_SUFFIX, case)
+        if log_columns
+        else None
+    )
+    return TablePlan(
+        pipeline_name=pipeline.name,
+        source_database="" if table.routed else source_table.database,
+        source_table="" if table.routed else source_table.table,
+        target_namespace=namespace(pipeline),
+        target_table=target_table,
+        columns=tuple(columns),
+        source_key=key,
+        key_origin=key_origin,
+        deletes=table.deletes,
+        staging_table=staging_table_name(target_table),
+        state_table=target_identifier(pipeline.target.state_table, case),
+        identifier_case=case,
+        on_error=table.on_error,
+        dead_letter_table=target_identifier(DEAD_LETTER_TABLE, case),
+        filter=table.filter,
+        filter_inputs=filter_inputs,
+        excluded=tuple(excluded),
+        mode=table.mode,
+        log_table=log_table,
+        log_columns=tuple(log_columns),
+        track_history=track_history,
+        selection=table.selection,
+    )
+
+
+def _check_configured_columns(table: TablePipeline, source_table: SourceTable,
+                              problems: PlanProblems) -> None:
+    """R302 for each column `columns:` configures that the source table does not have."""
+    name = table.source_name
+    for mapping in table.columns:
+        if mapping.computed:
+            continue  # checked by _plan_computed
+        if source_table.column(mapping.source_column) is None:
+            problems.add(
+                f"{name}: column {mapping.source_column!r} is configured but not in the source",
+                hint=f"remove it from `columns:` or check its spelling; columns are: "
+                f"{', '.join(c.name for c in source_table.columns)}",
+                code="R302", at=("columns", mapping.source_column),
+            )
+
+
+def _replicator_columns(table: TablePipeline, case: IdentifierCase,
+                        problems: PlanProblems) -> list[PlannedColumn]:
+    """The columns replicator adds after the data columns: `metadata:`, or the changelog's
+    fixed ones; soft-delete and scd2 columns by mode."""
+    name = table.source_name
+    columns: list[PlannedColumn] = []
     # A changelog table carries the fixed changelog columns instead of `metadata:`.
     for metadata in table.metadata if table.mode != "changelog" else ():
         if metadata == "source_table" and table.routed:
@@ -180,68 +239,33 @@ def _plan_table(
             )
             for target_column in SCD2_COLUMNS
         ]
-    track_history = _resolve_track_history(table, data_columns, problems)
+    return columns
 
-    check_column_collisions(name, columns, problems)
-    columns = with_staging_names(columns)
-    log_columns: list[PlannedColumn] = []
-    if table.log_table and table.mode == "merge":
-        by_name = {c.target_column: c for c in columns}
-        log_columns = [by_name[c.target_column] for c in data_columns]
-        log_columns += changelog_columns(case)
-        check_column_collisions(f"{name} (log table)", log_columns, problems)
-    filter_inputs: tuple[tuple[str, Any], ...] = ()
-    if table.filter:
-        from replicator.plan.expressions import STRING as SPARK_STRING
-        from replicator.plan.expressions import ExpressionError, compile_filter, spark_type_of
 
-        tinyint1 = pipeline.source.tinyint1
-        filter_inputs = tuple((c.name, spark_type_of(c.mysql_type, tinyint1=tinyint1))
-                              for c in source_table.columns)
-        if table.routed:
-            filter_inputs += ((SOURCE_TABLE_COLUMN, SPARK_STRING),)
-        from replicator.plan.transpile import Untranslatable, translate
+def _plan_filter(pipeline: Pipeline, table: TablePipeline, source_table: SourceTable,
+                 problems: PlanProblems) -> tuple[tuple[str, Any], ...]:
+    """The filter's input columns (name, Spark type); the filter must compile and translate."""
+    if not table.filter:
+        return ()
+    name = table.source_name
+    from replicator.plan.expressions import STRING as SPARK_STRING
+    from replicator.plan.expressions import ExpressionError, compile_filter, spark_type_of
 
-        try:
-            compile_filter(table.filter, dict(filter_inputs))
-            translate(table.filter, dict(filter_inputs))
-        except (ExpressionError, Untranslatable) as exc:
-            problems.add(f"{name}: filter {table.filter!r}: {exc.message} (at character "
-                         f"{exc.offset + 1})", hint=exc.hint, code=expression_code(exc.message),
-                         at=("filter",))
+    tinyint1 = pipeline.source.tinyint1
+    filter_inputs = tuple((c.name, spark_type_of(c.mysql_type, tinyint1=tinyint1))
+                          for c in source_table.columns)
+    if table.routed:
+        filter_inputs += ((SOURCE_TABLE_COLUMN, SPARK_STRING),)
+    from replicator.plan.transpile import Untranslatable, translate
 
-    if len(problems.items) > before:
-        return None
-    target_table = target_identifier(table.target_table or source_table.table, case)
-    log_table = (
-        target_identifier((table.target_table or source_table.table) + LOG_TABLE_SUFFIX, case)
-        if log_columns
-        else None
-    )
-    return TablePlan(
-        pipeline_name=pipeline.name,
-        source_database="" if table.routed else source_table.database,
-        source_table="" if table.routed else source_table.table,
-        target_namespace=namespace(pipeline),
-        target_table=target_table,
-        columns=tuple(columns),
-        source_key=key,
-        key_origin=key_origin,
-        deletes=table.deletes,
-        staging_table=staging_table_name(target_table),
-        state_table=target_identifier(pipeline.target.state_table, case),
-        identifier_case=case,
-        on_error=table.on_error,
-        dead_letter_table=target_identifier(DEAD_LETTER_TABLE, case),
-        filter=table.filter,
-        filter_inputs=filter_inputs,
-        excluded=tuple(excluded),
-        mode=table.mode,
-        log_table=log_table,
-        log_columns=tuple(log_columns),
-        track_history=track_history,
-        selection=table.selection,
-    )
+    try:
+        compile_filter(table.filter, dict(filter_inputs))
+        translate(table.filter, dict(filter_inputs))
+    except (ExpressionError, Untranslatable) as exc:
+        problems.add(f"{name}: filter {table.filter!r}: {exc.message} (at character "
+                     f"{exc.offset + 1})", hint=exc.hint, code=expression_code(exc.message),
+                     at=("filter",))
+    return filter_inputs
 
 
 def _resolve_track_history(
