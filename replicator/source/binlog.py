@@ -56,24 +56,12 @@ def _change_events(items: list[Commit | SchemaChange]) -> Iterator[ChangeEvent |
             )
 
 
-def _library_stream(source: MySQLSource, start: BinlogPosition, server_id: int) -> Any:
-    """The library's non-blocking dump from ``start``, with its silent reconnect refused."""
+def _library_stream(source: MySQLSource, start: BinlogPosition, server_id: int,
+                    only_events: list[Any]) -> Any:
+    """The library's non-blocking dump from ``start`` (``only_events``: the event classes
+    the reader handles), with its silent reconnect refused."""
     import pymysql
     from pymysqlreplication import BinLogStreamReader
-    from pymysqlreplication.event import (
-        GtidEvent,
-        MariadbGtidEvent,
-        NotImplementedEvent,
-        QueryEvent,
-        RotateEvent,
-        XidEvent,
-    )
-    from pymysqlreplication.row_event import (
-        DeleteRowsEvent,
-        PartialUpdateRowsEvent,
-        UpdateRowsEvent,
-        WriteRowsEvent,
-    )
 
     stream_connections = 0
 
@@ -104,12 +92,7 @@ def _library_stream(source: MySQLSource, start: BinlogPosition, server_id: int) 
         log_pos=start.pos,
         resume_stream=True,
         blocking=False,
-        only_events=[
-            RotateEvent, GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent,
-            WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent,
-            # Not decoded by the library, but never skipped silently: refused below.
-            PartialUpdateRowsEvent, NotImplementedEvent,
-        ],
+        only_events=only_events,
         filter_non_implemented_events=False,
         # No only_schemas/only_tables: the library compares them case-sensitively; the
         # filter below is case-insensitive (and rows are decoded lazily, only when wanted).
@@ -226,6 +209,7 @@ def _read_changes_library(
     from pymysqlreplication.row_event import (
         DeleteRowsEvent,
         PartialUpdateRowsEvent,
+        UpdateRowsEvent,
         WriteRowsEvent,
     )
 
@@ -244,7 +228,12 @@ def _read_changes_library(
     if start >= end:
         return
 
-    stream = _library_stream(source, start, server_id)
+    stream = _library_stream(source, start, server_id, [
+        RotateEvent, GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent,
+        WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent,
+        # Not decoded by the library, but never skipped silently: refused below.
+        PartialUpdateRowsEvent, NotImplementedEvent,
+    ])
     assembler = TransactionAssembler(start, end, wanted)
     convert = _ImageConverter(zero_dates)
     def event_start(event: Any) -> int:
