@@ -194,7 +194,8 @@ def render_table(results: dict[str, Any]) -> str:
 
 def _throughput_bars(results: dict[str, Any]) -> list[tuple[str, float, str]]:
     """(label, rows or changes per second, kind) of every reader and pipeline run measured:
-    kind is "peer" for python-mysql-replication alone (what others build on), "reader" for
+    kind is "peer" for python-mysql-replication alone (what others build on) and Debezium
+    (what users run today), "reader" for
     replicator's decoders, "pipeline" for whole runs."""
     bars: list[tuple[str, float, str]] = []
     decode = results.get("decode") or {}
@@ -213,6 +214,11 @@ def _throughput_bars(results: dict[str, Any]) -> list[tuple[str, float, str]]:
         if entry.get("changes_per_s"):
             bars.append((f"pipeline -> {target} (wall, incl. start-up)",
                          float(entry["changes_per_s"]), "pipeline"))
+    peer = results.get("peer") or {}  # Debezium on the e2e range, same run (bench/peer.py)
+    for key, how in (("changes_per_s_streaming", "streaming"), ("changes_per_s", "wall")):
+        if peer.get(key):
+            bars.append((f"Debezium embedded -> duckdb append ({how}, peer)", float(peer[key]),
+                         "peer"))
     snapshot = results.get("snapshot") or {}
     if snapshot.get("rows_per_s"):
         bars.append(("snapshot -> duckdb", float(snapshot["rows_per_s"]), "pipeline"))
@@ -255,7 +261,7 @@ def write_charts(results: dict[str, Any], stem: Path) -> list[Path]:
             axes.text(value, y, f" {value:,.0f}", va="center", fontsize=8)
         axes.set_xlabel("row changes per second (higher is better)")
         changes = (results.get("workload") or {}).get("changes")
-        axes.set_title("Throughput vs python-mysql-replication, measured in the same run"
+        axes.set_title("Throughput vs the peers (grey), measured in the same run"
                        + (f"\n({changes:,} row changes)" if changes else ""))
         axes.set_xlim(0, max(values) * 1.18)
         save(figure, "throughput")
