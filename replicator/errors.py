@@ -77,3 +77,10 @@ class TransientSinkError(SinkError):
 
 class EngineError(ReplicatorError):
     """Spark job: launch, checkpoint, streaming query failures."""
+
+
+class LeaseError(ReplicatorError):
+    """Another run holds the pipeline's lease in the target, or took it over from this run
+    (fencing): this run applies nothing. Exit code 3 (docs/running.md)."""
+
+    exit_code = 3

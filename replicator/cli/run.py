@@ -110,6 +110,10 @@ def command(
         int | None, typer.Option("--metrics-port", min=0, max=65535,
                                  help="Serve Prometheus metrics on http://127.0.0.1:PORT/metrics.")
     ] = None,
+    take_over: Annotated[
+        bool, typer.Option("--take-over", help="Take the pipeline's lease in the target from "
+                           "the run holding it (that run's next batch rolls back and it stops).")
+    ] = False,
 ) -> None:
     import os
 
@@ -139,6 +143,7 @@ def command(
                         *(["--metrics-file", str(metrics_file)] if metrics_file else []),
                         *(["--metrics-port", str(metrics_port)]
                           if metrics_port is not None else []),
+                        *(["--take-over"] if take_over else []),
                         *(arg for pair in conf or [] for arg in ("--conf", pair))]
             _submit(file, pipeline, spark_master, spark_conf, run_args, dry_run=dry_run)
             return
@@ -147,7 +152,7 @@ def command(
                         "spark-submit command (use a cluster master: spark://, yarn, k8s://)")
             return
         _run(pipeline, until_caught_up=until_caught_up, snapshot=snapshot, master=master,
-             spark_conf=spark_conf, log_format=log_format,
+             spark_conf=spark_conf, log_format=log_format, take_over=take_over,
              metrics=_metrics(pipeline, metrics_file, metrics_port))
     finally:
         os.umask(previous_umask)
@@ -189,7 +194,7 @@ def _submit(file: Path, pipeline: Any, master: str, spark_conf: dict[str, str],
 
 
 def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, master: str | None,
-         spark_conf: dict[str, str], log_format: LogFormat, metrics: Any = None) -> None:
+         spark_conf: dict[str, str], log_format: LogFormat, metrics: Any = None, take_over: bool = False) -> None:
     import time
 
     from replicator.engine.metrics import BatchReport, format_json, format_text
@@ -269,6 +274,7 @@ def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, mast
         on_report=on_report,
         on_notice=on_notice,
         debug=render.settings.debug,
+        take_over=take_over,
     )
     try:
         with run_state, display if display is not None else render.nothing():

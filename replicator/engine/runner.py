@@ -60,6 +60,8 @@ class RunOptions:
     debug: bool = False
     # Set it to stop like SIGTERM does (for embedding the runner, and tests).
     stop: threading.Event | None = None
+    # Take the pipeline's lease from the run holding it (engine.lease).
+    take_over: bool = False
 
 
 @dataclass
@@ -120,10 +122,14 @@ def resolve_start(
     if state is not None:
         epoch = state.epoch + 1
     else:
-        # A target that already holds batches of this pipeline, without our checkpoint:
+        # A target that already holds batches of this pipeline, without our checkpoint (a
+        # container restarted without its volume): resume where the target's state says, else
         # start a new epoch so the new batch ids cannot be mistaken for applied ones.
-        recorded = [sink.last_applied(table) for table in plan.tables]
-        epochs = [epoch_of(int(r["batch_id"])) for r in recorded if r]
+        recorded = {table.target_table: sink.recent_applied(table, 2) for table in plan.tables}
+        resumed = _resume_from_target(pipeline, plan, recorded, checkpoint, mode, notice)
+        if resumed is not None:
+            return resumed
+        epochs = [epoch_of(int(r["batch_id"])) for rows in recorded.values() for r in rows]
         if epochs:
             epoch = max(epochs) + 1
             notice(f"the target already has batches of pipeline {pipeline.name} but there is "
@@ -159,6 +165,68 @@ def resolve_start(
     checkpoint.save_start(state)
     notice(f"starting pipeline {pipeline.name} at {position}"
            + (" after a snapshot" if snapshot else " (no snapshot)"))
+    return state
+
+
+def _resume_from_target(
+    pipeline: Pipeline, plan: Plan, recorded: dict[str, list[dict[str, Any]]],
+    checkpoint: CheckpointDir, mode: SnapshotMode, notice: Notice,
+) -> StartState | None:
+    """The start state rebuilt from the target's state rows, when the checkpoint is gone.
+
+    Spark runs micro-batches one after the other, so every batch before the newest recorded
+    one (S) was applied to every table it touched; S itself may be half applied (a crash
+    between two tables' transactions). The stream resumes at the end offset of the newest
+    batch before S, as a new epoch: S's changes are applied again (merged tables converge).
+    None (start over, as before) when that cannot be known: a table without state rows, no
+    stream batch yet (a snapshot may be incomplete), `--snapshot always`, or a purged binlog.
+    """
+    from replicator.errors import BinlogGoneError
+    from replicator.source.positions import ensure_available
+
+    if mode == "always" or not any(recorded.values()):
+        return None
+    why = None
+    epoch = max(epoch_of(int(r["batch_id"])) for rows in recorded.values() for r in rows)
+    ids = sorted({int(r["batch_id"]) for rows in recorded.values() for r in rows
+                  if int(r["batch_id"]) >= 0 and epoch_of(int(r["batch_id"])) == epoch})
+    empty = [name for name, rows in recorded.items() if not rows]
+    if empty:
+        why = f"table(s) {', '.join(empty)} have no state rows"
+    elif not ids:
+        why = "no stream batch is recorded: the snapshot may not have completed"
+    if why is not None:
+        notice(f"no checkpoint in {checkpoint.path} and the target's state cannot place the "
+               f"resume point ({why})")
+        return None
+    if len(ids) > 1:
+        after = f"batch {ids[-2]}"
+        offsets = [r["end_offset"] for rows in recorded.values() for r in rows
+                   if int(r["batch_id"]) == ids[-2]]
+    else:
+        # Only one stream batch: the stream started at the snapshot's position (the oldest
+        # one recorded, should a table added later have been copied from a later one).
+        after = "the snapshot"
+        offsets = [r["end_offset"] for rows in recorded.values() for r in rows
+                   if int(r["batch_id"]) < 0 and epoch_of(int(r["batch_id"])) == epoch]
+    if not offsets:
+        notice(f"no checkpoint in {checkpoint.path} and the target's state cannot place the "
+               "resume point (no batch before the newest is recorded)")
+        return None
+    position = min(BinlogPosition.from_offset(offset) for offset in offsets)
+    try:
+        ensure_available(pipeline.source, position)
+    except BinlogGoneError as gone:
+        notice(f"no checkpoint in {checkpoint.path}; the target's state ends at {position} "
+               f"but {gone.message}")
+        return None
+    state = StartState(position=position, snapshot="skipped", epoch=epoch + 1,
+                       tables=plan.source_names())
+    checkpoint.reset_stream()
+    checkpoint.save_start(state)
+    notice(f"no checkpoint in {checkpoint.path}: resuming from the target's state table at "
+           f"{position} (after {after}; the newest batch, {ids[-1]}, is applied again) "
+           f"as epoch {epoch + 1}, without copying the tables again")
     return state
 
 
@@ -259,6 +327,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                 listed: Any = None) -> RunResult:
     from replicator.engine.applier import BatchApplier
     from replicator.engine.errors import quiet_task_failures
+    from replicator.engine.lease import take_lease
     from replicator.engine.routing import SourcesToCopy
     from replicator.engine.session import register_sources, spark_session
     from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
@@ -278,6 +347,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     sink = context.open_sink()
     sink.on_retry = notice  # a batch tried again after a transient warehouse error
     applier: BatchApplier | None = None
+    lease = None
     flag = _StopFlag(notice, options.stop)
 
     def report(batch: BatchReport) -> None:
@@ -293,10 +363,13 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
 
     try:
         sink.prepare()
+        # Before anything is applied: another run of this pipeline, on any host, stops here.
+        lease = take_lease(sink, pipeline.name, take_over=options.take_over, notice=notice)
         state = resolve_start(pipeline, plan, sink, checkpoint, options.snapshot, notice)
         _follow_gtid(pipeline, checkpoint, state, notice)
         applier = BatchApplier(pipeline, plan, sink, checkpoint, epoch=state.epoch,
-                               open_sink=open_sink, on_report=report, on_notice=notice,
+                               open_sink=lambda p, pl: lease.fence(open_sink(p, pl)),
+                               on_report=report, on_notice=notice,
                                on_new_sources=lambda names: _covered(checkpoint, state, names,
                                                                      notice),
                                covers=lambda name: state.covers(name))
@@ -322,7 +395,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
             while True:
                 try:
                     _stream_with_retries(spark, pipeline, applier, checkpoint, state, options,
-                                         flag, result, notice, listed=listed)
+                                         flag, result, notice, listed=listed, lease=lease)
                     break
                 except SourcesToCopy as arrived:
                     # Renamed into a `sources:` selection mid-stream: copy them as tables found
@@ -344,6 +417,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
         result.end = committed[1] if committed else resume
         return result
     finally:
+        if lease is not None:
+            lease.release()
         (applier.sink if applier is not None else sink).close()
         if applier is not None:
             # Spark's callback server keeps the foreachBatch function (the applier) alive until
@@ -381,7 +456,7 @@ def _follow_gtid(pipeline: Pipeline, checkpoint: CheckpointDir, state: StartStat
 def _stream_with_retries(
     spark: Any, pipeline: Pipeline, applier: Any, checkpoint: CheckpointDir, state: StartState,
     options: RunOptions, flag: _StopFlag, result: RunResult, notice: Notice, *,
-    listed: Any = None,
+    listed: Any = None, lease: Any = None,
 ) -> None:
     """Restart the streaming query after transient failures (a server restart, a dropped
     connection, a warehouse resuming): it resumes from Spark's checkpoint, and the sink skips
@@ -397,7 +472,7 @@ def _stream_with_retries(
                 # SET GLOBAL binlog_format = ROW): re-check before reading again.
                 _check_writer(pipeline, listed)  # first: the old writer may be gone for good
                 require_replication_settings(pipeline.source)
-            _stream(spark, pipeline, applier, checkpoint, state, options, flag, result)
+            _stream(spark, pipeline, applier, checkpoint, state, options, flag, result, lease)
             return
         except ReplicatorError as exc:
             attempt += 1
@@ -427,7 +502,7 @@ def _check_writer(pipeline: Pipeline, listed: Any) -> None:
 
 def _stream(
     spark: Any, pipeline: Pipeline, applier: Any, checkpoint: CheckpointDir, state: StartState,
-    options: RunOptions, flag: _StopFlag, result: RunResult,
+    options: RunOptions, flag: _StopFlag, result: RunResult, lease: Any = None,
 ) -> None:
     from pyspark.errors import StreamingQueryException
 
@@ -467,6 +542,8 @@ def _stream(
                 break
             if query.awaitTermination(0.25):
                 break
+            if lease is not None and not applier.in_batch:
+                lease.renew_if_due()  # LeaseError: another run took it over
     except StreamingQueryException as exc:
         failure = exc
     except BaseException:

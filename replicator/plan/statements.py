@@ -404,15 +404,15 @@ def state_insert(table: TablePlan, dialect: Dialect) -> str:
     )
 
 
-def state_latest(table: TablePlan, dialect: Dialect) -> str:
-    """The newest state row of a table. Parameters: pipeline, table."""
+def state_latest(table: TablePlan, dialect: Dialect, count: int = 1) -> str:
+    """The newest ``count`` state rows of a table, newest first. Parameters: pipeline, table."""
     p = dialect.parameter
     c = lambda name: q(state_column(table, name))  # noqa: E731
     return (
         f"SELECT {c('BATCH_ID')}, {c('END_OFFSET')}, {c('APPLIED_AT')} "
         f"FROM {_state_name(table, dialect)} "
         f"WHERE {c('PIPELINE')} = {p} AND {c('TABLE')} = {p} "
-        f"ORDER BY {c('APPLIED_AT')} DESC, {c('BATCH_ID')} DESC LIMIT 1"
+        f"ORDER BY {c('APPLIED_AT')} DESC, {c('BATCH_ID')} DESC LIMIT {int(count)}"
     )
 
 
@@ -642,3 +642,73 @@ def batch_statements(table: TablePlan, dialect: Dialect) -> list[tuple[str, str]
     if table.log_table:
         out.append(("append every change to the log table", append_changes(table, dialect, log=True)))
     return out
+
+
+# -- the lease: one run of a pipeline applies batches (engine.lease) --------------------------
+
+LEASE_COLUMNS: tuple[tuple[str, TargetType], ...] = (
+    ("PIPELINE", TargetType("string")),
+    ("GENERATION", integer(19, 64)),
+    ("HOLDER", TargetType("string")),  # host/pid of the run; "" once released
+    ("SINCE", TargetType("timestamp_tz", fsp=6)),
+    ("RENEWED_AT", TargetType("timestamp_tz", fsp=6)),
+)
+
+
+def _lease_name(table: TablePlan, dialect: Dialect) -> str:
+    suffix = "_LEASE" if table.state_table.upper() == table.state_table else "_lease"
+    return qualified_name((*_namespace(table, dialect), table.state_table + suffix))
+
+
+def create_lease_table(table: TablePlan, dialect: Dialect) -> str:
+    lines = [_column_definition(state_column(table, name), dialect.type_name(type_), True)
+             for name, type_ in LEASE_COLUMNS]
+    lines.append(f"PRIMARY KEY ({q(state_column(table, 'PIPELINE'))})")
+    body = ",\n  ".join(lines)
+    return f"CREATE TABLE IF NOT EXISTS {_lease_name(table, dialect)} (\n  {body}\n)"
+
+
+def lease_read(table: TablePlan, dialect: Dialect) -> str:
+    """generation, holder, since, renewed_at and the target's clock. Parameters: pipeline."""
+    c = lambda name: q(state_column(table, name))  # noqa: E731
+    return (f"SELECT {c('GENERATION')}, {c('HOLDER')}, {c('SINCE')}, {c('RENEWED_AT')}, "
+            f"CURRENT_TIMESTAMP FROM {_lease_name(table, dialect)} "
+            f"WHERE {c('PIPELINE')} = {dialect.parameter}")
+
+
+def lease_insert(table: TablePlan, dialect: Dialect) -> str:
+    """The first lease of a pipeline (generation 1). Parameters: pipeline, holder."""
+    p = dialect.parameter
+    names = ", ".join(q(state_column(table, name)) for name, _ in LEASE_COLUMNS)
+    return (f"INSERT INTO {_lease_name(table, dialect)} ({names}) "
+            f"VALUES ({p}, 1, {p}, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)")
+
+
+def lease_take(table: TablePlan, dialect: Dialect) -> str:
+    """Take the lease over: the next generation, if nobody took it since it was read.
+    Parameters: holder, pipeline, the generation read."""
+    p = dialect.parameter
+    c = lambda name: q(state_column(table, name))  # noqa: E731
+    return (f"UPDATE {_lease_name(table, dialect)} SET {c('GENERATION')} = {c('GENERATION')} + 1, "
+            f"{c('HOLDER')} = {p}, {c('SINCE')} = CURRENT_TIMESTAMP, "
+            f"{c('RENEWED_AT')} = CURRENT_TIMESTAMP "
+            f"WHERE {c('PIPELINE')} = {p} AND {c('GENERATION')} = {p}")
+
+
+def lease_renew(table: TablePlan, dialect: Dialect) -> str:
+    """The fence: touches the row only while the run's generation holds it (0 rows updated:
+    another run took the lease). Inside a batch's transaction it also makes a concurrent take
+    wait for the batch's commit. Parameters: pipeline, generation."""
+    p = dialect.parameter
+    c = lambda name: q(state_column(table, name))  # noqa: E731
+    return (f"UPDATE {_lease_name(table, dialect)} SET {c('RENEWED_AT')} = CURRENT_TIMESTAMP "
+            f"WHERE {c('PIPELINE')} = {p} AND {c('GENERATION')} = {p}")
+
+
+def lease_release(table: TablePlan, dialect: Dialect) -> str:
+    """A run that ends gives the lease up (the next run takes it at once). Parameters:
+    pipeline, generation."""
+    p = dialect.parameter
+    c = lambda name: q(state_column(table, name))  # noqa: E731
+    return (f"UPDATE {_lease_name(table, dialect)} SET {c('HOLDER')} = '' "
+            f"WHERE {c('PIPELINE')} = {p} AND {c('GENERATION')} = {p}")

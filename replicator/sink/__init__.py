@@ -88,6 +88,9 @@ class Sink(Protocol):
     def dead_letters(self, table: TablePlan) -> int:
         """Rows of the table set aside in the dead-letter table (on_error: dead_letter)."""
 
+    def recent_applied(self, table: TablePlan, count: int) -> list[dict[str, Any]]:
+        """The table's newest ``count`` state rows (as ``last_applied``), newest first."""
+
     def close(self) -> None: ...
 
 

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from replicator.errors import SinkError
+from replicator.errors import LeaseError, SinkError
 from replicator.plan import program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import Plan, TablePlan
@@ -164,8 +164,11 @@ class SQLSink:
                 )
             staged_at = time.perf_counter()
             stage_seconds += staged_at - started
-            for statement in program.batch_tail(table, self.dialect, key, dead_letters):
+            tail = program.batch_tail(table, self.dialect, key, dead_letters)
+            for statement in tail[:-1]:
                 self._run(cursor, statement)
+            self._fence(cursor)  # last before COMMIT: a concurrent take-over waits for it
+            self._run(cursor, tail[-1])
             merged_at = time.perf_counter()
         except self.driver_errors() as exc:
             self._rollback(cursor)
@@ -221,24 +224,76 @@ class SQLSink:
             finally:
                 cursor.close()
 
+    # -- the lease (engine.lease): primitives; the decisions are the engine's -------------
+
+    # The generation of the lease this run holds; None: no fencing (tests of the sink alone).
+    generation: int | None = None
+
+    def _fence(self, cursor: Any) -> None:
+        """Inside the batch's transaction: FencedError (rolled back) when another run took
+        the lease since this run took it."""
+        from replicator.plan import statements
+
+        if self.generation is None:
+            return
+        cursor.execute(statements.lease_renew(self.plan.tables[0], self.dialect),
+                       [self.pipeline_name, self.generation])
+        if _updated(cursor) != 1:
+            raise LeaseError(
+                f"pipeline {self.pipeline_name}: another run took the lease (generation "
+                f"{self.generation} is no longer current); this batch was rolled back",
+                hint="this run stops; the run holding the lease applies the batches now "
+                "(replicator status shows which one)")
+
+    def lease_statement(self, name: str, params: list[Any]) -> Any:
+        """Run one lease statement (``statements.lease_<name>``) in its own transaction:
+        the row read, or the number of rows updated."""
+        from replicator.plan import statements
+
+        render = getattr(statements, f"lease_{name}")
+        with self._one_at_a_time():
+            cursor = self._cursor()
+            try:
+                if name == "read":
+                    cursor.execute(statements.create_lease_table(self.plan.tables[0],
+                                                                 self.dialect))
+                cursor.execute(render(self.plan.tables[0], self.dialect), params)
+                result = cursor.fetchone() if name == "read" else _updated(cursor)
+                if self.dialect.implicit_transactions:
+                    cursor.execute(program.COMMIT)
+                return result
+            except self.driver_errors() as exc:
+                self._rollback(cursor)
+                if name == "insert":
+                    return 0  # a concurrent first run inserted it (the key held)
+                raise self._failed(exc, f"{name} the pipeline's lease") from None
+            finally:
+                cursor.close()
+
     def last_applied(self, table: TablePlan) -> dict[str, Any] | None:
+        recent = self.recent_applied(table, 1)
+        return recent[0] if recent else None
+
+    def recent_applied(self, table: TablePlan, count: int) -> list[dict[str, Any]]:
+        """The table's newest ``count`` state rows, newest first (the checkpoint-less resume
+        needs the batch before the newest: engine.runner)."""
         from replicator.plan import statements
 
         with self._one_at_a_time():
             cursor = self._cursor()
             try:
-                cursor.execute(statements.state_latest(table, self.dialect),
+                cursor.execute(statements.state_latest(table, self.dialect, count),
                                [self.pipeline_name, table.target_table])
-                row = cursor.fetchone()
+                rows = cursor.fetchall()
                 if self.dialect.implicit_transactions:  # end the read's transaction
                     cursor.execute(program.ROLLBACK)
             except self.driver_errors() as exc:
                 if self.missing_table(exc):
-                    return None  # no state table yet: nothing applied
+                    return []  # no state table yet: nothing applied
                 raise self._failed(exc, "read the state table") from None
             finally:
                 cursor.close()
-        return state_from_row(row)
+        return [state for state in map(state_from_row, rows) if state is not None]
 
     def dead_letters(self, table: TablePlan) -> int:
         """Rows of ``table`` set aside in the dead-letter table (0 when it has none)."""
@@ -417,3 +472,9 @@ def _loaded_rows(cursor: Any) -> int:
         index = names.index("rows_loaded")
         return sum(int(row[index] or 0) for row in result)
     return int(result[0][0]) if result else 0
+
+
+def _updated(cursor: Any) -> int:
+    """Rows an UPDATE/INSERT changed: DuckDB and Snowflake return the count as a result row."""
+    row = cursor.fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
