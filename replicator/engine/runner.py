@@ -363,10 +363,11 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
 
     try:
         sink.prepare()
-        # Before anything is applied: another run of this pipeline, on any host, stops here.
-        lease = take_lease(sink, pipeline.name, take_over=options.take_over, notice=notice)
         state = resolve_start(pipeline, plan, sink, checkpoint, options.snapshot, notice)
         _follow_gtid(pipeline, checkpoint, state, notice)
+        # Before anything is applied: another run of this pipeline, on any host, stops here.
+        # (After the start position is recorded: "latest" means when the run was started.)
+        lease = take_lease(sink, pipeline.name, take_over=options.take_over, notice=notice)
         applier = BatchApplier(pipeline, plan, sink, checkpoint, epoch=state.epoch,
                                open_sink=lambda p, pl: lease.fence(open_sink(p, pl)),
                                on_report=report, on_notice=notice,
