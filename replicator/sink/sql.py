@@ -230,7 +230,7 @@ class SQLSink:
     generation: int | None = None
 
     def _fence(self, cursor: Any) -> None:
-        """Inside the batch's transaction: FencedError (rolled back) when another run took
+        """Inside the batch's transaction: LeaseError (rolled back) when another run took
         the lease since this run took it."""
         from replicator.plan import statements
 

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
+from replicator.context import Context
 from replicator.demo.workload import apply_changes, create_schema, seed
 from replicator.engine.lease import take_lease
-from replicator.engine.runner import load_plan
 from replicator.errors import LeaseError
 from replicator.model.pipeline import DuckDBTarget
 from replicator.sink import open_sink
@@ -28,7 +28,7 @@ def _target(path):
 
 def _other_host(pipeline, **options):
     """A sink of the same pipeline as another host opens it, holding the lease."""
-    _, plan = load_plan(pipeline)
+    plan = Context(pipeline).plan
     sink = open_sink(pipeline, plan)
     sink.prepare()
     return sink, take_lease(sink, pipeline.name, **options)
@@ -103,7 +103,7 @@ def test_a_stale_lease_is_taken_after_the_timeout(mariadb, mysql_source, fresh_d
     warehouse = tmp_path / "warehouse.duckdb"
     pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path, DuckDBTarget(str(warehouse)))
     first_sink, first = _other_host(pipeline, holder="other-host/pid 4242")
-    second_sink = open_sink(pipeline, load_plan(pipeline)[1])
+    second_sink = open_sink(pipeline, Context(pipeline).plan)
     with pytest.raises(LeaseError):
         take_lease(second_sink, pipeline.name)
     notices: list[str] = []
