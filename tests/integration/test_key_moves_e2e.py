@@ -123,7 +123,7 @@ def test_key_moves_carry_the_old_row_in_every_mode(spark, mariadb, mysql_source,
                                                     fresh_database, tmp_path):
     import duckdb
 
-    from replicator.engine.runner import load_plan
+    from replicator.context import Context
 
     pipeline, warehouse = _pipeline(mysql_source, fresh_database, tmp_path)
     root = mariadb.root_connection()
@@ -133,7 +133,8 @@ def test_key_moves_carry_the_old_row_in_every_mode(spark, mariadb, mysql_source,
             _execute(root, fresh_database, SEED, name)
         # the changelog's filter leaves the 'hidden' row out of the copy
         assert run(pipeline, spark).snapshot_rows == 4 * len(TABLES) - 1
-        catalog, plan = load_plan(pipeline)
+        context = Context(pipeline)
+        catalog, plan = context.catalog, context.plan
         for name in TABLES:
             _execute(root, fresh_database, [INSERT_5], name)
         old = {name: _source_rows(pipeline, catalog, plan, name, (1, 2, 3, 4, 5))
