@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from replicator.context import Context
+from replicator.engine import failpoints
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
 from replicator.engine.landing import landing_root
 from replicator.engine.metrics import BatchReport, TableReport
@@ -237,6 +238,8 @@ class BatchApplier:
                 table = self._stage_batch(table_plan, batch, report, first_seq=staged_rows)
                 staged_rows += table.num_rows
                 yield table
+                # The sink consumed a slice: its transaction is open, part of the batch staged.
+                failpoints.reached("apply.between_slices")
 
         result = self.sink.apply(table_plan, batch_id, end_offset or {}, staged())
         report.rows = int(result.rows)
