@@ -33,11 +33,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class RecordingCursor:
-    def __init__(self, inner: Any, log: list[tuple[str, tuple[Any, ...]]]) -> None:
-        self._inner, self._log = inner, log
+    def __init__(self, inner: Any, log: list[tuple[str, tuple[Any, ...]]],
+                 everything: list[str]) -> None:
+        self._inner, self._log, self._everything = inner, log, everything
 
     def execute(self, sql: str, params: Any = None) -> RecordingCursor:
         self._log.append((sql, tuple(params) if params is not None else ()))
+        self._everything.append(sql)
         if params is None:
             self._inner.execute(sql)
         else:
@@ -52,9 +54,10 @@ class RecordingConnection:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.log: list[tuple[str, tuple[Any, ...]]] = []
+        self.everything: list[str] = []  # every statement's text, never taken
 
     def cursor(self) -> RecordingCursor:
-        return RecordingCursor(self.inner.cursor(), self.log)
+        return RecordingCursor(self.inner.cursor(), self.log, self.everything)
 
     def take(self) -> list[tuple[str, tuple[Any, ...]]]:
         taken, self.log[:] = list(self.log), []
@@ -62,6 +65,18 @@ class RecordingConnection:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+def _without_upload_requests(received: list[str]) -> list[str]:
+    """The server's log less the connector's own second request of each PUT (it sends the
+    statement, then asks again with the bare file name while it uploads the file)."""
+    kept: list[str] = []
+    for sql in received:
+        again = re.match(r"PUT 'file://([^/']+)' ", sql)
+        if again and kept and re.match(rf"PUT 'file://\S*/{re.escape(again.group(1))}' ", kept[-1]):
+            continue
+        kept.append(sql)
+    return kept
 
 
 def as_recorded(statements: list[programs.Statement]) -> list[tuple[str, tuple[Any, ...]]]:
@@ -85,9 +100,29 @@ def modes_pipeline(warehouse: Any):
         pipeline, target=dataclasses.replace(pipeline.target, warehouse=warehouse))
 
 
-@pytest.fixture(params=["duckdb", "snowflake"])
+@pytest.fixture(params=["duckdb", "snowflake", "snowflake-server"])
 def target(request, tmp_path):
-    """(dialect, open_sink(pipeline, plan) -> sink on a recording connection, count rows)"""
+    """(dialect, open_sink(pipeline, plan) -> sink on a recording connection, count rows)
+
+    ``snowflake-server``: the unmodified connector over HTTP to fakesnow's server, so the PUT
+    really uploads the files and the server itself must have received exactly the recorded
+    statements (nothing the connector or the sink adds behind the DB-API)."""
+    if request.param == "snowflake-server":
+        server = request.getfixturevalue("fakesnow_server")
+        database = request.getfixturevalue("fakesnow_database")
+        with server.connect("", "") as bootstrap:  # the test's own database, as users have it
+            bootstrap.cursor().execute(f"CREATE DATABASE {database}")
+
+        def sink_for(pipeline, plan):
+            connection = server.connect(database, "RAW", paramstyle="qmark", autocommit=False)
+            connection.cursor().execute("CREATE SCHEMA IF NOT EXISTS RAW")
+            server.queries.clear()  # from here on: the sink's statements only
+            return SnowflakeSink(pipeline, plan, connection=RecordingConnection(connection))
+
+        sink_for.server = server  # type: ignore[attr-defined]
+        yield SNOWFLAKE, SnowflakeTarget(database=database, schema="RAW", account=server.account,
+                                         user=server.user, password=server.password), sink_for
+        return
     if request.param == "duckdb":
         import duckdb
 
@@ -178,6 +213,10 @@ def test_a_run_executes_exactly_the_planned_program(target, pipeline_kind, tmp_p
             # The same changes again: merge-like modes converge, a changelog appends them.
             after = count(sink, table, dialect)
             assert after == {"changelog": 8, "scd2": 2}.get(table.mode, 1), table.label
+        server = getattr(sink_for, "server", None)
+        if server is not None:  # what went over the wire is what the sink recorded
+            received = [sql for sql in server.queries if not sql.startswith("SELECT count(*)")]
+            assert _without_upload_requests(received) == recorder.everything
     finally:
         sink.close()
 
