@@ -2,38 +2,29 @@
 
 Both readers (``source.binlog`` and ``source.fast.reader``, through ``source.transactions``)
 and ``replicator plan --ddl`` parse a Query event's statement with these functions.
+
+The statement is read by sqlglot's MySQL tokenizer, not by regular expressions: comments
+(``/* */``, ``--``, ``#``) vanish, a backquoted name is one token whatever it holds (a comma,
+`` TO ``, a doubled backquote), and keywords used as names (``status``, ``date``) are still
+names. What the statement *changes* is decided later, on the parsed statement
+(``engine.schema_changes``); here only its verb, its object and its tables are needed, for
+every transaction's Query events, so the tokenizer (and its import) is reached only when the
+first word is a DDL verb.
 """
 
 from __future__ import annotations
 
-import re
+from typing import Any
 
 from replicator.model.changes import BinlogPosition, SchemaChange
 from replicator.model.selection import TableSelector
 
-_DDL = re.compile(
-    r"^\s*(?:/\*.*?\*/\s*)*(?P<verb>ALTER|CREATE|DROP|RENAME|TRUNCATE)\b", re.IGNORECASE | re.DOTALL
-)
-_DDL_OBJECT = re.compile(
-    r"^\s*(?:/\*.*?\*/\s*)*(?:CREATE|DROP|ALTER)\s+(?:OR\s+REPLACE\s+)?(?:ONLINE\s+|IGNORE\s+)?"
-    r"(?:TEMPORARY\s+)?(?P<object>TABLE|DATABASE|SCHEMA|INDEX|UNIQUE|FULLTEXT|SPATIAL|VIEW|"
-    r"TRIGGER|PROCEDURE|FUNCTION|EVENT|USER|ROLE|SEQUENCE|DEFINER|ALGORITHM|SQL)\b",
-    re.IGNORECASE | re.DOTALL,
-)
-_IDENT = r"(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)"
-_TABLE_NAME = re.compile(rf"(?P<db>{_IDENT})\s*\.\s*(?P<table>{_IDENT})|(?P<bare>{_IDENT})")
-_TABLE_LISTS = re.compile(
-    r"^\s*(?:/\*.*?\*/\s*)*(?:ALTER\s+(?:ONLINE\s+|IGNORE\s+)?TABLE|CREATE\s+(?:OR\s+REPLACE\s+)?"
-    r"(?:TEMPORARY\s+)?TABLE|DROP\s+(?:TEMPORARY\s+)?TABLE|RENAME\s+TABLE|TRUNCATE(?:\s+TABLE)?)"
-    r"\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?(?P<rest>.*)$",
-    re.IGNORECASE | re.DOTALL,
-)
-
-
-def _unquote(identifier: str) -> str:
-    if identifier.startswith("`") and identifier.endswith("`"):
-        return identifier[1:-1].replace("``", "`")
-    return identifier
+_VERBS = ("ALTER", "CREATE", "DROP", "RENAME", "TRUNCATE")
+# Words between the verb and the object: CREATE OR REPLACE TEMPORARY TABLE, ALTER ONLINE IGNORE.
+_MODIFIERS = {"OR", "REPLACE", "ONLINE", "OFFLINE", "IGNORE", "TEMPORARY"}
+_INDEX_WORDS = {"INDEX", "UNIQUE", "FULLTEXT", "SPATIAL"}
+# Tokens that separate or end a list of names, never a name themselves.
+_PUNCTUATION = {"COMMA", "DOT", "L_PAREN", "R_PAREN", "SEMICOLON", "EQ"}
 
 
 def replicated_schema_change(
@@ -50,44 +41,119 @@ def replicated_schema_change(
 
 
 def schema_change(query: str, database: str, position: BinlogPosition, ts_ms: int) -> SchemaChange | None:
-    """A DDL statement -> SchemaChange (None for anything that is not DDL)."""
-    match = _DDL.match(query)
-    if not match:
+    """A DDL statement -> SchemaChange (None for anything that is not DDL).
+
+    ``kind`` is the verb (``alter`` for CREATE/DROP INDEX, which change a table), or
+    ``other`` for DDL on objects that hold no rows (views, triggers, routines, users...);
+    ``tables`` are ``db.table`` names, the statement's database filling in bare ones (none for
+    CREATE/DROP DATABASE, or when the statement cannot be tokenized: the engine then decides
+    by the database alone)."""
+    verb = _first_word(query)
+    if verb not in _VERBS:
         return None
-    kind = match.group("verb").lower()
-    object_match = _DDL_OBJECT.match(query)
-    if kind in ("create", "drop", "alter") and object_match:
-        if object_match.group("object").upper() in ("DATABASE", "SCHEMA"):
-            return SchemaChange(database=database, sql=query, kind=kind, tables=(),
-                                position=position, ts_ms=ts_ms)
-        if object_match.group("object").upper() not in ("TABLE", "INDEX", "UNIQUE", "FULLTEXT",
-                                                        "SPATIAL"):
-            kind = "other"
-    tables: list[str] = []
-    lists = _TABLE_LISTS.match(query)
-    if lists:
-        rest = lists.group("rest")
-        # ALTER/CREATE name one table first; DROP/TRUNCATE a list; RENAME a TO b, c TO d.
-        names = re.split(r"\s*,\s*|\s+TO\s+", rest, flags=re.IGNORECASE)
-        if kind in ("alter", "create", "truncate"):
-            names = names[:1]
-        for name in names:
-            found = _TABLE_NAME.match(name.strip())
-            if not found:
-                continue
-            if found.group("bare"):
-                db, table = database, _unquote(found.group("bare"))
-            else:
-                db, table = _unquote(found.group("db")), _unquote(found.group("table"))
-            tables.append(f"{db}.{table}")
-    elif kind in ("create", "drop") and re.search(r"\bINDEX\b", query, re.IGNORECASE):
-        on = re.search(rf"\bON\s+(?P<name>{_IDENT}(?:\s*\.\s*{_IDENT})?)", query, re.IGNORECASE)
-        if on:
-            found = _TABLE_NAME.match(on.group("name"))
-            if found and found.group("bare"):
-                tables.append(f"{database}.{_unquote(found.group('bare'))}")
-            elif found:
-                tables.append(f"{_unquote(found.group('db'))}.{_unquote(found.group('table'))}")
-        kind = "alter"
-    return SchemaChange(database=database, sql=query, kind=kind, tables=tuple(tables),
-                        position=position, ts_ms=ts_ms)
+    kind = verb.lower()
+
+    def change(kind: str, tables: list[str]) -> SchemaChange:
+        return SchemaChange(database=database, sql=query, kind=kind, tables=tuple(tables),
+                            position=position, ts_ms=ts_ms)
+
+    tokens = _tokens(query)
+    if tokens is None:
+        return change(kind, [])
+    words = [_word(token) for token in tokens]
+    at = 1
+    while at < len(words) and words[at] in _MODIFIERS:
+        at += 1
+    target = words[at] if at < len(words) else ""
+    if verb == "TRUNCATE":
+        at += target == "TABLE"
+        return change(kind, _names(tokens, at, database, many=False))
+    if verb == "RENAME":  # RENAME TABLE a TO b, c TO d: every name, old and new
+        return change(kind, _names(tokens, at + 1, database, many=True, separators={"TO"}))
+    if target in ("DATABASE", "SCHEMA"):
+        return change(kind, [])
+    if target == "TABLE":
+        at += 1
+        if at < len(words) and words[at] == "IF":  # IF [NOT] EXISTS
+            at += 3 if at + 1 < len(words) and words[at + 1] == "NOT" else 2
+        return change(kind, _names(tokens, at, database, many=verb == "DROP"))
+    if target in _INDEX_WORDS and verb in ("CREATE", "DROP"):
+        on = next((i for i in range(at, len(words)) if words[i] == "ON"), None)
+        return change("alter", [] if on is None else _names(tokens, on + 1, database,
+                                                            many=False))
+    return change("other", [])
+
+
+def _first_word(query: str) -> str:
+    """The statement's first word, upper-cased, after whitespace and comments (cheap: no
+    tokenizer for the BEGIN of every transaction)."""
+    at, end = 0, len(query)
+    while at < end:
+        if query[at].isspace():
+            at += 1
+        elif query.startswith("/*", at):
+            close = query.find("*/", at + 2)
+            at = end if close < 0 else close + 2
+        elif query.startswith("#", at) or query.startswith("-- ", at):
+            newline = query.find("\n", at)
+            at = end if newline < 0 else newline + 1
+        else:
+            break
+    stop = at
+    while stop < end and query[stop].isalpha():
+        stop += 1
+    return query[at:stop].upper()
+
+
+def _tokens(query: str) -> list[Any] | None:
+    """sqlglot's MySQL tokens of ``query`` (None if it cannot be tokenized). sqlglot reads
+    RENAME's rest as one opaque string: that string is tokenized again."""
+    from sqlglot.dialects.mysql import MySQL
+    from sqlglot.errors import SqlglotError
+    from sqlglot.tokens import TokenType
+
+    try:
+        tokens = MySQL().tokenize(query)
+        if len(tokens) == 2 and tokens[1].token_type == TokenType.STRING \
+                and tokens[0].text.upper() == "RENAME":
+            return tokens[:1] + MySQL().tokenize(tokens[1].text)
+    except SqlglotError:
+        return None
+    return tokens
+
+
+def _word(token: Any) -> str:
+    """A keyword-like token's upper-cased text; '' for a quoted name or punctuation (so
+    `table` in backquotes is never taken for the keyword TABLE)."""
+    if token.token_type.name in _PUNCTUATION or _quoted(token):
+        return ""
+    return token.text.upper()
+
+
+def _quoted(token: Any) -> bool:
+    return token.token_type.name in ("IDENTIFIER", "STRING")
+
+
+def _names(tokens: list[Any], at: int, database: str, *, many: bool,
+           separators: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """Qualified names from ``tokens[at]`` on: ``db.t`` or ``t``; with ``many``, a list
+    separated by commas (and by ``separators`` words, such as RENAME's TO)."""
+    names: list[str] = []
+    while at < len(tokens):
+        token = tokens[at]
+        if token.token_type.name in _PUNCTUATION:
+            break
+        parts = [token.text]
+        at += 1
+        if at + 1 < len(tokens) and tokens[at].token_type.name == "DOT":
+            parts.append(tokens[at + 1].text)
+            at += 2
+        names.append(f"{parts[0]}.{parts[1]}" if len(parts) == 2 else f"{database}.{parts[0]}")
+        if not many or at >= len(tokens):
+            break
+        if tokens[at].token_type.name == "COMMA" or (
+                not _quoted(tokens[at]) and tokens[at].text.upper() in separators):
+            at += 1
+            continue
+        break
+    return names
