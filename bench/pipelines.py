@@ -36,6 +36,7 @@ def pipeline_yaml(
     max_delay: str = "10s",
     engine_conf: Mapping[str, str] | None = None,
     decode_partitions: int = 1,
+    mode: str = "merge",
 ) -> str:
     if isinstance(start, BinlogPosition):
         start_text = f"{{file: {start.file}, pos: {start.pos}}}"
@@ -77,6 +78,8 @@ def pipeline_yaml(
     for spec in tables:
         lines.append(f"  - source: {database}.{spec.name}")
         lines.append(f"    key: [{spec.key}]")
+        if mode != "merge":
+            lines.append(f"    mode: {mode}")
         lines.append("    columns:")
         for column, mysql_type in spec.columns:
             lines.append(f"      {column}: {{source_type: {_quote(mysql_type)}}}")

@@ -163,6 +163,17 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
             if "target_matches_source" in big:
                 yield ("big txn", "target rows = source rows", str(big["target_matches_source"]),
                        f"{big['target_rows'] or 0:,} of {big['rows']:,} rows")
+    for mode, other in (results.get("big_transaction_modes") or {}).items():
+        label = f"big txn {mode}"
+        if "error" in other:
+            yield (label, "run", "error", _cause(other))
+            continue
+        yield (label, "peak RSS", _fmt(other["peak_rss_gib"], "GiB"),
+               "target < 1.5 GiB, all processes; " + ", ".join(
+                   f"{k} {v:.0f} MiB" for k, v in other["usage"]["peak_rss_mib_by_role"].items()))
+        yield (label, "changes/s (wall)", _fmt(other["changes_per_s"]),
+               f"wall {other['wall_seconds']:.1f} s; target rows = source rows: "
+               f"{other.get('target_matches_source')}")
     startup = results.get("startup")
     if startup:
         for command in ("validate", "plan_offline", "python_baseline"):

@@ -51,6 +51,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--latency-rate", type=float, help="changes/s of the latency run")
     parser.add_argument("--latency-seconds", type=float, help="length of the latency run")
     parser.add_argument("--snapshot-rows", type=int, help="rows of the snapshot table")
+    parser.add_argument("--bigtxn-modes", default="merge,changelog,scd2",
+                        help="modes the bigtxn section streams the big transaction into")
     parser.add_argument("--out", type=Path, help="result file (default bench/results/<date>.json)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args(argv)
@@ -208,9 +210,15 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 if "snapshot" in sections:
                     _section(results, "snapshot", lambda: snapshot.run_snapshot(
                         ctx, sizes.snapshot_rows, library_rate, filled))
-                if "bigtxn" in sections:
+                modes = [m for m in args.bigtxn_modes.split(",") if m]
+                if "bigtxn" in sections and "merge" in modes:
                     _section(results, "big_transaction", lambda: snapshot.run_big_transaction(
                         ctx, sizes.snapshot_rows, filled))
+                for mode in (m for m in modes if m != "merge") if "bigtxn" in sections else ():
+                    results.setdefault("big_transaction_modes", {})
+                    _section(results["big_transaction_modes"], mode,
+                             lambda mode=mode: snapshot.run_big_transaction(
+                                 ctx, sizes.snapshot_rows, filled, mode=mode))
             if "transforms" in sections:  # no server needed: a generated change batch
                 from bench.transforms import run_transforms
 
