@@ -198,18 +198,24 @@ class BatchApplier:
         continues across slices, so the MERGE's "last change per key" spans them). A routed
         target's files (many source tables) are merged into binlog order first, and an scd2
         table is staged whole (a key's versions depend on all its changes in the batch)."""
-        from replicator.engine.landing import file_slices, read_files
+        from replicator.engine.landing import file_slices, key_moves, key_slices, read_files
 
         root = self.landing
         report = TableReport(table=table_plan.label, changes=0)
         paths = [row["path"] for row in files]
         sources = {row["table"].lower() for row in files}
         changes = sum(int(row["rows"]) for row in files)
-        whole = len(sources) > 1 or table_plan.mode == "scd2" or changes <= SLICE_ROWS
+        # scd2 versions need every change of a key at once: slices of keys, not of rows; a
+        # batch that moved a key ties two keys together, and is staged whole (rare).
+        by_key = table_plan.mode == "scd2"
+        whole = (len(sources) > 1 or changes <= SLICE_ROWS
+                 or (by_key and key_moves(paths, root)))
+        buckets = -(-changes // SLICE_ROWS)
         if not whole and self._on_notice:
             self._on_notice(
                 f"batch {batch_id}: {changes:,} changes of {table_plan.label} in {len(files)} "
-                f"landed file(s): applying them in slices of {SLICE_ROWS:,} changes")
+                f"landed file(s): applying them in slices of {SLICE_ROWS:,} changes"
+                + (f" ({buckets} slices by key)" if by_key else ""))
 
         # Rows landed before a column with a constant DEFAULT was added carry that default
         # (MySQL shows it for them), not the NULL a file without the column reads back as.
@@ -226,6 +232,14 @@ class BatchApplier:
         def batches() -> Iterator[Any]:
             if whole:
                 yield followed(read_files(paths, root, sort=len(sources) > 1))
+            elif by_key:
+                from replicator.transform.buckets import key_bucket_ids
+                from replicator.transform.stage import batch_key
+
+                key = batch_key(table_plan)
+                for batch in key_slices(paths, root, SLICE_ROWS,
+                                        lambda batch: key_bucket_ids(batch, key, buckets)):
+                    yield followed(batch)
             else:
                 for batch in file_slices(paths, root, SLICE_ROWS):
                     yield followed(batch)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -297,6 +297,57 @@ def file_slices(paths: Sequence[str], root: str, rows: int) -> Iterator[pa.Table
         with handle:
             for batch in batches:
                 yield conform(pa.Table.from_batches([batch]), schema)
+
+
+def key_moves(paths: Sequence[str], root: str) -> bool:
+    """Whether any change in the files moved a key (a before-image column holds a value),
+    read off the Parquet statistics (no row is read; unknown statistics count as a move)."""
+    import pyarrow.parquet as pq
+
+    filesystem, _ = _filesystem(root)
+    for path in paths:
+        metadata = pq.ParquetFile(path, filesystem=filesystem).metadata
+        before = [index for index in range(metadata.num_columns)
+                  if cb.is_before(metadata.schema.column(index).name)
+                  or metadata.schema.column(index).name.startswith(cb.LEGACY_BEFORE_KEY)]
+        for group in range(metadata.num_row_groups):
+            row_group = metadata.row_group(group)
+            for index in before:
+                statistics = row_group.column(index).statistics
+                if statistics is None or not statistics.has_null_count \
+                        or statistics.null_count < row_group.num_rows:
+                    return True
+    return False
+
+
+def key_slices(paths: Sequence[str], root: str, rows: int,
+               bucket_of: Callable[[pa.Table], pa.Array]) -> Iterator[pa.Table]:
+    """The files' changes as change batches split by key (``bucket_of`` numbers
+    each row's bucket; every change of one key in one batch, in file order): read once in
+    slices of ``rows``, spread into one local scratch Parquet file per bucket, then read back
+    one bucket at a time, so memory holds a slice or a bucket, never the whole."""
+    import tempfile
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    schema = read_schema(paths, root)
+    with tempfile.TemporaryDirectory(prefix="replicator-buckets-") as scratch:
+        writers: dict[int, Any] = {}
+        try:
+            for batch in file_slices(paths, root, rows):
+                ids = bucket_of(batch)
+                for bucket in pc.unique(ids).to_pylist():
+                    writer = writers.get(bucket)
+                    if writer is None:
+                        writer = writers[bucket] = pq.ParquetWriter(
+                            f"{scratch}/{bucket}.parquet", schema)
+                    writer.write_table(batch.filter(pc.equal(ids, bucket)))
+        finally:
+            for writer in writers.values():
+                writer.close()
+        for bucket in sorted(writers):
+            yield pq.read_table(f"{scratch}/{bucket}.parquet")
 
 
 def prune(root: str, retention_ms: int, keep: Iterable[str] = ()) -> int:

@@ -158,6 +158,16 @@ def test_slices_leave_the_same_target_as_the_whole_batch_in_every_mode(applier, 
     monkeypatch.setattr(applier_module, "SLICE_ROWS", SLICE)  # ... and in slices of 3
     assert all(whole.values()), whole  # every table got rows
     _clear(applier)
+    from replicator.engine import landing
+
+    by_key = []  # scd2 batches are sliced by key: every change of a key in one slice
+    original = landing.key_slices
+
+    def key_slices(paths, root, rows, bucket_of):
+        by_key.append([piece.num_rows for piece in original(paths, root, rows, bucket_of)])
+        yield from original(paths, root, rows, bucket_of)
+
+    monkeypatch.setattr(landing, "key_slices", key_slices)
     for batch_id, batch in enumerate(batches):
         for table in applier.plan.tables:
             events = batch[table.source_name]
@@ -165,6 +175,7 @@ def test_slices_leave_the_same_target_as_the_whole_batch_in_every_mode(applier, 
                                          batch_id, {"pos": batch_id})
             assert (report.changes, report.skipped) == (len(events), False)
     assert _dump(applier) == whole
+    assert len(by_key) == 2 and all(len(sizes) > 1 for sizes in by_key), by_key
 
 
 def test_a_replayed_batch_is_skipped_without_reading_a_file(applier):
