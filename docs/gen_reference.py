@@ -29,7 +29,8 @@ REGENERATE = ".venv/bin/python docs/gen_reference.py"
 
 # How the path of a list item and of a free-form mapping key are written.
 ITEM = "[]"
-PLACEHOLDERS = {"columns": "<source column>", "conf": "<spark setting>", "routes": "<type value>"}
+PLACEHOLDERS = {"columns": "<source column>", "conf": "<spark setting>", "routes": "<type value>",
+                "settings": "<duckdb setting>"}
 
 
 def placeholder_for(path: str) -> str:
@@ -37,7 +38,8 @@ def placeholder_for(path: str) -> str:
     if path.endswith(".<type value>.columns"):
         return "<route column>"  # an outbox route's columns are target columns
     return PLACEHOLDERS.get(path.rsplit(".", 1)[-1], "<name>")
-PLACEHOLDER_EXAMPLES = {"<source column>": "DRIVERID", "<spark setting>": "spark.driver.memory"}
+PLACEHOLDER_EXAMPLES = {"<source column>": "DRIVERID", "<spark setting>": "spark.driver.memory",
+                        "<duckdb setting>": "memory_limit"}
 # Shared string definitions whose name says more than "string" (their own description is
 # replaced by the key's, so the name carries the format).
 SCALAR_DEFINITIONS = {"duration", "secret"}

@@ -114,7 +114,9 @@ def _target(spec: dict[str, Any]) -> TargetConfig:
                   if v != "" or k in ("database", "schema")}
         warehouse = SnowflakeTarget(**fields)
     else:
-        warehouse = DuckDBTarget(**(spec.get("duckdb") or {}))
+        fields = dict(spec.get("duckdb") or {})
+        fields["settings"] = tuple(sorted((fields.get("settings") or {}).items()))
+        warehouse = DuckDBTarget(**fields)
     defaults = TargetConfig(warehouse=warehouse)
     return TargetConfig(
         warehouse=warehouse,

@@ -169,6 +169,8 @@ class DuckDBTarget:
 
     path: str = "./warehouse.duckdb"
     schema: str = "main"
+    # DuckDB configuration options for the connection (name, value), sorted by name.
+    settings: tuple[tuple[str, str | int | bool], ...] = ()
 
     kind: Literal["duckdb"] = "duckdb"
 

@@ -48,9 +48,17 @@ class DuckDBSink(SQLSink):
             import duckdb
 
             path = getattr(pipeline.target.warehouse, "path", ":memory:")
+            settings = dict(getattr(pipeline.target.warehouse, "settings", ()))
             try:
-                connection = duckdb.connect(path)
+                connection = duckdb.connect(path, config=settings)
             except duckdb.Error as exc:
+                if settings and not isinstance(exc, duckdb.IOException):
+                    raise SinkError(
+                        "DuckDB refused the connection settings {"
+                        + ", ".join(f"{name}: {value}" for name, value in settings.items())
+                        + f"}}: {exc}",
+                        hint="check target.duckdb.settings (DuckDB's configuration option "
+                        "names and values: SELECT * FROM duckdb_settings())") from None
                 raise _sink_error(exc, f"open {path}") from exc
         super().__init__(pipeline.name, plan, connection)
 

@@ -55,6 +55,7 @@ def _leaves(path: str, node: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]
     if isinstance(extra, dict):
         placeholder = ("<route column>" if path.endswith(".<type value>.columns") else {
             "columns": "<source column>", "conf": "<spark setting>", "routes": "<type value>",
+            "settings": "<duckdb setting>",
         }[path.rsplit(".", 1)[-1]])
         found.append((f"{path}.{placeholder}", _deref(extra)))
         found += _leaves(f"{path}.{placeholder}", extra)

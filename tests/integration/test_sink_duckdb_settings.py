@@ -1,0 +1,70 @@
+"""`target.duckdb.settings`: DuckDB configuration options the embedded target opens with,
+read from the YAML; a setting DuckDB refuses is our error with a hint, not a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replicator.config import load_pipeline
+from replicator.errors import ConfigError, SinkError
+from replicator.plan import build_plan, offline_catalog
+from replicator.sink import open_sink
+
+PIPELINE = """\
+version: 1
+name: settings
+source:
+  mysql: {{host: 127.0.0.1, user: r}}
+target:
+  duckdb:
+    path: {path}
+    settings: {settings}
+tables:
+  - source: shop.orders
+    key: [id]
+    columns: {{id: {{source_type: bigint}}}}
+"""
+
+
+def _pipeline(tmp_path: Path, settings: str):
+    path = tmp_path / "settings.yaml"
+    path.write_text(PIPELINE.format(path=tmp_path / "w.duckdb", settings=settings))
+    return load_pipeline(path, environ={})
+
+
+def test_the_connection_opens_with_the_settings(tmp_path):
+    pipeline = _pipeline(tmp_path, "{memory_limit: 100MB, threads: 1, "
+                                   "preserve_insertion_order: false}")
+    assert pipeline.target.warehouse.settings == (
+        ("memory_limit", "100MB"), ("preserve_insertion_order", False), ("threads", 1))
+    sink = open_sink(pipeline, build_plan(pipeline, offline_catalog(pipeline)))
+    try:
+        cursor = sink.connection.cursor()
+        cursor.execute("SELECT current_setting('memory_limit'), current_setting('threads'), "
+                       "current_setting('preserve_insertion_order')")
+        limit, threads, order = cursor.fetchone()
+        assert limit.endswith("MiB") and float(limit.split()[0]) < 100  # 100MB = 95.3 MiB
+        assert (threads, order) == (1, False)
+    finally:
+        sink.close()
+
+
+@pytest.mark.parametrize(("settings", "named"), [
+    ("{no_such_setting: 1}", "no_such_setting"),
+    ("{memory_limit: lots}", "lots"),
+])
+def test_a_refused_setting_is_our_error_with_a_hint(tmp_path, settings, named):
+    pipeline = _pipeline(tmp_path, settings)
+    with pytest.raises(SinkError) as refused:
+        open_sink(pipeline, build_plan(pipeline, offline_catalog(pipeline)))
+    assert named in refused.value.message
+    assert "target.duckdb.settings" in refused.value.hint
+
+
+@pytest.mark.parametrize("settings", ["{memory_limit: [1GB]}", "{Memory-Limit: 1GB}", "[1GB]"])
+def test_validate_refuses_settings_that_are_not_name_value_pairs(tmp_path, settings):
+    with pytest.raises(ConfigError) as refused:
+        _pipeline(tmp_path, settings)
+    assert "settings" in str(refused.value)
