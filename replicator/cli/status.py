@@ -6,12 +6,14 @@ Nagios-style probe (docs/running.md, "Health checks"):
 
 - 0 healthy: a run holds the pipeline's lock, its heartbeat is fresh, no error is being
   retried and the lag is under ``--max-lag`` (with ``--stopped-ok``: the last run ended
-  cleanly, for pipelines run by cron with ``--until-caught-up``);
+  cleanly, for pipelines run by cron with ``--until-caught-up``); or a run on another host
+  holds the target's lease (``engine.lease``) and renews it, and the lag is under the limit;
 - 1 degraded: running, but retrying an error, stuck (no heartbeat for a minute), behind by
   more than ``--max-lag`` seconds, or the source cannot be read from here (so the lag is
   unknown); the target's health is the run's own record (a DuckDB file is busy while its
   one writer runs);
-- 2 down: no run holds the lock (never started, stopped, failed or killed).
+- 2 down: no run holds the lock here nor the lease anywhere (never started, stopped, failed
+  or killed).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import typer
 
 from replicator.cli import render
 from replicator.context import Context
+from replicator.engine.lease import describe as describe_lease
 from replicator.errors import ReplicatorError
 
 COMMAND_SETTINGS = {"help": "Is the pipeline healthy? Running, lag, last batch, snapshot "
@@ -89,6 +92,8 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
                             for name, counts in (run.get("tables") or {}).items()
                             if counts.get("unrouted")},
         "tables": [],
+        # The target's lease (engine.lease): which run, on which host, applies batches now.
+        "lease": None,
         "problems": [],
     }
     try:
@@ -123,6 +128,7 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
                     # Rows the target refused, set aside (on_error: dead_letter).
                     "dead_letters": sink.dead_letters(table),
                 })
+            status["lease"] = describe_lease(sink.lease_statement("read", [pipeline.name]))
         finally:
             sink.close()
     except ReplicatorError as exc:
@@ -187,7 +193,10 @@ def _health(status: dict[str, Any], *, max_lag_s: float, stopped_ok: bool,
     reasons: list[str] = []
     state = status["state"]
     error = status["last_error"] or {}
-    if not status["running"]:
+    # Not running here, but a run elsewhere holds the target's lease and renews it: that run
+    # is the pipeline's (its heartbeat is on its host; the lag below still counts).
+    elsewhere = not status["running"] and bool((status.get("lease") or {}).get("held"))
+    if not status["running"] and not elsewhere:
         if state == "failed":
             return DOWN, [f"the last run failed: {error.get('message', '?')}"]
         if state == "died":
@@ -195,7 +204,7 @@ def _health(status: dict[str, Any], *, max_lag_s: float, stopped_ok: bool,
                           f"{status['spark_log']} and the system log"]
         if not stopped_ok or state == "never started":
             return DOWN, [f"not running (last run: {state})"]
-    else:
+    elif status["running"]:
         if state.endswith("(retrying)"):
             reasons.append(f"retrying: {error.get('message', '?')}")
         age = status["heartbeat_age_s"]
@@ -259,6 +268,12 @@ def command(
     if status["running"]:
         running += f", PID {status['pid']}" + (f" on {status['host']}" if status["host"] else "")
         running += f", heartbeat {_age(status['heartbeat_age_s'])}"
+    lease = status["lease"]
+    if lease and lease["holder"] and (lease["held"] or status["running"]):
+        held = (f"held by {lease['holder']} since {lease['since']}, generation "
+                f"{lease['generation']}, renewed {_age(lease['renewed_s_ago'])}")
+        running = (running + f"; lease {held}" if status["running"]
+                   else f"running elsewhere: lease {held}")
     last = status["last_batch"]
     lines = [
         f"health:      {status['health']}" + (f" ({'; '.join(status['reasons'])})"

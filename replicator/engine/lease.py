@@ -61,6 +61,24 @@ def _seconds_between(earlier: Any, later: Any) -> float:
     return 0.0
 
 
+def describe(row: Any, *, timeout_s: float | None = None) -> dict[str, Any] | None:
+    """The lease row as ``status`` shows it (None: no run ever took one). ``held``: a run
+    holds it now (the same rule ``take_lease`` applies: not released, renewed within the
+    timeout, and not a process of this host that is gone)."""
+    if row is None:
+        return None
+    timeout_s = LEASE_TIMEOUT_S if timeout_s is None else timeout_s
+    generation, held_by, since, renewed_at, now = row
+    idle = _seconds_between(renewed_at, now)
+    return {
+        "holder": str(held_by) if held_by else None,
+        "generation": int(generation),
+        "since": str(since) if since is not None else None,
+        "renewed_s_ago": round(idle, 1),
+        "held": bool(held_by) and idle < timeout_s and not _dead_here(str(held_by)),
+    }
+
+
 class Lease:
     def __init__(self, sink: Any, pipeline_name: str, generation: int, holder: str) -> None:
         self.sink = sink
