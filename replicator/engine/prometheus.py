@@ -141,6 +141,9 @@ class PipelineMetrics:
     def collect(self) -> Iterator[Metric]:
         """The pipeline's families (called by the registry on every scrape and file write)."""
         pipeline = self.pipeline
+        # An idle source runs no batch: the scrape reads the head (at most every interval),
+        # so the lag follows a head that moved, or stays 0 while nothing does.
+        self._refresh_lag()
         with self._lock:
             tables = sorted(self._tables.items())
 
@@ -195,9 +198,17 @@ class PipelineMetrics:
             yield errors
             yield _gauge("replicator_last_batch_timestamp_seconds",
                          "Unix time the last batch was applied.", pipeline, self._last_batch_at)
-            if self._last_ts_ms:
+            if self._lag == 0:
+                # Applied up to the head: nothing is waiting, however long the source has
+                # been idle (the age of the newest change would climb and page someone).
                 yield _gauge("replicator_lag_seconds",
-                             "Seconds since the commit of the newest change applied.", pipeline,
+                             "Seconds behind the source: 0 when applied up to the binlog head, "
+                             "else since the commit of the newest change applied.", pipeline,
+                             0.0)
+            elif self._last_ts_ms:
+                yield _gauge("replicator_lag_seconds",
+                             "Seconds behind the source: 0 when applied up to the binlog head, "
+                             "else since the commit of the newest change applied.", pipeline,
                              max(0.0, self._clock() - self._last_ts_ms / 1000))
             if self._lag is not None:
                 yield _gauge("replicator_lag_bytes",

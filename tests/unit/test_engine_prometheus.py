@@ -121,3 +121,17 @@ def test_log_lines_name_the_pipeline_table_and_batch():
     text = format_text(report(7, [("shop.orders", 3, 2)]))
     assert text.startswith('stream pipeline=shop "eu" batch=7 ')
     assert "table=shop.orders" in text
+
+
+def test_lag_is_zero_when_applied_up_to_the_head_however_idle_the_source():
+    now = [2_000.0]
+    head = BinlogPosition("mysql-bin.000002", 40)
+    metrics = PipelineMetrics("p", head=lambda: head, lag_bytes=lambda position, at: (
+        0 if position == at else 99), head_interval_s=0, clock=lambda: now[0])
+    metrics.observe(report(1, [("a.b", 1, 1)], end={"file": "mysql-bin.000002", "pos": 10},
+                           ts_ms=1_990_000))
+    assert parse(metrics.render())[("replicator_lag_seconds", 'pipeline="p"')] == 10
+    metrics.observe(report(2, [("a.b", 0, 0)], end={"file": "mysql-bin.000002", "pos": 40}))
+    now[0] = 90_000.0  # a day of nothing: still caught up
+    metrics.observe(report(3, [], end={"file": "mysql-bin.000002", "pos": 40}))
+    assert parse(metrics.render())[("replicator_lag_seconds", 'pipeline="p"')] == 0
