@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -49,8 +50,6 @@ def _lag(pipeline: Any, report: Any) -> tuple[int | None, float | None]:
     newest change applied (0 once at the head): for the live display and ``run.json``."""
     if not report.end_offset:
         return None, None
-    import time
-
     from replicator.errors import ReplicatorError
     from replicator.model.changes import BinlogPosition
     from replicator.source.positions import current_position
@@ -65,6 +64,32 @@ def _lag(pipeline: Any, report: Any) -> tuple[int | None, float | None]:
         return 0, 0.0
     seconds = max(0.0, time.time() - report.last_ts_ms / 1000) if report.last_ts_ms else None
     return lag.bytes, seconds
+
+
+# How often a streaming run looks at how long the server keeps the binlog it needs.
+RETENTION_CHECK_S = 600.0
+
+
+def _retention_warning(pipeline: Any, report: Any) -> str | None:
+    """A warning when the binlog the run still needs may be purged within
+    ``source.progress.RETENTION_WARNING_S`` (the run is too far behind, or the expiry short)."""
+    from replicator.errors import ReplicatorError
+    from replicator.model.changes import BinlogPosition
+    from replicator.source.progress import RETENTION_WARNING_S, retention
+
+    if not report.end_offset:
+        return None
+    try:
+        kept = retention(pipeline.source, BinlogPosition.from_offset(report.end_offset),
+                         server_id=pipeline.server_id)
+    except ReplicatorError:
+        return None  # the run itself reports a source that cannot be read
+    left = kept.seconds_left(time.time())
+    if left is None or left >= RETENTION_WARNING_S:
+        return None
+    return (f"the binlog this pipeline still needs ({kept.describe(time.time())}): catch up "
+            "before then (more executors, decode_partitions, larger batches) or raise the "
+            "server's binlog_expire_logs_seconds, or the pipeline must re-snapshot")
 
 
 def _lag_text(lag_bytes: int | None, lag_seconds: float | None) -> str:
@@ -164,12 +189,14 @@ def _metrics(pipeline: Any, path: Path | None, port: int | None) -> Any:
         return None
     from replicator.engine.prometheus import PipelineMetrics
     from replicator.source.positions import current_position
-    from replicator.source.progress import lag_behind
+    from replicator.source.progress import lag_behind, retention
 
     metrics = PipelineMetrics(
         pipeline.name,
         head=lambda: current_position(pipeline.source),
         lag_bytes=lambda position, head: lag_behind(pipeline.source, position, head).bytes,
+        retention_left=lambda position: retention(
+            pipeline.source, position, server_id=pipeline.server_id).seconds_left(time.time()),
     )
     metrics.file = path
     if port is not None:
@@ -195,8 +222,6 @@ def _submit(file: Path, pipeline: Any, master: str, spark_conf: dict[str, str],
 
 def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, master: str | None,
          spark_conf: dict[str, str], log_format: LogFormat, metrics: Any = None, take_over: bool = False) -> None:
-    import time
-
     from replicator.engine.metrics import BatchReport, format_json, format_text
     from replicator.engine.runner import RunOptions, run_pipeline
     from replicator.engine.runstate import JVM_LOG, RunStateWriter
@@ -214,6 +239,7 @@ def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, mast
     estimates: dict[str, int] = {}
     looked_up: set[str] = set()
     streaming = False
+    retention_checked = [float("-inf")]  # monotonic time of the last retention check
 
     def estimate(tables: list[str]) -> dict[str, int]:
         """Row estimates of tables not looked up yet (one information_schema query)."""
@@ -246,6 +272,11 @@ def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, mast
             if live:
                 display.snapshot_done()
         lag_bytes, lag_seconds = _lag(pipeline, report)
+        if lag_bytes and time.monotonic() - retention_checked[0] >= RETENTION_CHECK_S:
+            retention_checked[0] = time.monotonic()
+            warning = _retention_warning(pipeline, report)
+            if warning:
+                render.warning(warning)
         run_state.batch(report)
         run_state.update(lag_bytes=lag_bytes, lag_seconds=lag_seconds)
         if live:

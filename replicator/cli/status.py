@@ -30,6 +30,7 @@ from replicator.cli import render
 from replicator.context import Context
 from replicator.engine.lease import describe as describe_lease
 from replicator.errors import ReplicatorError
+from replicator.source.progress import RETENTION_WARNING_S, lag_behind, retention
 
 COMMAND_SETTINGS = {"help": "Is the pipeline healthy? Running, lag, last batch, snapshot "
                     "progress, last error; exit 0 healthy / 1 degraded / 2 down."}
@@ -94,11 +95,12 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
         "tables": [],
         # The target's lease (engine.lease): which run, on which host, applies batches now.
         "lease": None,
+        # When the server may purge the binlog the pipeline still needs (source.progress).
+        "retention": None,
         "problems": [],
     }
     try:
         from replicator.source.positions import current_position
-        from replicator.source.progress import lag_behind
 
         head = current_position(pipeline.source)
         status["head"] = str(head)
@@ -110,6 +112,11 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
             elif run.get("last_change_ts_ms"):
                 # At most this old: the newest change applied was committed then.
                 status["lag_seconds"] = round(max(0.0, now - run["last_change_ts_ms"] / 1000), 1)
+            kept = retention(pipeline.source, position, server_id=pipeline.server_id)
+            left = kept.seconds_left(now)
+            status["retention"] = {"file": kept.file, "expire_s": kept.expire_s,
+                                   "seconds_left": None if left is None else round(left),
+                                   "text": kept.describe(now)}
     except ReplicatorError as exc:
         status["problems"].append(f"source: {exc.message}")
     try:
@@ -210,6 +217,10 @@ def _health(status: dict[str, Any], *, max_lag_s: float, stopped_ok: bool,
         age = status["heartbeat_age_s"]
         if age is not None and age > STALE_S:
             reasons.append(f"no heartbeat for {age:.0f} s: the run may be stuck")
+    left = (status.get("retention") or {}).get("seconds_left")
+    if left is not None and left < RETENTION_WARNING_S:
+        reasons.append(f"the binlog this pipeline needs may be purged in {left / 3600:.1f} h: "
+                       "catch up before, or it must re-snapshot")
     lag = status["lag_seconds"]
     if lag is not None and lag > max_lag_s:
         reasons.append(f"{lag:.0f} s behind the source (more than --max-lag {max_lag_s:g})")
@@ -286,6 +297,7 @@ def command(
         f"position:    {status['position'] or '-'}",
         f"binlog head: {status['head'] or '-'}",
         f"lag:         {lag}",
+        f"retention:   {status['retention']['text'] if status['retention'] else '-'}",
         "last batch:  " + ("-" if last is None else
                            f"{last['kind']} {last['batch_id']}, {last['changes']} change(s), "
                            f"{last['rows']} row(s), {_age(last['age_s'])}"),

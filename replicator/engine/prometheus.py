@@ -62,6 +62,7 @@ class PipelineMetrics:
         *,
         head: Callable[[], BinlogPosition] | None = None,
         lag_bytes: Callable[[BinlogPosition, BinlogPosition], int | None] | None = None,
+        retention_left: Callable[[BinlogPosition], float | None] | None = None,
         head_interval_s: float = 5.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -69,6 +70,7 @@ class PipelineMetrics:
         self.file: Path | None = None  # where `replicator run --metrics-file` writes it
         self._head = head
         self._lag_bytes = lag_bytes
+        self._retention_left = retention_left
         self._head_interval_s = head_interval_s
         self._clock = clock
         self._lock = threading.Lock()
@@ -83,6 +85,7 @@ class PipelineMetrics:
         self._head_position: BinlogPosition | None = None
         self._head_read_at = float("-inf")
         self._lag: int | None = None
+        self._retention: float | None = None
         self.registry = CollectorRegistry(auto_describe=True)
         self.registry.register(self)
         ProcessCollector(registry=self.registry)
@@ -127,11 +130,12 @@ class PipelineMetrics:
         try:
             head = self._head()
             lag = self._lag_bytes(self._position, head) if self._lag_bytes else None
+            left = self._retention_left(self._position) if self._retention_left else None
         except Exception:  # metrics must never stop replication; the run reports source errors
             self.error("metrics")
             return
         with self._lock:
-            self._head_position, self._lag = head, lag
+            self._head_position, self._lag, self._retention = head, lag, left
 
     # -- exposition ------------------------------------------------------------------------
 
@@ -214,6 +218,11 @@ class PipelineMetrics:
                 yield _gauge("replicator_lag_bytes",
                              "Bytes of binlog between the applied position and the head.",
                              pipeline, self._lag)
+            if self._retention is not None:
+                yield _gauge("replicator_binlog_retention_seconds",
+                             "Seconds until the server may purge the binlog file the pipeline "
+                             "still needs (absent: no age limit, or the file is being written).",
+                             pipeline, self._retention)
             if self._position is not None and self._head_position is not None:
                 yield _gauge("replicator_lag_files",
                              "Binlog files between the applied position and the head.", pipeline,

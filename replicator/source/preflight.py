@@ -15,6 +15,7 @@ from replicator.errors import SourceError
 from replicator.model.catalog import Catalog
 from replicator.model.pipeline import Pipeline
 from replicator.source.connection import connect, grant_statement, is_mariadb, server_variables
+from replicator.source.progress import expire_seconds
 
 Status = Literal["pass", "warn", "fail", "skipped"]
 MIN_RETENTION_S = 3 * 86_400  # shorter than a long weekend's outage loses the binlog
@@ -98,10 +99,7 @@ def binlog_checks(variables: dict[str, str], *, mariadb: bool) -> list[CheckResu
 
 
 def retention_check(variables: dict[str, str], *, mariadb: bool) -> CheckResult:
-    seconds = int(float(variables.get("binlog_expire_logs_seconds", "0") or 0))
-    days = float(variables.get("expire_logs_days", "0") or 0)
-    if not seconds and days:
-        seconds = int(days * 86_400)
+    seconds = expire_seconds(variables)
     fix = (
         "SET PERSIST binlog_expire_logs_seconds = 604800 (7 days; MariaDB: SET GLOBAL "
         "expire_logs_days = 7 and in my.cnf; RDS/Aurora: CALL "

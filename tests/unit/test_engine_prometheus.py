@@ -135,3 +135,20 @@ def test_lag_is_zero_when_applied_up_to_the_head_however_idle_the_source():
     now[0] = 90_000.0  # a day of nothing: still caught up
     metrics.observe(report(3, [], end={"file": "mysql-bin.000002", "pos": 40}))
     assert parse(metrics.render())[("replicator_lag_seconds", 'pipeline="p"')] == 0
+
+
+def test_retention_of_the_needed_binlog_is_a_gauge_when_known():
+    asked = []
+
+    def left(position):
+        asked.append(position)
+        return 5_400.0 if position.file == "mysql-bin.000002" else None
+
+    metrics = PipelineMetrics("p", head=lambda: BinlogPosition("mysql-bin.000003", 9),
+                              lag_bytes=lambda position, at: 99, retention_left=left,
+                              head_interval_s=0, clock=lambda: 2_000.0)
+    metrics.observe(report(1, [("a.b", 1, 1)], end={"file": "mysql-bin.000002", "pos": 10}))
+    assert parse(metrics.render())[("replicator_binlog_retention_seconds", 'pipeline="p"')] == 5_400
+    metrics.observe(report(2, [("a.b", 1, 1)], end={"file": "mysql-bin.000003", "pos": 9}))
+    assert ("replicator_binlog_retention_seconds", 'pipeline="p"') not in parse(metrics.render())
+    assert asked[0] == BinlogPosition("mysql-bin.000002", 10)

@@ -89,3 +89,17 @@ def test_run_state_names():
     assert _run_state(None, {"phase": "failed"}, False) == "failed"
     assert _run_state(42, {"phase": "snapshot", "pid": 42}, True) == "running (snapshot)"
     assert _run_state(42, {"phase": "failed", "pid": 7}, False) == "running (starting)"
+
+
+def test_a_binlog_about_to_be_purged_degrades_and_a_lease_elsewhere_is_running():
+    soon = {"file": "mysql-bin.000007", "expire_s": 86_400, "seconds_left": 5_400,
+            "text": "mysql-bin.000007 may be purged in 1.5 h (expiry 24 h)"}
+    code, why = _health(_status(retention=soon), max_lag_s=300, stopped_ok=False)
+    assert code == DEGRADED and "may be purged in 1.5 h" in why[0]
+    later = {**soon, "seconds_left": 3 * 86_400}
+    assert _health(_status(retention=later), max_lag_s=300, stopped_ok=False) == (HEALTHY, [])
+    # Not running here: down, unless a run elsewhere holds the target's lease.
+    stopped = _status(running=False, state="stopped")
+    assert _health(stopped, max_lag_s=300, stopped_ok=False)[0] == DOWN
+    lease = {"holder": "db-2/pid 7", "held": True}
+    assert _health({**stopped, "lease": lease}, max_lag_s=300, stopped_ok=False) == (HEALTHY, [])
