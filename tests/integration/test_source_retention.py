@@ -56,7 +56,7 @@ def test_a_rotated_file_is_purgeable_its_expiry_after_the_rotation(mariadb, mysq
         checkpoint.create()
         checkpoint.save_start(StartState(position=needed, snapshot="skipped"))
         shown = collect_status(pipeline)["retention"]
-        assert shown["file"] == needed.file and 6.9 * 86_400 < shown["seconds_left"]
+        assert shown["file"] == needed.file and shown["seconds_left"] > 6.9 * 86_400
 
         # A run warns when the file it needs goes sooner than RETENTION_WARNING_S.
         from types import SimpleNamespace
