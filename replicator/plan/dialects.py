@@ -56,6 +56,9 @@ class Dialect:
     namespace_depth: int = 2
     # Bind parameter marker (the Snowflake connector is opened with paramstyle="qmark").
     parameter: str = "?"
+    # Does the target enforce a table's PRIMARY KEY (DuckDB), so a key changed in MySQL needs
+    # the target rebuilt under the new one (Snowflake's keys are informational)?
+    enforces_primary_key: bool = False
     # A backslash in a string literal escapes the next character (Snowflake; DuckDB follows
     # standard SQL): a column DEFAULT's literal doubles it there.
     backslash_escapes: bool = False
@@ -139,6 +142,7 @@ DUCKDB = Dialect(
     qualified_update_set=False,
     create_schema=True,
     namespace_depth=1,
+    enforces_primary_key=True,
 )
 
 DIALECTS: Mapping[str, Dialect] = {"snowflake": SNOWFLAKE, "duckdb": DUCKDB}

@@ -32,7 +32,7 @@ from replicator.plan.model import TablePlan
 #   skip     a row means the batch is already applied: run ``on_skip`` and stop;
 #   load     it loads staging: its result counts the rows loaded;
 #   columns  its cursor description names the table's existing columns (``column_changes``).
-Role = Literal["run", "skip", "load", "columns"]
+Role = Literal["run", "skip", "load", "columns", "key"]
 
 ROLLBACK = "ROLLBACK"
 COMMIT = "COMMIT"
@@ -95,6 +95,10 @@ def setup_program(table: TablePlan, dialect: Dialect) -> list[Statement]:
     out.append(Statement("read the target's columns",
                          statements.read_columns(statements.target_name(table, dialect)),
                          role="columns", subject="target"))
+    if dialect.enforces_primary_key and statements.primary_key(table):
+        sql, params = statements.read_primary_key(table, dialect)
+        out.append(Statement("read the target's primary key", sql, params, role="key",
+                             subject="target"))
     if table.log_table:
         out.append(Statement("read the log table's columns",
                              statements.read_columns(statements.log_name(table, dialect)),
@@ -162,6 +166,20 @@ def _target_follows_plan(table: TablePlan, dialect: Dialect, existing: set[str] 
             out.append(Statement("drop the DEFAULT of a column the plan no longer writes",
                                  statements.drop_default(table, name, dialect)))
     return out
+
+
+def key_changes(table: TablePlan, dialect: Dialect, existing: Sequence[str] | None
+                ) -> list[Statement]:
+    """The target rebuilt under the plan's primary key when the one it enforces differs
+    (``existing``: its key columns as the setup's ``key`` statement read them; None: it has
+    none). A key changed in MySQL, followed by a re-copy (`--snapshot always`), or every
+    batch would break the old key's uniqueness."""
+    planned = statements.primary_key(table)
+    if existing is None or not planned or [n.lower() for n in existing] == [
+            n.lower() for n in planned]:
+        return []
+    return [Statement("rebuild the target under the plan's primary key", sql)
+            for sql in statements.rekey_target(table, dialect)]
 
 
 def setup_end(dialect: Dialect) -> list[Statement]:

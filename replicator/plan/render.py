@@ -31,6 +31,9 @@ def _comment(statement: Statement) -> str:
         comment += " (CREATE OR REPLACE it when they differ from the plan's)"
     elif statement.role == "columns":
         comment += " (ALTER TABLE ... ADD COLUMN for each planned column it lacks)"
+    elif statement.role == "key":
+        comment += (" (another key, after a key change in MySQL: the table is rebuilt under"
+                    " this one, in one transaction, before the re-copy)")
     return comment
 
 

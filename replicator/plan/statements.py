@@ -81,18 +81,58 @@ def create_schema(table: TablePlan, dialect: Dialect) -> str | None:
     return f"CREATE SCHEMA IF NOT EXISTS {qualified_name(_namespace(table, dialect))}"
 
 
+def primary_key(table: TablePlan) -> list[str]:
+    """The target columns of the target's PRIMARY KEY ([]: none). Only where every key column
+    is NOT NULL (it would reject NULL keys), and only where a key has one row (changelog and
+    scd2 tables hold many rows per key)."""
+    key = table.key_columns
+    if table.mode == "merge" and key and all(not c.nullable for c in key):
+        return [c.target_column for c in key]
+    return []
+
+
 def create_target_table(table: TablePlan, dialect: Dialect) -> str:
     lines = [
         _column_definition(c.target_column, dialect.type_name(c.target_type), c.nullable)
         for c in table.columns
     ]
-    key = table.key_columns
-    # A primary key only where every key column is NOT NULL (it would reject NULL keys), and
-    # only where a key has one row (changelog and scd2 tables hold many rows per key).
-    if table.mode == "merge" and key and all(not c.nullable for c in key):
-        lines.append(f"PRIMARY KEY ({', '.join(q(c.target_column) for c in key)})")
+    key = primary_key(table)
+    if key:
+        lines.append(f"PRIMARY KEY ({', '.join(q(name) for name in key)})")
     body = ",\n  ".join(lines)
     return f"CREATE TABLE IF NOT EXISTS {target_name(table, dialect)} (\n  {body}\n)"
+
+
+def read_primary_key(table: TablePlan, dialect: Dialect) -> tuple[str, tuple[str, ...]]:
+    """The target's PRIMARY KEY columns as the target enforces them (DuckDB's catalog), and
+    the parameters: its schema, its table name, the constraint type."""
+    # DuckDB matches names case-blind ("MAIN" is the schema main).
+    sql = ("SELECT constraint_column_names FROM duckdb_constraints() WHERE lower(schema_name) = "
+           f"lower({dialect.parameter}) AND lower(table_name) = lower({dialect.parameter}) "
+           f"AND constraint_type = {dialect.parameter}")
+    return sql, (_namespace(table, dialect)[-1], table.target_table, "PRIMARY KEY")
+
+
+def rekey_target(table: TablePlan, dialect: Dialect) -> list[str]:
+    """Rebuild the target under the plan's PRIMARY KEY (the source's key changed, and the
+    target enforces the old one), in one transaction: every column is kept, rows whose new
+    key is incomplete are left out and one row per new key is kept (the re-copy that a key
+    change calls for fills the table again and removes what the source no longer has)."""
+    key = ", ".join(q(name) for name in primary_key(table))
+    complete = " AND ".join(f"{q(name)} IS NOT NULL" for name in primary_key(table))
+    old = target_name(table, dialect)
+    new_table = f"{table.target_table}__REKEY"
+    new = qualified_name((*_namespace(table, dialect), new_table))
+    return [
+        dialect.begin_transaction or "BEGIN TRANSACTION",
+        f"DROP TABLE IF EXISTS {new}",
+        f"CREATE TABLE {new} AS SELECT * FROM {old} WHERE {complete}\n"
+        f"QUALIFY ROW_NUMBER() OVER (PARTITION BY {key}) = 1",
+        f"ALTER TABLE {new} ADD PRIMARY KEY ({key})",
+        f"DROP TABLE {old}",
+        f"ALTER TABLE {new} RENAME TO {q(table.target_table)}",
+        "COMMIT",
+    ]
 
 
 def create_log_table(table: TablePlan, dialect: Dialect) -> str:

@@ -66,8 +66,12 @@ class SQLSink:
                 for table in self.plan.tables:
                     existing: dict[str, set[str]] = {}
                     described: dict[str, str | None] = {}
+                    key: list[str] | None = None
                     for statement in program.setup_program(table, self.dialect):
                         self._run(cursor, statement)
+                        if statement.role == "key":
+                            row = cursor.fetchone()
+                            key = [str(name) for name in row[0]] if row else None
                         if statement.role == "columns":
                             existing[statement.subject] = {
                                 str(column[0]) for column in cursor.description or ()
@@ -77,6 +81,8 @@ class SQLSink:
                                              for column in cursor.description or ()}
                     for statement in program.column_changes(table, self.dialect, existing,
                                                             described):
+                        self._run(cursor, statement)
+                    for statement in program.key_changes(table, self.dialect, key):
                         self._run(cursor, statement)
                     for statement in program.setup_end(self.dialect):
                         self._run(cursor, statement)

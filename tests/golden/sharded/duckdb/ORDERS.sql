@@ -32,6 +32,9 @@ CREATE TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STATE" (
 -- read the target's columns (ALTER TABLE ... ADD COLUMN for each planned column it lacks)
 SELECT * FROM "MAIN"."ORDERS" LIMIT 0;
 
+-- read the target's primary key (another key, after a key change in MySQL: the table is rebuilt under this one, in one transaction, before the re-copy)
+SELECT constraint_column_names FROM duckdb_constraints() WHERE lower(schema_name) = lower(?) AND lower(table_name) = lower(?) AND constraint_type = ?;
+
 -- each batch:
 
 -- begin the batch's transaction

@@ -1,0 +1,52 @@
+"""A target that enforces another primary key than the plan's is rebuilt under the plan's
+(``plan.program.key_changes``): DuckDB only, in one transaction, every column kept."""
+
+from __future__ import annotations
+
+import duckdb
+
+from replicator.plan import DUCKDB, SNOWFLAKE, build_plan, program
+from replicator.plan.program import setup_program
+from replicator.plan.statements import target_name
+from tests.fixtures.sink_sample import CATALOG, sample_pipeline
+
+
+def _regions():
+    return build_plan(sample_pipeline("duckdb"), CATALOG).table("shop.regions")
+
+
+def test_the_rebuild_runs_only_when_the_enforced_key_differs():
+    table = _regions()
+    planned = [c.target_column for c in table.key_columns]
+    assert program.key_changes(table, DUCKDB, None) == []
+    assert program.key_changes(table, DUCKDB, [name.lower() for name in planned]) == []
+    rebuild = [s.sql for s in program.key_changes(table, DUCKDB, planned[:1])]
+    assert rebuild[0] == "BEGIN TRANSACTION" and rebuild[-1] == "COMMIT"
+    assert any("ADD PRIMARY KEY" in sql for sql in rebuild)
+    assert not [s for s in setup_program(table, SNOWFLAKE) if s.role == "key"]
+    assert [s.role for s in setup_program(table, DUCKDB)].count("key") == 1
+
+
+def test_the_rebuild_keeps_every_column_and_one_row_per_new_key():
+    table = _regions()
+    key = [c.target_column for c in table.key_columns]
+    assert len(key) == 2, key  # (REGION, ID): the old target enforced ID alone
+    connection = duckdb.connect()
+    for statement in setup_program(table, DUCKDB):
+        if statement.role == "run":
+            connection.execute(statement.sql)
+    name = target_name(table, DUCKDB)
+    columns = [row[0] for row in connection.execute(f"DESCRIBE {name}").fetchall()]
+    connection.execute(f"DROP TABLE {name}")
+    definition = ", ".join(f'"{c}" VARCHAR' for c in columns)
+    connection.execute(f'CREATE TABLE {name} ({definition}, "EXTRA" VARCHAR, '
+                       f'PRIMARY KEY ("{key[1]}"))')
+    connection.execute(f'INSERT INTO {name} ("{key[0]}", "{key[1]}", "EXTRA") VALUES '
+                       "('eu', '1', 'kept'), (NULL, '2', 'incomplete key')")
+    statement = next(s for s in setup_program(table, DUCKDB) if s.role == "key")
+    enforced = connection.execute(statement.sql, list(statement.params)).fetchone()[0]
+    assert enforced == [key[1]]
+    for rebuild in program.key_changes(table, DUCKDB, enforced):
+        connection.execute(rebuild.sql)
+    assert connection.execute(statement.sql, list(statement.params)).fetchone()[0] == key
+    assert connection.execute(f'SELECT "EXTRA" FROM {name}').fetchall() == [("kept",)]
