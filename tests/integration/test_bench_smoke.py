@@ -17,8 +17,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.spark]
 REPO = Path(__file__).resolve().parents[2]
 # Every section but `partitions` (the e2e DuckDB run again with one YAML setting changed).
 SECTIONS = "decode,profile,e2e,latency,snapshot,bigtxn,startup"
+# The big transaction in merge and scd2 (the mode staged by key); changelog only in bench runs.
 TINY = ["--only", SECTIONS, "--changes", "600", "--latency-rate", "100", "--latency-seconds", "3",
-        "--snapshot-rows", "3000"]
+        "--snapshot-rows", "3000", "--bigtxn-modes", "merge,scd2"]
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +112,9 @@ def test_snapshot_and_big_transaction(bench_result):
     assert big["changes"] == big["rows"] == 3000
     assert big["batches"] == 1  # a batch never splits a transaction
     assert big["peak_rss_gib"] > 0
+    scd2 = result["big_transaction_modes"]["scd2"]
+    assert scd2["mode"] == "scd2" and scd2["target_matches_source"] is True
+    assert set(result["big_transaction_modes"]) == {"scd2"}
 
 
 def test_startup_commands_succeed(bench_result):
