@@ -407,10 +407,12 @@ _TIMESTAMP_TEXT = re.compile(
     r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?$", re.A)
 _TRUE = frozenset({"t", "true", "y", "yes", "1"})
 _FALSE = frozenset({"f", "false", "n", "no", "0"})
-# What Spark's UTF8String.trimAll() removes around a number, date or boolean being cast:
-# Java's Character.isWhitespace or isISOControl characters.
-_WS = "".join(chr(c) for c in (*range(0x21), *range(0x7F, 0xA0), 0x1680, *range(0x2000, 0x2007),
-                                *range(0x2008, 0x200B), 0x2028, 0x2029, 0x205F, 0x3000))
+# What Spark's UTF8String.trimAll() removes around an int, boolean or date being cast: it
+# tests each BYTE for Java whitespace or ISO control, so only ASCII ones (0x00-0x20, DEL); a
+# character beyond ASCII (U+0085, U+00A0, U+3000) is kept and the cast fails. Decimal and
+# double casts trim with UTF8String.trim(): 0x00-0x20 only (measured on Spark 4).
+_WS = "".join(chr(c) for c in (*range(0x21), 0x7F))
+_WS_NUMBER = "".join(chr(c) for c in range(0x21))
 
 
 def _invalid(value: Any, source: SparkType, target: str) -> Any:
@@ -514,7 +516,7 @@ def _cast(source: SparkType, target: SparkType) -> Callable[[Any], Any]:
             if s == "boolean":
                 number = Decimal(int(v))
             elif s == "string":
-                text = v.strip(_WS)
+                text = v.strip(_WS_NUMBER)
                 if not _DECIMAL_TEXT.match(text):
                     _invalid(v, source, str(target))
                 number = Decimal(text)
@@ -535,7 +537,7 @@ def _cast(source: SparkType, target: SparkType) -> Callable[[Any], Any]:
     if t == "double":
         def to_double(v: Any) -> float:
             if s == "string":
-                text = v.strip(_WS)
+                text = v.strip(_WS_NUMBER)
                 lowered = text.lower()
                 specials = {"nan": math.nan, "infinity": math.inf, "+infinity": math.inf,
                             "-infinity": -math.inf, "inf": math.inf, "+inf": math.inf,

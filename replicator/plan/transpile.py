@@ -97,8 +97,10 @@ def literal_sql(value: Any, spark_type: SparkType) -> str:
 
 # -- implicit and explicit casts ------------------------------------------------------------
 
-# Spark's UTF8String.trimAll(): Java whitespace and ISO control characters around a value.
-_WS_CLASS = "[\\x00-\\x20\\x7f-\\x9f\\x{1680}\\x{2000}-\\x{2006}\\x{2008}-\\x{200a}\\x{2028}\\x{2029}\\x{205f}\\x{3000}]"
+# Spark's UTF8String.trimAll(), which casts to int, boolean and dates use: it tests each BYTE
+# for Java whitespace or ISO control, so only ASCII ones (0x00-0x20, DEL) go; a character
+# beyond ASCII (U+0085, U+00A0, U+3000) is kept and the cast fails (measured on Spark 4).
+_WS_CLASS = "[\\x00-\\x20\\x7f]"
 
 
 def _trim_all(sql: str) -> str:
