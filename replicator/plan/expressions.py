@@ -861,7 +861,9 @@ class Compiler:
                          hint="CAST one side so both have one type, e.g. CAST(x AS STRING)")
 
     def coerce(self, node: Compiled, target: SparkType) -> Compiled:
-        if node.type == target or node.type.kind in ("null", "any"):
+        if node.type == target or "any" in (node.type.kind, target.kind) or node.type.kind == "null":
+            # "any": a column whose type validate does not know (no source_type, no catalog);
+            # the plan, built from the catalog, checks the expression again with it.
             return node
         convert = cast_function(node.type, target, safe=False)
         if node.constant:

@@ -114,3 +114,18 @@ def test_schema_command_prints_the_schema() -> None:
     assert result.exit_code == 0
     assert json.loads(result.stdout) == json.loads(
         (ROOT / "schemas" / "pipeline.schema.json").read_text())
+
+
+@pytest.mark.parametrize("expression", ["coalesce(en, 'none')", "nvl(en, 0)",
+                                        "CASE WHEN id > 1 THEN en ELSE 'small' END"])
+def test_expressions_over_columns_of_unknown_type_validate(tmp_path: Path, expression: str) -> None:
+    # No source_type and no catalog: validate knows the columns' names only. It traced back
+    # with "no cast from string to any" on a literal coerced to an unknown column's type.
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "version: 1\nname: p\nsource:\n  mysql: {host: 127.0.0.1, user: root}\n"
+        "target:\n  duckdb: {path: w.duckdb}\ntables:\n  - source: db.t\n    key: [id]\n"
+        f"    columns:\n      label: {{expression: \"{expression}\", type: VARCHAR}}\n")
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "0 errors" in result.output
