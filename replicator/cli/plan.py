@@ -92,16 +92,18 @@ def command(
             "pipeline": plan.pipeline_name,
             "dialect": sql_dialect.name,
             "offline": offline,
-            "tables": [_table_json(t, sql_dialect) for t in tables],
+            "tables": [_table_json(t, sql_dialect, catalog) for t in tables],
         }
         render.print_text(json.dumps(document, indent=2, ensure_ascii=False))
         return
     from replicator.plan import render_sql
+    from replicator.transform import snapshot_staging  # sqlglot: not on validate's path
 
     for table_plan in tables:
         if not offline:
             _say_where_columns_came_from(table_plan)
-        render.print_sql(render_sql(table_plan, sql_dialect))
+        render.print_sql(render_sql(table_plan, sql_dialect,
+                                    snapshot_staging(table_plan, catalog, sql_dialect)))
 
 
 def _print_ddl_preview(pipeline: Pipeline, catalog: Catalog, plan: Plan, ddl: str,
@@ -205,8 +207,9 @@ def _say_where_columns_came_from(table_plan: TablePlan) -> None:
     render.info("%s columns %s", table_plan.source_name, "; ".join(parts) or "(none)")
 
 
-def _table_json(table_plan: TablePlan, dialect: Dialect) -> dict[str, Any]:
+def _table_json(table_plan: TablePlan, dialect: Dialect, catalog: Catalog) -> dict[str, Any]:
     from replicator.plan import table_statements
+    from replicator.transform import snapshot_staging  # sqlglot: not on validate's path
 
     outbox = table_plan.outbox
     return {
@@ -247,6 +250,7 @@ def _table_json(table_plan: TablePlan, dialect: Dialect) -> dict[str, Any]:
             for c in table_plan.columns
         ],
         "statements": [
-            {"purpose": s.purpose, "sql": s.sql} for s in table_statements(table_plan, dialect)
+            {"purpose": s.purpose, "sql": s.sql} for s in table_statements(
+                table_plan, dialect, snapshot_staging(table_plan, catalog, dialect))
         ],
     }

@@ -43,6 +43,7 @@ from replicator.model.changes import BinlogPosition, ChangeEvent
 if TYPE_CHECKING:
     from replicator.model.pipeline import Pipeline
     from replicator.plan.model import Plan, TablePlan
+    from replicator.plan.program import StagingQuery
 
 ReportCallback = Callable[[BatchReport], None]
 Notice = Callable[[str], None]
@@ -359,6 +360,28 @@ class BatchApplier:
         table_report.seconds_stage += float(result.seconds_stage)
         table_report.seconds_merge = float(result.seconds_merge)
         report.tables.append(table_report)
+        report.seconds = time.perf_counter() - started
+        if self._on_report:
+            self._on_report(report)
+        return report
+
+    def apply_snapshot_files(
+        self, table_plan: TablePlan, chunk_index: int, paths: Sequence[str], rows: int,
+        query: StagingQuery, position: BinlogPosition,
+    ) -> BatchReport:
+        """Snapshot chunk files (``rows`` in all) staged by the warehouse itself: ``query``
+        (``transform.file_staging``) runs over them inside the batch's transaction, so no
+        row passes through this process."""
+        started = time.perf_counter()
+        batch_id = snapshot_batch_id(self.epoch, chunk_index)
+        report = BatchReport("snapshot", batch_id, position.to_offset(),
+                             pipeline=self.pipeline.name)
+        result = self.sink.apply(table_plan, batch_id, position.to_offset(), list(paths),
+                                 query=query)
+        report.tables.append(TableReport(
+            table=table_plan.label, changes=rows, rows=int(result.rows),
+            skipped=bool(result.skipped), seconds_stage=float(result.seconds_stage),
+            seconds_merge=float(result.seconds_merge)))
         report.seconds = time.perf_counter() - started
         if self._on_report:
             self._on_report(report)

@@ -203,6 +203,43 @@ def _slices(paths: list[str]) -> Iterator[Any]:
                 yield pa.Table.from_batches([batch])
 
 
+def _apply_group(applier: BatchApplier, table_plan: Any, number: int, paths: list[str],
+                 position: BinlogPosition) -> None:
+    """One group of chunk files into the target: staged by the warehouse itself where it can
+    read them (DuckDB: the transform step runs over the files inside the batch's
+    transaction, no row passes through the driver), else slice by slice on the driver.
+
+    Where the warehouse's statement fails for good (a computed column that overflows, a value
+    the target type refuses), the group is applied again the driver's way, which names the
+    row and column or, if the failure was the warehouse's alone, applies it."""
+    from replicator.errors import SinkError
+    from replicator.transform import file_staging
+
+    local = [p.removeprefix("file://") for p in paths]
+    dialect = getattr(applier.sink, "dialect", None)
+    if dialect is not None and dialect.change_files and not any("://" in p for p in local):
+        metadata = _metadata(local)
+        query = file_staging(table_plan, [m.schema.to_arrow_schema() for m in metadata],
+                             dialect)
+    else:
+        metadata, query = [], None
+    if query is not None:
+        try:
+            applier.apply_snapshot_files(table_plan, number, local,
+                                         sum(m.num_rows for m in metadata), query, position)
+            return
+        except SinkError as error:
+            if error.transient:
+                raise
+    applier.apply_snapshot_batches(table_plan, number, _slices(paths), position)
+
+
+def _metadata(paths: list[str]) -> list[Any]:
+    import pyarrow.parquet as pq
+
+    return [pq.read_metadata(path) for path in paths]
+
+
 def _remove_absent_rows(
     applier: BatchApplier, source_table: SourceTable, table_plan: Any, position: BinlogPosition,
     chunk_number: int,
@@ -341,8 +378,8 @@ def run_snapshot(
                 if not job.wait_for(paths, should_stop):
                     return False
                 for reader in copy.readers:
-                    applier.apply_snapshot_batches(reader, copy.numbers[id(reader)](group[0]),
-                                                   _slices(paths), position)
+                    _apply_group(applier, reader, copy.numbers[id(reader)](group[0]), paths,
+                                 position)
                 state.chunks_applied[copy.name] = group[-1] + 1
                 checkpoint.save_start(state)
                 for done in paths:

@@ -42,6 +42,14 @@ class Dialect:
     # Load staging by PUT + COPY through the staging table's stage (Snowflake), or read the
     # Parquet files in place (DuckDB's read_parquet).
     load_through_stage: bool = False
+    # The warehouse runs the transform step itself over a batch's change files (the landing
+    # zone's Parquet, ``model.change_batch`` layout), instead of the driver staging them
+    # first: the relation those files are read as (one parameter: the list of paths; the
+    # row's number in its file as the column ``{ord}``) and the statement that makes the
+    # session read instants in UTC, as the transform step's casts assume. None: the driver
+    # stages (Snowflake: its COPY cannot run our DuckDB SQL).
+    change_files: str | None = None
+    utc_session: str | None = None
     # How a batch's transaction starts: an explicit statement, or (None) the first statement
     # opens it (a Snowflake connection with autocommit off: every statement does).
     begin_transaction: str | None = "BEGIN TRANSACTION"
@@ -143,6 +151,9 @@ DUCKDB = Dialect(
     create_schema=True,
     namespace_depth=1,
     enforces_primary_key=True,
+    change_files=("SELECT * EXCLUDE (file_row_number), file_row_number AS {ord} "
+                  "FROM read_parquet(?, file_row_number = true)"),
+    utc_session="SET TimeZone = 'UTC'",
 )
 
 DIALECTS: Mapping[str, Dialect] = {"snowflake": SNOWFLAKE, "duckdb": DUCKDB}

@@ -73,6 +73,17 @@ class BatchKey:
 ON_SKIP = (Statement("the batch is already applied: end the transaction", ROLLBACK),)
 
 
+@dataclass(frozen=True)
+class StagingQuery:
+    """The transform step as one SELECT the warehouse runs over a batch's change files
+    (``transform.stage.file_staging``): its rows are the staging rows, ``STAGE_SEQ`` and the
+    timestamps included. Its first parameter is the list of files (``Dialect.change_files``);
+    ``params`` are the rest (mask salts, filter constants)."""
+
+    sql: str
+    params: tuple[Any, ...] = ()
+
+
 # -- setup ------------------------------------------------------------------------------------
 
 
@@ -205,7 +216,8 @@ def batch_head(table: TablePlan, dialect: Dialect, key: BatchKey | None = None) 
 
 
 def load_statements(
-    table: TablePlan, dialect: Dialect, files: Sequence[str] | None = None, folder: str = ""
+    table: TablePlan, dialect: Dialect, files: Sequence[str] | None = None, folder: str = "",
+    query: StagingQuery | None = None,
 ) -> list[Statement]:
     """Load the batch's Parquet files (already in the staging layout) into staging.
 
@@ -213,9 +225,23 @@ def load_statements(
     nothing. Warehouses that load through a stage (Snowflake) PUT each file into ``folder``
     of the staging table's stage, a folder of this attempt's own, and COPY that folder by
     column name; the others read the files in place (DuckDB's ``read_parquet``).
+
+    With ``query`` the files are change files (the landing zone's, not yet staged) and the
+    warehouse runs the transform step over them into staging (``Dialect.change_files``).
     """
     if files is not None and not files:
         return []
+    if query is not None:
+        out = []
+        if dialect.utc_session:
+            out.append(Statement("read instants in UTC, as the transform step assumes",
+                                 dialect.utc_session))
+        # `plan` shows no parameters (a mask's salt is one).
+        params = (list(files), *query.params) if files is not None else ()
+        out.append(Statement("stage the batch's change files: the transform step, run by "
+                             "the warehouse", statements.insert_staging(table, dialect, query.sql),
+                             params=params, role="load"))
+        return out
     if dialect.load_through_stage:
         folder = folder or FOLDER_PLACEHOLDER
         put = [
@@ -259,10 +285,11 @@ def batch_tail(table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
 def batch_program(
     table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
     files: Sequence[str] | None = None, folder: str = "",
-    dead_letters: Sequence[tuple[Any, ...]] | None = None,
+    dead_letters: Sequence[tuple[Any, ...]] | None = None, query: StagingQuery | None = None,
 ) -> list[Statement]:
     """Every statement one batch runs when it is not skipped, in order."""
-    return [*batch_head(table, dialect, key), *load_statements(table, dialect, files, folder),
+    return [*batch_head(table, dialect, key),
+            *load_statements(table, dialect, files, folder, query),
             *batch_tail(table, dialect, key, dead_letters)]
 
 
@@ -273,6 +300,7 @@ __all__ = [
     "ON_SKIP",
     "ROLLBACK",
     "BatchKey",
+    "StagingQuery",
     "Statement",
     "batch_head",
     "batch_program",

@@ -10,15 +10,18 @@ from __future__ import annotations
 from replicator.plan import program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
-from replicator.plan.program import Statement
+from replicator.plan.program import StagingQuery, Statement
 
 
-def table_statements(table: TablePlan, dialect: Dialect) -> list[Statement]:
-    """In execution order: the setup, then one batch."""
+def table_statements(table: TablePlan, dialect: Dialect,
+                     snapshot: StagingQuery | None = None) -> list[Statement]:
+    """In execution order: the setup, then one batch (then one snapshot batch whose chunk
+    files the warehouse stages, ``snapshot``: ``transform.snapshot_staging``)."""
     return [
         *program.setup_program(table, dialect),
         *program.setup_end(dialect),
         *program.batch_program(table, dialect),
+        *(program.batch_program(table, dialect, query=snapshot) if snapshot else ()),
     ]
 
 
@@ -37,8 +40,9 @@ def _comment(statement: Statement) -> str:
     return comment
 
 
-def render_sql(table: TablePlan, dialect: Dialect) -> str:
-    """One table's statements as a SQL script, each preceded by a comment saying why."""
+def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None = None) -> str:
+    """One table's statements as a SQL script, each preceded by a comment saying why;
+    ``snapshot``: also the program of a snapshot batch the warehouse stages itself."""
     parts = [f"-- {table.label} -> {'.'.join(table.target_parts)} ({dialect.name})"]
     if table.routed:
         parts[0] += (
@@ -54,6 +58,11 @@ def render_sql(table: TablePlan, dialect: Dialect) -> str:
     parts += [f"{_comment(s)}\n{s.sql};" for s in setup]
     parts.append("-- each batch:")
     parts += [f"{_comment(s)}\n{s.sql};" for s in program.batch_program(table, dialect)]
+    if snapshot is not None:
+        parts.append("-- each snapshot batch (a group of chunk files; the warehouse runs the "
+                     "transform step over them):")
+        parts += [f"{_comment(s)}\n{s.sql};"
+                  for s in program.batch_program(table, dialect, query=snapshot)]
     return "\n\n".join(parts) + "\n"
 
 

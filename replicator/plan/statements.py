@@ -241,6 +241,12 @@ def insert_staging_from_files(table: TablePlan, dialect: Dialect) -> str:
             f"SELECT * FROM read_parquet({dialect.parameter})")
 
 
+def insert_staging(table: TablePlan, dialect: Dialect, select: str) -> str:
+    """Fill staging, by column name, with the rows of ``select`` (the transform step run by
+    the warehouse over a batch's change files: ``program.StagingQuery``)."""
+    return f"INSERT INTO {staging_name(table, dialect)} BY NAME\n{select}"
+
+
 def add_columns(
     table: TablePlan, columns: Sequence[PlannedColumn], dialect: Dialect, *, log: bool = False
 ) -> list[str]:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from replicator.model.pipeline import Pipeline
     from replicator.plan.model import Plan, TablePlan
+    from replicator.plan.program import StagingQuery
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,11 @@ class Sink(Protocol):
     def apply(
         self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
         staged: pa.Table | Iterable[pa.Table] | Sequence[str | os.PathLike[str]],
+        *, query: StagingQuery | None = None,
     ) -> ApplyResult:
         """Stage (every slice, or the given Parquet files), MERGE and record the batch in ONE
-        transaction; skip a batch already applied without pulling a slice."""
+        transaction; skip a batch already applied without pulling a slice. With ``query``
+        the files are change files the warehouse stages itself (``program.StagingQuery``)."""
 
     def last_applied(self, table: TablePlan) -> dict[str, Any] | None:
         """{"batch_id", "end_offset", "applied_at"} of the table's newest state row."""

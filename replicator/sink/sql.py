@@ -25,7 +25,7 @@ from replicator.errors import LeaseError, SinkError
 from replicator.plan import program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import Plan, TablePlan
-from replicator.plan.program import BatchKey, Statement
+from replicator.plan.program import BatchKey, StagingQuery, Statement
 from replicator.sink import ApplyResult, parquet_files, slices_of, state_from_row
 from replicator.sink.limits import check_value_sizes
 
@@ -95,10 +95,12 @@ class SQLSink:
     def apply(
         self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
         staged: pa.Table | Iterable[pa.Table] | Sequence[str | os.PathLike[str]],
+        *, query: StagingQuery | None = None,
     ) -> ApplyResult:
         """The batch program: skip an applied batch, else load, MERGE and record it in ONE
         transaction. ``staged``: an Arrow table, an iterable of Arrow slices (pulled only
-        after the lookup), or a list of Parquet files already in the staging layout.
+        after the lookup), or a list of Parquet files already in the staging layout; with
+        ``query``, a list of change files the warehouse stages by running it.
 
         A transient failure at any statement (a lost connection, an expired session, a
         warehouse resuming) rolls back and runs the whole program again on a new session,
@@ -112,7 +114,8 @@ class SQLSink:
             written: list[Any] = []  # (paths, rows, seconds, dead letters) of the first attempt
             for attempt in range(len(self.retry_delays) + 1):
                 try:
-                    return self._apply_once(table, key, given, staged, directory, written)
+                    return self._apply_once(table, key, given, staged, directory, written,
+                                            query)
                 except SinkError as error:
                     if not error.transient or attempt == len(self.retry_delays):
                         raise
@@ -125,7 +128,7 @@ class SQLSink:
 
     def _apply_once(
         self, table: TablePlan, key: BatchKey, given: list[str] | None, staged: Any,
-        directory: str | None, written: list[Any],
+        directory: str | None, written: list[Any], query: StagingQuery | None = None,
     ) -> ApplyResult:
         batch_id = key.batch_id
         rows = 0
@@ -158,7 +161,7 @@ class SQLSink:
                 files, expected = self._loadable(given), None
             started = time.perf_counter()
             folder = f"{batch_id}-{uuid.uuid4().hex[:12]}"  # this attempt's own
-            for statement in program.load_statements(table, self.dialect, files, folder):
+            for statement in program.load_statements(table, self.dialect, files, folder, query):
                 self._run(cursor, statement)
                 if statement.role == "load":
                     rows += _loaded_rows(cursor)

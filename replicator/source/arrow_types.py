@@ -95,6 +95,30 @@ def source_arrow_type(column: SourceColumn | MySQLType) -> pa.DataType:
     return pa.string()  # char, varchar, text, enum, set, json, time, uuid, inet4/6
 
 
+def source_kind_name(column: SourceColumn | MySQLType) -> str:
+    """The batch kind (``transform.columns.source_kind``) of ``source_arrow_type(column)``,
+    without pyarrow: `plan --offline` prints the statement the warehouse runs over snapshot
+    chunk files and must run where pyarrow is not installed. A unit test holds the two in
+    step for every MySQL type."""
+    mysql_type = column.mysql_type if isinstance(column, SourceColumn) else column
+    name = mysql_type.name
+    if name in _SIGNED_BITS:
+        return "uint" if mysql_type.unsigned else "int"
+    kinds = {"year": "int", "decimal": "decimal", "float": "float", "double": "float",
+             "date": "date", "datetime": "timestamp", "timestamp": "timestamp_tz",
+             "bit": "uint"}
+    if name in kinds:
+        return kinds[name]
+    if name in BINARY_TYPES or name in _GEOMETRY:
+        return "binary"
+    return "string"
+
+
+def wide_decimal(column: SourceColumn) -> bool:
+    """A DECIMAL over Arrow's decimal128 (its change-batch column is decimal256)."""
+    return column.mysql_type.name == "decimal" and (column.mysql_type.precision or 10) > MAX_DECIMAL128
+
+
 # -- from a binlog Table_map column (python-mysql-replication's ``Column``) -------------------
 
 # pymysql.constants.FIELD_TYPE numbers (kept here so this module imports no driver).
@@ -142,18 +166,21 @@ def binlog_arrow_type(column: Any) -> pa.DataType:
 # -- the whole change batch -----------------------------------------------------------------
 
 
+# The ``__replicator_*`` columns' batch kinds: "int" is int64, "string" is utf8.
+INTERNAL_KINDS = {
+    change_batch.OP: "string", change_batch.FILE: "string", change_batch.FILE_SEQ: "int",
+    change_batch.POS: "int", change_batch.ROW_INDEX: "int", change_batch.TS_MS: "int",
+    change_batch.GTID: "string", change_batch.TRANSACTION_ID: "string",
+    change_batch.TABLE: "string",
+}
+
+
 def internal_fields() -> list[pa.Field]:
     """The ``__replicator_*`` columns of every change batch, in ``INTERNAL_COLUMNS`` order."""
     import pyarrow as pa
 
-    types = {
-        change_batch.OP: pa.string(), change_batch.FILE: pa.string(),
-        change_batch.FILE_SEQ: pa.int64(), change_batch.POS: pa.int64(),
-        change_batch.ROW_INDEX: pa.int64(), change_batch.TS_MS: pa.int64(),
-        change_batch.GTID: pa.string(), change_batch.TRANSACTION_ID: pa.string(),
-        change_batch.TABLE: pa.string(),
-    }
-    return [pa.field(name, types[name]) for name in change_batch.INTERNAL_COLUMNS]
+    types = {"int": pa.int64(), "string": pa.string()}
+    return [pa.field(name, types[INTERNAL_KINDS[name]]) for name in change_batch.INTERNAL_COLUMNS]
 
 
 def change_batch_schema(table: SourceTable, *, before: bool = True) -> pa.Schema:
@@ -169,5 +196,5 @@ def change_batch_schema(table: SourceTable, *, before: bool = True) -> pa.Schema
     return pa.schema(fields)
 
 
-__all__ = ["binlog_arrow_type", "change_batch_schema", "decimal_type", "internal_fields",
-           "source_arrow_type", "time_text"]
+__all__ = ["INTERNAL_KINDS", "binlog_arrow_type", "change_batch_schema", "decimal_type",
+           "internal_fields", "source_arrow_type", "source_kind_name", "time_text", "wide_decimal"]

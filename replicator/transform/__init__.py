@@ -15,6 +15,7 @@ still hold them.
 from __future__ import annotations
 
 from replicator.transform.batch import batch_events, change_batch, source_arrow_type
-from replicator.transform.stage import stage_batch
+from replicator.transform.stage import file_staging, snapshot_staging, stage_batch
 
-__all__ = ["batch_events", "change_batch", "source_arrow_type", "stage_batch"]
+__all__ = ["batch_events", "change_batch", "file_staging", "snapshot_staging", "source_arrow_type",
+           "stage_batch"]

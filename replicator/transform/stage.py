@@ -28,11 +28,17 @@ from typing import TYPE_CHECKING, Any
 from replicator.model import change_batch as cb
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 from replicator.plan.model import STAGE_CHANGE_SEQ, STAGE_OP, STAGE_SEQ, STAGE_TS, STAGE_VALID_TO
+from replicator.plan.program import StagingQuery
+from replicator.source.arrow_types import INTERNAL_KINDS, source_kind_name, wide_decimal
 from replicator.transform.columns import Params, q, source_kind, staged_value
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pyarrow as pa
 
+    from replicator.model.catalog import Catalog
+    from replicator.plan.dialects import Dialect
     from replicator.plan.model import PlannedColumn, TablePlan
 
 _SUB = cb.INTERNAL_PREFIX + "sub"  # 0: the delete half of a key update, 1: everything else
@@ -84,6 +90,55 @@ def stage_batch(table: TablePlan, batch: pa.Table, *, first_seq: int = 0) -> pa.
     if table.outbox is not None or not translatable(table):
         return _per_row(table, batch, first_seq)
     return _columnar(table, batch, first_seq)
+
+
+def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialect
+                 ) -> StagingQuery | None:
+    """The transform step as one statement the warehouse runs over a batch's change files
+    (``Dialect.change_files``; ``schemas``: theirs), or None where it must run here: a
+    warehouse that cannot read them, outbox routes and expressions without a DuckDB form
+    (the per-row path), files of different layouts, and DECIMALs over 38 digits (DuckDB
+    reads those from Parquet as DOUBLE)."""
+    import pyarrow as pa
+
+    if not schemas or any(not s.equals(schemas[0]) for s in schemas[1:]):
+        return None
+    wide = any(pa.types.is_decimal256(field.type) for field in schemas[0])
+    return _file_query(table, tuple((f.name, source_kind(f.type)) for f in schemas[0]), wide,
+                       dialect)
+
+
+def _file_query(table: TablePlan, layout: tuple[tuple[str, str], ...], wide: bool,
+                dialect: Dialect) -> StagingQuery | None:
+    from replicator.transform.expressions import translatable
+
+    if dialect.change_files is None or table.outbox is not None or not translatable(table):
+        return None
+    if wide:
+        return None
+    return _file_statement(table, (*layout, (_ORD, "int")),
+                           dialect.change_files.format(ord=q(_ORD)))
+
+
+def snapshot_staging(table: TablePlan, catalog: Catalog, dialect: Dialect) -> StagingQuery | None:
+    """What the warehouse runs over a group of ``table``'s snapshot chunk files (their layout
+    comes from the catalog: ``change_batch_schema`` without before-images), or None where
+    the driver stages them; ``replicator plan`` prints it. A routed table: its first source."""
+    names = {name.lower() for name in table.source_names}
+    source = next((t for t in catalog.tables if t.name.lower() in names), None)
+    if source is None:
+        return None
+    layout = (*((c.name, source_kind_name(c)) for c in source.columns),
+              *((name, INTERNAL_KINDS[name]) for name in cb.INTERNAL_COLUMNS))
+    return _file_query(table, layout, any(wide_decimal(c) for c in source.columns), dialect)
+
+
+@lru_cache(maxsize=256)
+def _file_statement(table: TablePlan, layout: tuple[tuple[str, str], ...], batch: str
+                    ) -> StagingQuery:
+    params = Params()
+    sql = statement(table, dict(layout), params, batch=batch)
+    return StagingQuery(sql, tuple(params))
 
 
 def _per_row(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
@@ -169,10 +224,15 @@ def _failing_row(table: TablePlan, batch: pa.Table, sql: str, params: tuple[Any,
     return {key: row.get(key) for key in batch_key(table)}
 
 
-def statement(table: TablePlan, kinds: dict[str, str], params: Params) -> str:
+def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
+              batch: str | None = None) -> str:
     """The DuckDB statement staging a change batch whose columns have these batch kinds
     (``transform.columns.source_kind``); the batch is the view ``batch``. ``STAGE_SEQ``
-    counts from 0 (``first_seq`` is added to the result)."""
+    counts from 0 (``first_seq`` is added to the result).
+
+    ``batch``: the SELECT that reads the batch, as the first CTE (the warehouse runs the
+    statement over a batch's change files, ``file_staging``); the statement then yields the
+    staging row whole: ``STAGE_SEQ`` numbered in staging order and the timestamps typed."""
     from replicator.transform.expressions import computed_sql, filter_sql
 
     names = set(kinds)
@@ -229,14 +289,21 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params) -> str:
     for column in table.staged_columns:
         selected.append(f"{_staged(column, kinds, names, computed_index, params)} AS {q(column.staging_name)}")
     selected.append(f"{q(_FINAL_OP)} AS {q(STAGE_OP)}")
+    # Microseconds since the epoch; typed here only where the warehouse stages (the driver's
+    # Arrow cast is cheaper than DuckDB's for its own path).
+    micros = (lambda sql: f"timezone('UTC', make_timestamp({sql}))") if batch else (lambda sql: sql)
     if table.mode == "scd2":
-        selected.append(f"{q(_VALID_FROM)} * 1000 AS {q(STAGE_TS)}")
-        selected.append(f"{q(_VALID_TO)} * 1000 AS {q(STAGE_VALID_TO)}")
+        selected.append(f"{micros(q(_VALID_FROM) + ' * 1000')} AS {q(STAGE_TS)}")
+        selected.append(f"{micros(q(_VALID_TO) + ' * 1000')} AS {q(STAGE_VALID_TO)}")
         selected.append(f"{q(_VERSION_SEQ)} AS {q(STAGE_CHANGE_SEQ)}")
     else:
-        selected.append(f"{q(cb.TS_MS)} * 1000 AS {q(STAGE_TS)}")
+        selected.append(f"{micros(q(cb.TS_MS) + ' * 1000')} AS {q(STAGE_TS)}")
+    if batch:
+        ctes.insert(0, ("batch", batch))
+        selected.append(f"row_number() OVER (ORDER BY {final_order}) - 1 AS {q(STAGE_SEQ)}")
     with_ = ",\n".join(f"{name} AS (\n  {body}\n)" for name, body in ctes)
-    return f"WITH {with_}\nSELECT {', '.join(selected)}\nFROM {ctes[-1][0]} ORDER BY {final_order}"
+    ordered = "" if batch else f" ORDER BY {final_order}"
+    return f"WITH {with_}\nSELECT {', '.join(selected)}\nFROM {ctes[-1][0]}{ordered}"
 
 
 _N = cb.INTERNAL_PREFIX + "n"

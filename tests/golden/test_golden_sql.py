@@ -8,6 +8,7 @@ import pytest
 
 from replicator.config import load_pipeline
 from replicator.plan import DIALECTS, build_plan, offline_catalog, render_sql
+from replicator.transform import snapshot_staging
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent
@@ -17,12 +18,13 @@ PIPELINES = sorted((ROOT / "pipelines").glob("*.yaml"))
 def rendered(pipeline_file: Path) -> dict[Path, str]:
     """golden path -> SQL for every table of a pipeline in every dialect (offline plan)."""
     pipeline = load_pipeline(pipeline_file)
-    plan = build_plan(pipeline, offline_catalog(pipeline))
+    catalog = offline_catalog(pipeline)
+    plan = build_plan(pipeline, catalog)
     return {
         # A routed table (`sources:`) is named by its target: its source is a pattern.
         GOLDEN / pipeline_file.stem / dialect.name
         / f"{table.target_table if table.routed else table.label}.sql": render_sql(
-            table, dialect
+            table, dialect, snapshot_staging(table, catalog, dialect)
         )
         for dialect in DIALECTS.values()
         for table in plan.tables

@@ -114,3 +114,18 @@ def test_change_batch_schema_has_internal_and_before_image_columns() -> None:
     assert change_batch_schema(table, before=False).names == [
         "id", "v", *change_batch.INTERNAL_COLUMNS]
     assert schema.field(change_batch.FILE_SEQ).type == pa.int64()
+
+
+@pytest.mark.parametrize("text", [
+    *(case[0] for case in CASES), "bigint unsigned", "bit(64)", "year", "decimal(65,30)",
+    "datetime(6)", "timestamp(3)", "time(6)", "enum('a')", "set('a','b')", "json", "blob",
+    "varbinary(4)", "binary(4)", "geometry", "point", "char(5)", "text", "uuid", "inet6",
+])
+def test_the_kind_without_pyarrow_is_the_kind_of_the_arrow_type(text: str) -> None:
+    # `plan --offline` renders the warehouse's staging statement from source_kind_name; the
+    # run renders it from the chunk files' Arrow types: the two must give the same SQL.
+    from replicator.source.arrow_types import source_kind_name
+    from replicator.transform.columns import source_kind
+
+    mysql_type = MySQLType.parse(text)
+    assert source_kind_name(mysql_type) == source_kind(source_arrow_type(mysql_type)), text

@@ -113,3 +113,104 @@ INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OF
 
 -- commit the batch
 COMMIT;
+
+-- each snapshot batch (a group of chunk files; the warehouse runs the transform step over them):
+
+-- begin the batch's transaction
+BEGIN TRANSACTION;
+
+-- skip a batch already applied (a row: ROLLBACK and stop)
+SELECT 1 FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?;
+
+-- create staging table
+CREATE TEMPORARY TABLE IF NOT EXISTS "_REPLICATOR_STAGE_ORDERS" (
+  "ID" INTEGER,
+  "CUSTOMER_ID" INTEGER,
+  "STATUS" VARCHAR,
+  "TOTAL" DECIMAL(12,2),
+  "UPDATED_AT" TIMESTAMP,
+  "_OP" VARCHAR,
+  "_TS_MS" BIGINT,
+  "_REPLICATOR_OP" VARCHAR,
+  "_REPLICATOR_SEQ" BIGINT,
+  "_REPLICATOR_TS" TIMESTAMPTZ
+);
+
+-- clear staging
+DELETE FROM "_REPLICATOR_STAGE_ORDERS";
+
+-- read instants in UTC, as the transform step assumes
+SET TimeZone = 'UTC';
+
+-- stage the batch's change files: the transform step, run by the warehouse
+INSERT INTO "_REPLICATOR_STAGE_ORDERS" BY NAME
+WITH batch AS (
+  SELECT * EXCLUDE (file_row_number), file_row_number AS "__replicator_ord" FROM read_parquet(?, file_row_number = true)
+),
+split AS (
+  SELECT *, 1 AS "__replicator_sub" FROM batch
+),
+last AS (
+  SELECT * FROM split QUALIFY row_number() OVER (PARTITION BY "id" ORDER BY "__replicator_file_seq" DESC, "__replicator_pos" DESC, "__replicator_row_index" DESC, "__replicator_sub" DESC, "__replicator_ord" DESC) = 1
+),
+judged AS (
+  SELECT *, TRUE AS "__replicator_pass" FROM last
+),
+kept AS (
+  SELECT *, CASE WHEN "__replicator_op" <> 'd' AND NOT "__replicator_pass" THEN 'd' ELSE "__replicator_op" END AS "__replicator_final_op" FROM judged
+)
+SELECT CAST("id" AS INTEGER) AS "ID", CAST("customer_id" AS INTEGER) AS "CUSTOMER_ID", "status" AS "STATUS", CAST(round_even("total", 2) AS DECIMAL(12,2)) AS "TOTAL", CAST("updated_at" AS TIMESTAMP) AS "UPDATED_AT", "__replicator_final_op" AS "_OP", "__replicator_ts_ms" AS "_TS_MS", "__replicator_final_op" AS "_REPLICATOR_OP", timezone('UTC', make_timestamp("__replicator_ts_ms" * 1000)) AS "_REPLICATOR_TS", row_number() OVER (ORDER BY "__replicator_file_seq", "__replicator_pos", "__replicator_row_index", "__replicator_sub", "__replicator_ord") - 1 AS "_REPLICATOR_SEQ"
+FROM kept;
+
+-- merge staged changes
+MERGE INTO "MAIN"."ORDERS" AS "tgt"
+USING (
+  SELECT
+    "ID",
+    "CUSTOMER_ID",
+    "STATUS",
+    "TOTAL",
+    "UPDATED_AT",
+    "_OP",
+    "_TS_MS",
+    CURRENT_TIMESTAMP AS "_SYNCED_AT",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "_REPLICATOR_STAGE_ORDERS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+ON "tgt"."ID" = "src"."ID"
+WHEN MATCHED AND "src"."_REPLICATOR_OP" = 'd' THEN DELETE
+WHEN MATCHED THEN UPDATE SET
+    "CUSTOMER_ID" = "src"."CUSTOMER_ID",
+    "STATUS" = "src"."STATUS",
+    "TOTAL" = "src"."TOTAL",
+    "UPDATED_AT" = "src"."UPDATED_AT",
+    "_OP" = "src"."_OP",
+    "_TS_MS" = "src"."_TS_MS",
+    "_SYNCED_AT" = "src"."_SYNCED_AT"
+WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
+    "ID",
+    "CUSTOMER_ID",
+    "STATUS",
+    "TOTAL",
+    "UPDATED_AT",
+    "_OP",
+    "_TS_MS",
+    "_SYNCED_AT"
+) VALUES (
+    "src"."ID",
+    "src"."CUSTOMER_ID",
+    "src"."STATUS",
+    "src"."TOTAL",
+    "src"."UPDATED_AT",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_SYNCED_AT"
+);
+
+-- record the batch
+INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OFFSET", "APPLIED_AT") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP;
+
+-- commit the batch
+COMMIT;

@@ -1,0 +1,200 @@
+"""A snapshot group staged by the warehouse equals the same group staged by the driver.
+
+DuckDB runs the transform step itself over the chunk files (``transform.file_staging``:
+``INSERT INTO staging BY NAME WITH batch AS (read_parquet(...)) ...``), so no row of a copy
+passes through the driver. The driver's path (``stage_batch`` over Arrow slices, then a
+Parquet load) is the reference: the same chunk files, read from the real MariaDB with awkward
+values (no DECIMAL over 38 digits: DuckDB reads those as DOUBLE, so such a table takes the
+driver's path, checked here too), go both ways into two DuckDB targets, in every mode and with
+a filter, computed columns and masks; the targets must be equal row by row, and the
+warehouse's path must really have been taken.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from replicator.config import load_pipeline
+from replicator.context import Context
+from replicator.engine.applier import BatchApplier
+from replicator.engine.checkpoint import CheckpointDir, snapshot_batch_id
+from replicator.engine.snapshot import ChunkTask, _apply_group, _slices, write_chunk_file
+from replicator.model.changes import BinlogPosition
+from replicator.plan.statements import log_name, target_name
+from replicator.source.snapshot import plan_chunks
+from tests.integration.test_source_values import insert_awkward
+
+pytestmark = pytest.mark.mysql
+
+POSITION = BinlogPosition("mysql-bin.000001", 4)
+# The awkward rows of test_source_values (ids 1, 2) and more, so a group has several chunks.
+MORE = ("INSERT INTO awkward (id, dec2, bu, tx, nn, dt6, js, st, bt, en) "
+        "SELECT seq, seq / 7, seq * 1000003, CONCAT('row ', seq, ' it''s \\\\ 🚀'), "
+        "IF(seq MOD 3 = 0, NULL, 'None'), TIMESTAMP('2024-02-29') + INTERVAL seq SECOND, "
+        "IF(seq MOD 2 = 0, JSON_OBJECT('n', seq), NULL), 'b,c', seq MOD 32, 'x' "
+        "FROM seq_10_to_2000")
+
+MODES = {
+    "merge": """
+    key: [id]
+    filter: "id <> 1500"
+    metadata: [op, ts, position]
+    columns:
+      tx: {mask: {redact: {keep_last: 3}}}
+      nn: {mask: {sha256: {salt: "s3cret"}}}
+      label: {expression: "concat('#', cast(id AS STRING), ':', coalesce(en, 'null'))", type: VARCHAR}
+      cents: {expression: "dec2 * 100", type: "NUMBER(14,2)"}
+    """,
+    "soft": """
+    key: [id]
+    deletes: soft
+    log_table: true
+    """,
+    "changelog": """
+    mode: changelog
+    filter: "id % 5 <> 0"
+    """,
+    "scd2": """
+    mode: scd2
+    track_history: [tx, dec2]
+    """,
+}
+
+
+def _pipeline(tmp_path: Path, mariadb, database: str, mode: str, name: str) -> object:
+    body = textwrap.indent(textwrap.dedent(MODES[mode]).strip(), "    ")
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        version: 1
+        name: {name}
+        source:
+          mysql: {{host: 127.0.0.1, port: {mariadb.port}, user: root, password: ""}}
+        target:
+          duckdb: {{path: "{tmp_path / name}.duckdb"}}
+        tables:
+          - source: {database}.awkward
+        """) + body + "\n")
+    return load_pipeline(path, environ={})
+
+
+def _land(context: Context, directory: Path) -> list[str]:
+    (table,) = context.catalog.tables
+    files = []
+    for chunk in plan_chunks(context.pipeline.source, table, chunk_rows=300):
+        path = str(directory / f"chunk-{chunk.index:05d}.parquet")
+        write_chunk_file(context.pipeline.source, ChunkTask(table, chunk, path), POSITION)
+        files.append(path)
+    return files
+
+
+def _copy(context: Context, files: list[str], tmp_path: Path, *, warehouse: bool) -> list[tuple]:
+    plan = context.plan
+    sink = context.open_sink(plan)
+    sink.prepare()
+    (table,) = plan.tables
+    applier = BatchApplier(context.pipeline, plan, sink, CheckpointDir(str(tmp_path / "cp")))
+    if warehouse:  # the driver's path must not be taken
+        def refused(*args, **kwargs):
+            raise AssertionError("the group was staged by the driver")
+
+        applier.apply_snapshot_batches = refused
+    try:
+        for start in range(0, len(files), 4):
+            group = files[start:start + 4]
+            if warehouse:
+                _apply_group(applier, table, start, group, POSITION)
+            else:
+                applier.apply_snapshot_batches(table, start, _slices(group), POSITION)
+        names = [c.target_column for c in table.columns
+                 if c.target_column.upper() not in ("_SYNCED_AT",)]
+        select = ", ".join(f'"{n}"' for n in names)
+        rows = sink.connection.execute(
+            f"SELECT {select} FROM {target_name(table, sink.dialect)} ORDER BY ALL").fetchall()
+        if table.log_table:
+            rows += sink.connection.execute(
+                f"SELECT * FROM {log_name(table, sink.dialect)} ORDER BY ALL").fetchall()
+        return rows
+    finally:
+        sink.close()
+
+
+@pytest.fixture
+def awkward(mariadb, fresh_database):
+    insert_awkward(mariadb, fresh_database)  # creates the table
+    with mariadb.root_connection(fresh_database) as connection, connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE awkward DROP COLUMN dec65")
+        cursor.execute(MORE)
+    return fresh_database
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_the_warehouse_stages_a_snapshot_group_as_the_driver_does(
+        mariadb, awkward, tmp_path, mode):
+    landed = tmp_path / "landed"
+    reference = Context(_pipeline(tmp_path, mariadb, awkward, mode, "driver"))
+    files = _land(reference, landed)
+    assert len(files) > 4  # several groups, several chunks each
+    expected = _copy(reference, files, tmp_path / "a", warehouse=False)
+    got = _copy(Context(_pipeline(tmp_path, mariadb, awkward, mode, "warehouse")), files,
+                tmp_path / "b", warehouse=True)
+    assert len(expected) > 1000
+    assert got == expected
+
+
+def test_decimals_over_38_digits_are_staged_by_the_driver(mariadb, fresh_database, tmp_path):
+    insert_awkward(mariadb, fresh_database)
+    context = Context(_pipeline(tmp_path, mariadb, fresh_database, "soft", "wide"))
+    files = _land(context, tmp_path / "landed")
+    plan = context.plan
+    sink = context.open_sink(plan)
+    sink.prepare()
+    applier = BatchApplier(context.pipeline, plan, sink, CheckpointDir(str(tmp_path / "cp")))
+    taken = []
+    applier.apply_snapshot_files = lambda *a, **k: taken.append("warehouse")
+    try:
+        _apply_group(applier, plan.tables[0], 0, files, POSITION)
+        (value,) = sink.connection.execute(
+            f'SELECT "DEC65" FROM {target_name(plan.tables[0], sink.dialect)} WHERE "ID" = 1'
+        ).fetchone()
+    finally:
+        sink.close()
+    assert taken == []
+    assert str(value) == "12345678901234567890123456789012345.123456789012345678901234567890"
+
+
+def test_a_snapshot_group_runs_exactly_the_program_plan_prints(mariadb, awkward, tmp_path):
+    import duckdb
+
+    from replicator.plan import program
+    from replicator.sink.duckdb import DuckDBSink
+    from replicator.transform import snapshot_staging
+    from tests.integration.test_sink_program import RecordingConnection
+
+    context = Context(_pipeline(tmp_path, mariadb, awkward, "merge", "captured"))
+    files = _land(context, tmp_path / "landed")[:4]
+    plan = context.plan
+    (table,) = plan.tables
+    recording = RecordingConnection(duckdb.connect(str(tmp_path / "captured.duckdb")))
+    sink = DuckDBSink(context.pipeline, plan, connection=recording)
+    sink.prepare()
+    recording.take()
+    applier = BatchApplier(context.pipeline, plan, sink, CheckpointDir(str(tmp_path / "cp")))
+    try:
+        _apply_group(applier, table, 0, files, POSITION)
+        executed = recording.take()
+    finally:
+        sink.close()
+    # What `replicator plan` prints for this table: its query comes from the catalog, the
+    # run's from the chunk files' Arrow schema.
+    planned = snapshot_staging(table, context.catalog, sink.dialect)
+    assert planned is not None
+    key = program.BatchKey(context.pipeline.name, table.target_table, snapshot_batch_id(0, 0),
+                           POSITION.to_offset())
+    expected = [(s.sql, tuple(s.params)) for s in
+                program.batch_program(table, sink.dialect, key, files, query=planned)]
+    assert executed == expected
+    assert any("read_parquet" in sql for sql, _ in executed)
+    assert "s3cret" not in "\n".join(sql for sql, _ in executed)  # the salt is a parameter
