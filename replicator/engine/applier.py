@@ -327,11 +327,12 @@ class BatchApplier:
 
     def apply_snapshot_batches(
         self, table_plan: TablePlan, chunk_index: int, batches: Iterable[Any],
-        position: BinlogPosition,
+        position: BinlogPosition, *, fresh: bool = False,
     ) -> BatchReport:
         """Snapshot chunks as change batches (``source.snapshot.read_chunk_batch``), staged
         slice by slice by ``transform.stage_batch`` into ONE sink batch (one MERGE for many
-        chunks; the sink checks its state table before pulling the first slice)."""
+        chunks; the sink checks its state table before pulling the first slice); ``fresh``
+        as for ``apply_snapshot_files``."""
         from replicator.transform import stage_batch
 
         started = time.perf_counter()
@@ -354,7 +355,8 @@ class BatchApplier:
                 table_report.seconds_stage += time.perf_counter() - began
                 yield rows
 
-        result = self.sink.apply(table_plan, batch_id, position.to_offset(), staged())
+        result = self.sink.apply(table_plan, batch_id, position.to_offset(), staged(),
+                                 fresh=fresh)
         table_report.rows = int(result.rows)
         table_report.skipped = bool(result.skipped)
         table_report.seconds_stage += float(result.seconds_stage)
@@ -367,17 +369,18 @@ class BatchApplier:
 
     def apply_snapshot_files(
         self, table_plan: TablePlan, chunk_index: int, paths: Sequence[str], rows: int,
-        query: StagingQuery, position: BinlogPosition,
+        query: StagingQuery, position: BinlogPosition, *, fresh: bool = False,
     ) -> BatchReport:
         """Snapshot chunk files (``rows`` in all) staged by the warehouse itself: ``query``
         (``transform.file_staging``) runs over them inside the batch's transaction, so no
-        row passes through this process."""
+        row passes through this process. ``fresh``: the copy began with the target empty
+        (the batch inserts instead of merging: ``plan.program.fresh_copy``)."""
         started = time.perf_counter()
         batch_id = snapshot_batch_id(self.epoch, chunk_index)
         report = BatchReport("snapshot", batch_id, position.to_offset(),
                              pipeline=self.pipeline.name)
         result = self.sink.apply(table_plan, batch_id, position.to_offset(), list(paths),
-                                 query=query)
+                                 query=query, fresh=fresh)
         report.tables.append(TableReport(
             table=table_plan.label, changes=rows, rows=int(result.rows),
             skipped=bool(result.skipped), seconds_stage=float(result.seconds_stage),

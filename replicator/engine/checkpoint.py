@@ -90,6 +90,9 @@ class StartState:
     # completes, so a resumed copy keeps its chunk numbers).
     slots: dict[str, int] = field(default_factory=dict)
     copy_slots: dict[str, int] = field(default_factory=dict)
+    # Lower-case source tables whose pending copy began with its target empty: its batches
+    # insert instead of merging (engine.snapshot._fresh).
+    fresh: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -106,6 +109,7 @@ class StartState:
             "copies": self.copies,
             "slots": self.slots,
             "copy_slots": self.copy_slots,
+            "fresh": self.fresh,
         }
 
     @classmethod
@@ -124,6 +128,7 @@ class StartState:
             copies={k: int(v) for k, v in data.get("copies", {}).items()},
             slots={k: int(v) for k, v in data.get("slots", {}).items()},
             copy_slots={k: int(v) for k, v in data.get("copy_slots", {}).items()},
+            fresh=[str(name) for name in data.get("fresh", [])],
         )
 
     def covers(self, table: str) -> bool:

@@ -203,11 +203,12 @@ def _slices(paths: list[str]) -> Iterator[Any]:
                 yield pa.Table.from_batches([batch])
 
 
-def _apply_group(applier: BatchApplier, table_plan: Any, number: int, paths: list[str],
-                 position: BinlogPosition) -> None:
+def apply_group(applier: BatchApplier, table_plan: Any, number: int, paths: list[str],
+                position: BinlogPosition, *, fresh: bool = False) -> None:
     """One group of chunk files into the target: staged by the warehouse itself where it can
     read them (DuckDB: the transform step runs over the files inside the batch's
     transaction, no row passes through the driver), else slice by slice on the driver.
+    ``fresh``: the copy began with the target empty, so the batch inserts (``_fresh``).
 
     Where the warehouse's statement fails for good (a computed column that overflows, a value
     the target type refuses), the group is applied again the driver's way, which names the
@@ -226,12 +227,26 @@ def _apply_group(applier: BatchApplier, table_plan: Any, number: int, paths: lis
     if query is not None:
         try:
             applier.apply_snapshot_files(table_plan, number, local,
-                                         sum(m.num_rows for m in metadata), query, position)
+                                         sum(m.num_rows for m in metadata), query, position,
+                                         fresh=fresh)
             return
         except SinkError as error:
             if error.transient:
                 raise
-    applier.apply_snapshot_batches(table_plan, number, _slices(paths), position)
+    applier.apply_snapshot_batches(table_plan, number, _slices(paths), position, fresh=fresh)
+
+
+def _fresh(applier: BatchApplier, copy: _TableCopy) -> bool:
+    """Whether this copy may insert instead of merge: its one reader is a merged table
+    (``program.fresh_copy``) whose target holds no row as the copy begins. Chunks hold
+    disjoint key ranges and the stream waits for the snapshot, so no batch of the copy can
+    meet a row already there; a resumed copy keeps the answer (``StartState.fresh``): its
+    target holds the groups applied before, which no later group touches."""
+    from replicator.plan.program import fresh_copy
+
+    if len(copy.readers) != 1 or not fresh_copy(copy.readers[0]):
+        return False
+    return not applier.sink.has_rows(copy.readers[0])
 
 
 def _metadata(paths: list[str]) -> list[Any]:
@@ -357,6 +372,12 @@ def run_snapshot(
                 c.name.lower() == name.lower() for c in copies):
             continue
         copies.append(_prepare(applier, catalog, checkpoint, state, name, chunk_rows))
+    for copy in copies:
+        key = copy.name.lower()
+        if copy.done == 0:  # decided before the copy's first group, kept on resume
+            state.fresh = [name for name in state.fresh if name != key]
+            if _fresh(applier, copy):
+                state.fresh.append(key)
     checkpoint.save_start(state)
     root = landing_dir(applier.pipeline, checkpoint)
 
@@ -378,8 +399,8 @@ def run_snapshot(
                 if not job.wait_for(paths, should_stop):
                     return False
                 for reader in copy.readers:
-                    _apply_group(applier, reader, copy.numbers[id(reader)](group[0]), paths,
-                                 position)
+                    apply_group(applier, reader, copy.numbers[id(reader)](group[0]), paths,
+                                position, fresh=copy.name.lower() in state.fresh)
                 state.chunks_applied[copy.name] = group[-1] + 1
                 checkpoint.save_start(state)
                 for done in paths:
@@ -399,6 +420,7 @@ def run_snapshot(
         key = copy.name.lower()
         state.copies[key] = state.copies.get(key, 0) + 1
         state.forget_slots(key)
+        state.fresh = [name for name in state.fresh if name != key]
     state.tables = sorted({*state.tables, *applier.plan.source_names()})
     state.snapshot_tables = []
     state.snapshot_position = None

@@ -258,15 +258,18 @@ def load_statements(
 
 
 def batch_tail(table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
-               dead_letters: Sequence[tuple[Any, ...]] | None = None) -> list[Statement]:
-    """After the staging load: MERGE (or append, or versions), the rows the target refused
+               dead_letters: Sequence[tuple[Any, ...]] | None = None, *, fresh: bool = False
+               ) -> list[Statement]:
+    """After the staging load: MERGE (or append, or versions; ``fresh``: the INSERT of a copy
+    into a target that was empty, ``fresh_copy``), the rows the target refused
     (``on_error: dead_letter``: one INSERT per row, parameters (key JSON, column, error); for
     `plan`, ``None`` shows one), the state row, COMMIT."""
     out = []
     if dialect.commit_after_load:
         out.append(Statement("commit the load (staging only; the MERGE opens the batch's "
                              "transaction)", COMMIT))
-    out += [Statement(purpose, sql) for purpose, sql in statements.batch_statements(table, dialect)]
+    out += [Statement(purpose, sql)
+            for purpose, sql in statements.batch_statements(table, dialect, fresh=fresh)]
     if table.on_error == "dead_letter":
         insert = statements.dead_letter_insert(table, dialect)
         offset = dict(key.end_offset) if key else {}
@@ -286,11 +289,27 @@ def batch_program(
     table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
     files: Sequence[str] | None = None, folder: str = "",
     dead_letters: Sequence[tuple[Any, ...]] | None = None, query: StagingQuery | None = None,
+    *, fresh: bool = False,
 ) -> list[Statement]:
     """Every statement one batch runs when it is not skipped, in order."""
     return [*batch_head(table, dialect, key),
             *load_statements(table, dialect, files, folder, query),
-            *batch_tail(table, dialect, key, dead_letters)]
+            *batch_tail(table, dialect, key, dead_letters, fresh=fresh)]
+
+
+def fresh_copy(table: TablePlan) -> bool:
+    """Whether a copy of this table into an empty target may insert instead of merging: a
+    merged table (changelog and scd2 append anyway) fed by one source table (a routed
+    target's other sources share its keys' space) whose snapshot rows are its own (not an
+    outbox route's events)."""
+    return (table.mode == "merge" and not table.routed and table.outbox is None
+            and bool(table.key_columns))
+
+
+def target_has_rows(table: TablePlan, dialect: Dialect) -> Statement:
+    """Read before a table's copy begins: no row means ``fresh`` batches for the copy."""
+    return Statement("does the target hold rows? (none: the copy inserts instead of merging)",
+                     statements.target_has_rows(table, dialect))
 
 
 __all__ = [
@@ -306,7 +325,9 @@ __all__ = [
     "batch_program",
     "batch_tail",
     "column_changes",
+    "fresh_copy",
     "load_statements",
     "setup_end",
     "setup_program",
+    "target_has_rows",
 ]

@@ -7,7 +7,7 @@ one batch, with a placeholder where the batch's Parquet files go.
 
 from __future__ import annotations
 
-from replicator.plan import program
+from replicator.plan import program, statements
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
 from replicator.plan.program import StagingQuery, Statement
@@ -22,6 +22,7 @@ def table_statements(table: TablePlan, dialect: Dialect,
         *program.setup_end(dialect),
         *program.batch_program(table, dialect),
         *(program.batch_program(table, dialect, query=snapshot) if snapshot else ()),
+        *_fresh_copy(table, dialect),
     ]
 
 
@@ -63,7 +64,19 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
                      "transform step over them):")
         parts += [f"{_comment(s)}\n{s.sql};"
                   for s in program.batch_program(table, dialect, query=snapshot)]
+    parts += [f"{_comment(s)}\n{s.sql};" for s in _fresh_copy(table, dialect)]
     return "\n\n".join(parts) + "\n"
+
+
+def _fresh_copy(table: TablePlan, dialect: Dialect) -> list[Statement]:
+    """A copy into a target that held no row as it began: read once before its first batch,
+    then each of its batches runs the INSERT in the MERGE's place."""
+    if not program.fresh_copy(table):
+        return []
+    return [program.target_has_rows(table, dialect),
+            Statement("in the MERGE's place, in each snapshot batch of a copy that began with "
+                      "the target empty: insert the copied rows",
+                      statements.insert_copied(table, dialect))]
 
 
 __all__ = ["Statement", "render_sql", "table_statements"]

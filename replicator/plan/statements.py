@@ -368,6 +368,51 @@ def _merge_source_expression(column: PlannedColumn, dialect: Dialect) -> str:
     return staged if staged == target else f"{staged} AS {target}"
 
 
+def _merge_source(table: TablePlan, dialect: Dialect) -> str:
+    """The MERGE's source: the staged changes, the last per key."""
+    key = [q(c.staging_name) for c in table.key_columns]
+    merged = [c for c in table.columns if c.role != "soft_delete"]
+    select = [_merge_source_expression(c, dialect) for c in merged]
+    select += [q(STAGE_OP), q(STAGE_TS)]
+    return (
+        f"SELECT\n    {_LIST.join(select)}\n"
+        f"  FROM {staging_name(table, dialect)}\n"
+        f"  QUALIFY ROW_NUMBER() OVER (PARTITION BY {', '.join(key)} "
+        f"ORDER BY {q(STAGE_SEQ)} DESC) = 1"
+    )
+
+
+def _merge_inserts(table: TablePlan) -> tuple[list[str], list[str]]:
+    """The columns and values of the MERGE's WHEN NOT MATCHED ... INSERT."""
+    src = q(SOURCE_ALIAS)
+    merged = [c for c in table.columns if c.role != "soft_delete"]
+    columns = [c.target_column for c in merged]
+    values = [f"{src}.{q(c.target_column)}" for c in merged]
+    if table.deletes == "soft":
+        columns += [c.target_column for c in table.columns if c.role == "soft_delete"]
+        values += ["FALSE", "NULL"]
+    return columns, values
+
+
+def insert_copied(table: TablePlan, dialect: Dialect) -> str:
+    """The MERGE of a snapshot batch whose target had none of the copy's keys (it was empty
+    when the copy began; chunks hold disjoint key ranges): only its WHEN NOT MATCHED branch
+    can fire, so it is that branch alone, without the join."""
+    src = q(SOURCE_ALIAS)
+    columns, values = _merge_inserts(table)
+    return (
+        f"INSERT INTO {target_name(table, dialect)} (\n    {_LIST.join(q(c) for c in columns)}\n)\n"
+        f"SELECT\n    {_LIST.join(values)}\n"
+        f"FROM (\n  {_merge_source(table, dialect)}\n) AS {src}\n"
+        f"WHERE {src}.{q(STAGE_OP)} <> 'd'"
+    )
+
+
+def target_has_rows(table: TablePlan, dialect: Dialect) -> str:
+    """A row when the target holds any (a copy into an empty one inserts: ``insert_copied``)."""
+    return f"SELECT 1 FROM {target_name(table, dialect)} LIMIT 1"
+
+
 def merge(table: TablePlan, dialect: Dialect) -> str:
     """MERGE the staged changes into the target.
 
@@ -376,16 +421,8 @@ def merge(table: TablePlan, dialect: Dialect) -> str:
     _DELETED), everything else upserts; a re-insert after a soft delete revives the row.
     """
     tgt, src = q(TARGET_ALIAS), q(SOURCE_ALIAS)
-    key = [q(c.staging_name) for c in table.key_columns]
     merged = [c for c in table.columns if c.role != "soft_delete"]
-    select = [_merge_source_expression(c, dialect) for c in merged]
-    select += [q(STAGE_OP), q(STAGE_TS)]
-    source = (
-        f"SELECT\n    {_LIST.join(select)}\n"
-        f"  FROM {staging_name(table, dialect)}\n"
-        f"  QUALIFY ROW_NUMBER() OVER (PARTITION BY {', '.join(key)} "
-        f"ORDER BY {q(STAGE_SEQ)} DESC) = 1"
-    )
+    source = _merge_source(table, dialect)
     on = " AND ".join(
         f"{tgt}.{q(c.target_column)} = {src}.{q(c.target_column)}"
         if not c.nullable
@@ -400,8 +437,7 @@ def merge(table: TablePlan, dialect: Dialect) -> str:
     is_delete = f"{src}.{q(STAGE_OP)} = 'd'"
     non_key = [c for c in merged if not c.is_key]
     upsert_pairs = [(c.target_column, f"{src}.{q(c.target_column)}") for c in non_key]
-    insert_columns = [c.target_column for c in merged]
-    insert_values = [f"{src}.{q(c.target_column)}" for c in merged]
+    insert_columns, insert_values = _merge_inserts(table)
     if table.deletes == "soft":
         deleted, deleted_at = (c.target_column for c in table.columns if c.role == "soft_delete")
         metadata_pairs = [
@@ -411,8 +447,6 @@ def merge(table: TablePlan, dialect: Dialect) -> str:
             [(deleted, "TRUE"), (deleted_at, f"{src}.{q(STAGE_TS)}"), *metadata_pairs]
         )
         upsert_pairs += [(deleted, "FALSE"), (deleted_at, "NULL")]
-        insert_columns += [deleted, deleted_at]
-        insert_values += ["FALSE", "NULL"]
     else:
         on_delete = "DELETE"
     when_matched = f"WHEN MATCHED AND {is_delete} THEN {on_delete}\n"
@@ -672,10 +706,12 @@ def scd2_update_current(table: TablePlan, dialect: Dialect) -> str:
     )
 
 
-def batch_statements(table: TablePlan, dialect: Dialect) -> list[tuple[str, str]]:
+def batch_statements(table: TablePlan, dialect: Dialect, *, fresh: bool = False
+                     ) -> list[tuple[str, str]]:
     """(purpose, SQL) of what one batch runs between loading staging and the state row, in
     order, all in the batch's transaction. The first statement of a merged table is its
-    MERGE (fakesnow needs the MERGE to open the transaction, see sink/snowflake.py)."""
+    MERGE (fakesnow needs the MERGE to open the transaction, see sink/snowflake.py).
+    ``fresh``: a snapshot batch of a copy that began with the target empty inserts."""
     if table.mode == "changelog":
         return [("append every change", append_changes(table, dialect))]
     if table.mode == "scd2":
@@ -684,7 +720,9 @@ def batch_statements(table: TablePlan, dialect: Dialect) -> list[tuple[str, str]
             ("insert new versions", scd2_insert_versions(table, dialect)),
             ("end or update current versions", scd2_update_current(table, dialect)),
         ]
-    out = [("merge staged changes", merge(table, dialect))]
+    out = [("insert the copied rows (the target was empty when the copy began)",
+            insert_copied(table, dialect)) if fresh else
+           ("merge staged changes", merge(table, dialect))]
     if table.log_table:
         out.append(("append every change to the log table", append_changes(table, dialect, log=True)))
     return out

@@ -79,11 +79,15 @@ class Sink(Protocol):
     def apply(
         self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
         staged: pa.Table | Iterable[pa.Table] | Sequence[str | os.PathLike[str]],
-        *, query: StagingQuery | None = None,
+        *, query: StagingQuery | None = None, fresh: bool = False,
     ) -> ApplyResult:
         """Stage (every slice, or the given Parquet files), MERGE and record the batch in ONE
         transaction; skip a batch already applied without pulling a slice. With ``query``
-        the files are change files the warehouse stages itself (``program.StagingQuery``)."""
+        the files are change files the warehouse stages itself (``program.StagingQuery``);
+        ``fresh``: a copy into a target that was empty inserts (``program.fresh_copy``)."""
+
+    def has_rows(self, table: TablePlan) -> bool:
+        """Whether the target table holds any row."""
 
     def last_applied(self, table: TablePlan) -> dict[str, Any] | None:
         """{"batch_id", "end_offset", "applied_at"} of the table's newest state row."""

@@ -95,12 +95,13 @@ class SQLSink:
     def apply(
         self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
         staged: pa.Table | Iterable[pa.Table] | Sequence[str | os.PathLike[str]],
-        *, query: StagingQuery | None = None,
+        *, query: StagingQuery | None = None, fresh: bool = False,
     ) -> ApplyResult:
         """The batch program: skip an applied batch, else load, MERGE and record it in ONE
         transaction. ``staged``: an Arrow table, an iterable of Arrow slices (pulled only
         after the lookup), or a list of Parquet files already in the staging layout; with
-        ``query``, a list of change files the warehouse stages by running it.
+        ``query``, a list of change files the warehouse stages by running it. ``fresh``: a
+        snapshot batch of a copy that began with the target empty (INSERT, not MERGE).
 
         A transient failure at any statement (a lost connection, an expired session, a
         warehouse resuming) rolls back and runs the whole program again on a new session,
@@ -115,7 +116,7 @@ class SQLSink:
             for attempt in range(len(self.retry_delays) + 1):
                 try:
                     return self._apply_once(table, key, given, staged, directory, written,
-                                            query)
+                                            query, fresh)
                 except SinkError as error:
                     if not error.transient or attempt == len(self.retry_delays):
                         raise
@@ -129,6 +130,7 @@ class SQLSink:
     def _apply_once(
         self, table: TablePlan, key: BatchKey, given: list[str] | None, staged: Any,
         directory: str | None, written: list[Any], query: StagingQuery | None = None,
+        fresh: bool = False,
     ) -> ApplyResult:
         batch_id = key.batch_id
         rows = 0
@@ -173,7 +175,7 @@ class SQLSink:
                 )
             staged_at = time.perf_counter()
             stage_seconds += staged_at - started
-            tail = program.batch_tail(table, self.dialect, key, dead_letters)
+            tail = program.batch_tail(table, self.dialect, key, dead_letters, fresh=fresh)
             for statement in tail[:-1]:
                 self._run(cursor, statement)
             self._fence(cursor)  # last before COMMIT: a concurrent take-over waits for it
@@ -193,6 +195,22 @@ class SQLSink:
                 cursor.close()
         return ApplyResult(skipped=False, rows=rows, seconds_stage=stage_seconds,
                            seconds_merge=merged_at - staged_at)
+
+    def has_rows(self, table: TablePlan) -> bool:
+        """Whether the target holds any row (``program.target_has_rows``)."""
+        statement = program.target_has_rows(table, self.dialect)
+        with self._one_at_a_time():
+            cursor = self._cursor()
+            try:
+                self._run(cursor, statement)
+                found = cursor.fetchone() is not None
+                if self.dialect.implicit_transactions:
+                    cursor.execute(program.ROLLBACK)
+            except self.driver_errors() as exc:
+                raise self._failed(exc, f"read whether {table.target_table} holds rows") from None
+            finally:
+                cursor.close()
+        return found
 
     def existing_columns(self, table: TablePlan, *, log: bool = False) -> set[str]:
         """The target's (or its log table's) column names, lower case: schema-change

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from replicator.demo.workload import apply_changes, create_schema, seed
-from replicator.engine.applier import BatchApplier
+from replicator.engine import snapshot
 from replicator.errors import EngineError
 from replicator.model.pipeline import DuckDBTarget
 from tests.integration.e2e_support import assert_target_equals_source, demo_pipeline, run
@@ -30,25 +30,25 @@ def test_interrupted_snapshot_resumes_at_the_first_group_not_applied(
     pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path, DuckDBTarget(str(warehouse)))
 
     applied: list[tuple[str, int]] = []
-    original = BatchApplier.apply_snapshot_batches
+    original = snapshot.apply_group
 
-    def crash_on_the_fourth_chunk(self, table_plan, chunk_index, batches, position):
+    def crash_on_the_fourth_chunk(applier, table_plan, chunk_index, paths, position, **options):
         if len(applied) == 3:
             raise RuntimeError("simulated crash mid-snapshot")
         applied.append((table_plan.source_name, chunk_index))
-        return original(self, table_plan, chunk_index, batches, position)
+        return original(applier, table_plan, chunk_index, paths, position, **options)
 
-    monkeypatch.setattr(BatchApplier, "apply_snapshot_batches", crash_on_the_fourth_chunk)
+    monkeypatch.setattr(snapshot, "apply_group", crash_on_the_fourth_chunk)
     with pytest.raises(RuntimeError, match="simulated crash"):
         run(pipeline, spark, chunk_rows=5)
     assert len(applied) == 3
     before_crash = list(applied)
 
-    def record(self, table_plan, chunk_index, batches, position):
+    def record(applier, table_plan, chunk_index, paths, position, **options):
         applied.append((table_plan.source_name, chunk_index))
-        return original(self, table_plan, chunk_index, batches, position)
+        return original(applier, table_plan, chunk_index, paths, position, **options)
 
-    monkeypatch.setattr(BatchApplier, "apply_snapshot_batches", record)
+    monkeypatch.setattr(snapshot, "apply_group", record)
     apply_changes(root, fresh_database, rounds=5)  # changes during the interruption
     resumed = run(pipeline, spark, chunk_rows=5)
     # The groups of chunks applied before the crash were not copied again (200 orders in

@@ -21,8 +21,9 @@ from replicator.config import load_pipeline
 from replicator.context import Context
 from replicator.engine.applier import BatchApplier
 from replicator.engine.checkpoint import CheckpointDir, snapshot_batch_id
-from replicator.engine.snapshot import ChunkTask, _apply_group, _slices, write_chunk_file
+from replicator.engine.snapshot import ChunkTask, _slices, apply_group, write_chunk_file
 from replicator.model.changes import BinlogPosition
+from replicator.plan.program import fresh_copy
 from replicator.plan.statements import log_name, target_name
 from replicator.source.snapshot import plan_chunks
 from tests.integration.test_source_values import insert_awkward
@@ -90,7 +91,8 @@ def _land(context: Context, directory: Path) -> list[str]:
     return files
 
 
-def _copy(context: Context, files: list[str], tmp_path: Path, *, warehouse: bool) -> list[tuple]:
+def _copy(context: Context, files: list[str], tmp_path: Path, *, warehouse: bool,
+          fresh: bool = False) -> list[tuple]:
     plan = context.plan
     sink = context.open_sink(plan)
     sink.prepare()
@@ -105,7 +107,7 @@ def _copy(context: Context, files: list[str], tmp_path: Path, *, warehouse: bool
         for start in range(0, len(files), 4):
             group = files[start:start + 4]
             if warehouse:
-                _apply_group(applier, table, start, group, POSITION)
+                apply_group(applier, table, start, group, POSITION, fresh=fresh)
             else:
                 applier.apply_snapshot_batches(table, start, _slices(group), POSITION)
         names = [c.target_column for c in table.columns
@@ -138,10 +140,13 @@ def test_the_warehouse_stages_a_snapshot_group_as_the_driver_does(
     files = _land(reference, landed)
     assert len(files) > 4  # several groups, several chunks each
     expected = _copy(reference, files, tmp_path / "a", warehouse=False)
-    got = _copy(Context(_pipeline(tmp_path, mariadb, awkward, mode, "warehouse")), files,
-                tmp_path / "b", warehouse=True)
+    warehouse = Context(_pipeline(tmp_path, mariadb, awkward, mode, "warehouse"))
+    got = _copy(warehouse, files, tmp_path / "b", warehouse=True)
     assert len(expected) > 1000
     assert got == expected
+    if fresh_copy(warehouse.plan.tables[0]):  # into an empty target: INSERT, not MERGE
+        inserted = Context(_pipeline(tmp_path, mariadb, awkward, mode, "inserted"))
+        assert _copy(inserted, files, tmp_path / "c", warehouse=True, fresh=True) == expected
 
 
 def test_decimals_over_38_digits_are_staged_by_the_driver(mariadb, fresh_database, tmp_path):
@@ -155,7 +160,7 @@ def test_decimals_over_38_digits_are_staged_by_the_driver(mariadb, fresh_databas
     taken = []
     applier.apply_snapshot_files = lambda *a, **k: taken.append("warehouse")
     try:
-        _apply_group(applier, plan.tables[0], 0, files, POSITION)
+        apply_group(applier, plan.tables[0], 0, files, POSITION)
         (value,) = sink.connection.execute(
             f'SELECT "DEC65" FROM {target_name(plan.tables[0], sink.dialect)} WHERE "ID" = 1'
         ).fetchone()
@@ -183,18 +188,24 @@ def test_a_snapshot_group_runs_exactly_the_program_plan_prints(mariadb, awkward,
     recording.take()
     applier = BatchApplier(context.pipeline, plan, sink, CheckpointDir(str(tmp_path / "cp")))
     try:
-        _apply_group(applier, table, 0, files, POSITION)
-        executed = recording.take()
+        apply_group(applier, table, 0, files[:2], POSITION)
+        merged = recording.take()
+        apply_group(applier, table, 2, files[2:], POSITION, fresh=True)  # keys not there yet
+        inserted = recording.take()
     finally:
         sink.close()
     # What `replicator plan` prints for this table: its query comes from the catalog, the
     # run's from the chunk files' Arrow schema.
     planned = snapshot_staging(table, context.catalog, sink.dialect)
     assert planned is not None
-    key = program.BatchKey(context.pipeline.name, table.target_table, snapshot_batch_id(0, 0),
-                           POSITION.to_offset())
-    expected = [(s.sql, tuple(s.params)) for s in
-                program.batch_program(table, sink.dialect, key, files, query=planned)]
-    assert executed == expected
-    assert any("read_parquet" in sql for sql, _ in executed)
-    assert "s3cret" not in "\n".join(sql for sql, _ in executed)  # the salt is a parameter
+    for executed, number, group, fresh in ((merged, 0, files[:2], False),
+                                           (inserted, 2, files[2:], True)):
+        key = program.BatchKey(context.pipeline.name, table.target_table,
+                               snapshot_batch_id(0, number), POSITION.to_offset())
+        expected = [(s.sql, tuple(s.params)) for s in program.batch_program(
+            table, sink.dialect, key, group, query=planned, fresh=fresh)]
+        assert executed == expected
+        assert any("read_parquet" in sql for sql, _ in executed)
+        assert any(sql.startswith("MERGE" if not fresh else "INSERT INTO \"MAIN\"")
+                   for sql, _ in executed)
+        assert "s3cret" not in "\n".join(sql for sql, _ in executed)  # a parameter

@@ -135,8 +135,11 @@ def open_target_shared(sink):
         def prepare(self):
             self.inner.prepare()
 
-        def apply(self, table, batch_id, end_offset, staged):
-            return self.inner.apply(table, batch_id - 1_000_000, end_offset, staged)
+        def apply(self, table, batch_id, end_offset, staged, **options):
+            return self.inner.apply(table, batch_id - 1_000_000, end_offset, staged, **options)
+
+        def has_rows(self, table):
+            return self.inner.has_rows(table)
 
     return Rebatched(sink)
 

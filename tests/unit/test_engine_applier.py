@@ -38,7 +38,7 @@ class RecordingSink:
     def __init__(self):
         self.applied = []
 
-    def apply(self, table, batch_id, end_offset, staged):
+    def apply(self, table, batch_id, end_offset, staged, **options):
         rows = [row for piece in slices_of(staged) for row in piece.to_pylist()]
         self.applied.append((table.source_name, batch_id, end_offset, rows))
         return ApplyResult(skipped=False, rows=len(rows), seconds_stage=0.0, seconds_merge=0.0)

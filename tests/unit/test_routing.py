@@ -331,7 +331,7 @@ class _RecordingSink:
     def __init__(self):
         self.applied = []
 
-    def apply(self, table, batch_id, end_offset, staged):
+    def apply(self, table, batch_id, end_offset, staged, **options):
         from replicator.sink import ApplyResult, slices_of
 
         rows = [row for piece in slices_of(staged) for row in piece.to_pylist()]

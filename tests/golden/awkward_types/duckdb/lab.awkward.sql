@@ -368,3 +368,85 @@ INSERT INTO "main"."_REPLICATOR_STATE" ("pipeline", "table", "batch_id", "end_of
 
 -- commit the batch
 COMMIT;
+
+-- does the target hold rows? (none: the copy inserts instead of merging)
+SELECT 1 FROM "main"."awkward" LIMIT 1;
+
+-- in the MERGE's place, in each snapshot batch of a copy that began with the target empty: insert the copied rows
+INSERT INTO "main"."awkward" (
+    "id",
+    "amount",
+    "happened_at",
+    "recorded_at",
+    "duration",
+    "big_counter",
+    "payload",
+    "raw_bytes",
+    "mood",
+    "tags",
+    "flag",
+    "flags8",
+    "model_year",
+    "is_active",
+    "ratio_f",
+    "ratio_d",
+    "title",
+    "first name",
+    "order",
+    "_OP",
+    "_TS_MS",
+    "_SYNCED_AT"
+)
+SELECT
+    "src"."id",
+    "src"."amount",
+    "src"."happened_at",
+    "src"."recorded_at",
+    "src"."duration",
+    "src"."big_counter",
+    "src"."payload",
+    "src"."raw_bytes",
+    "src"."mood",
+    "src"."tags",
+    "src"."flag",
+    "src"."flags8",
+    "src"."model_year",
+    "src"."is_active",
+    "src"."ratio_f",
+    "src"."ratio_d",
+    "src"."title",
+    "src"."first name",
+    "src"."order",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_SYNCED_AT"
+FROM (
+  SELECT
+    "_REPLICATOR_COL_1" AS "id",
+    "_REPLICATOR_COL_2" AS "amount",
+    "_REPLICATOR_COL_3" AS "happened_at",
+    "_REPLICATOR_COL_4" AS "recorded_at",
+    "_REPLICATOR_COL_5" AS "duration",
+    "_REPLICATOR_COL_6" AS "big_counter",
+    CAST("_REPLICATOR_COL_7" AS JSON) AS "payload",
+    "_REPLICATOR_COL_8" AS "raw_bytes",
+    "_REPLICATOR_COL_9" AS "mood",
+    "_REPLICATOR_COL_10" AS "tags",
+    "_REPLICATOR_COL_11" AS "flag",
+    "_REPLICATOR_COL_12" AS "flags8",
+    "_REPLICATOR_COL_13" AS "model_year",
+    "_REPLICATOR_COL_14" AS "is_active",
+    "_REPLICATOR_COL_15" AS "ratio_f",
+    "_REPLICATOR_COL_16" AS "ratio_d",
+    "_REPLICATOR_COL_17" AS "title",
+    "_REPLICATOR_COL_18" AS "first name",
+    "_REPLICATOR_COL_19" AS "order",
+    "_OP",
+    "_TS_MS",
+    CURRENT_TIMESTAMP AS "_SYNCED_AT",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "_REPLICATOR_STAGE_AWKWARD"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "_REPLICATOR_COL_1" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+WHERE "src"."_REPLICATOR_OP" <> 'd';

@@ -108,3 +108,37 @@ INSERT INTO "HR"."RAW"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "EN
 
 -- commit the batch
 COMMIT;
+
+-- does the target hold rows? (none: the copy inserts instead of merging)
+SELECT 1 FROM "HR"."RAW"."COUNTRIES" LIMIT 1;
+
+-- in the MERGE's place, in each snapshot batch of a copy that began with the target empty: insert the copied rows
+INSERT INTO "HR"."RAW"."COUNTRIES" (
+    "COUNTRY_ID",
+    "COUNTRY_NAME",
+    "REGION_ID",
+    "_OP",
+    "_TS_MS",
+    "_SYNCED_AT"
+)
+SELECT
+    "src"."COUNTRY_ID",
+    "src"."COUNTRY_NAME",
+    "src"."REGION_ID",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_SYNCED_AT"
+FROM (
+  SELECT
+    "COUNTRY_ID",
+    "COUNTRY_NAME",
+    "REGION_ID",
+    "_OP",
+    "_TS_MS",
+    CURRENT_TIMESTAMP() AS "_SYNCED_AT",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "HR"."RAW"."_REPLICATOR_STAGE_COUNTRIES"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "COUNTRY_ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+WHERE "src"."_REPLICATOR_OP" <> 'd';

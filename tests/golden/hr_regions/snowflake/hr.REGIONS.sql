@@ -102,3 +102,34 @@ INSERT INTO "HR"."RAW"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "EN
 
 -- commit the batch
 COMMIT;
+
+-- does the target hold rows? (none: the copy inserts instead of merging)
+SELECT 1 FROM "HR"."RAW"."REGIONS" LIMIT 1;
+
+-- in the MERGE's place, in each snapshot batch of a copy that began with the target empty: insert the copied rows
+INSERT INTO "HR"."RAW"."REGIONS" (
+    "REGION_ID",
+    "REGION_NAME",
+    "_OP",
+    "_TS_MS",
+    "_SYNCED_AT"
+)
+SELECT
+    "src"."REGION_ID",
+    "src"."REGION_NAME",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_SYNCED_AT"
+FROM (
+  SELECT
+    "REGION_ID",
+    "REGION_NAME",
+    "_OP",
+    "_TS_MS",
+    CURRENT_TIMESTAMP() AS "_SYNCED_AT",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "HR"."RAW"."_REPLICATOR_STAGE_REGIONS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "REGION_ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+WHERE "src"."_REPLICATOR_OP" <> 'd';

@@ -216,3 +216,41 @@ INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OF
 
 -- commit the batch
 COMMIT;
+
+-- does the target hold rows? (none: the copy inserts instead of merging)
+SELECT 1 FROM "MAIN"."PRODUCTS" LIMIT 1;
+
+-- in the MERGE's place, in each snapshot batch of a copy that began with the target empty: insert the copied rows
+INSERT INTO "MAIN"."PRODUCTS" (
+    "SKU",
+    "TITLE",
+    "PRICE",
+    "_OP",
+    "_TS_MS",
+    "_SYNCED_AT",
+    "_DELETED",
+    "_DELETED_AT"
+)
+SELECT
+    "src"."SKU",
+    "src"."TITLE",
+    "src"."PRICE",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_SYNCED_AT",
+    FALSE,
+    NULL
+FROM (
+  SELECT
+    "SKU",
+    "TITLE",
+    "PRICE",
+    "_OP",
+    "_TS_MS",
+    CURRENT_TIMESTAMP AS "_SYNCED_AT",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "_REPLICATOR_STAGE_PRODUCTS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "SKU" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+WHERE "src"."_REPLICATOR_OP" <> 'd';

@@ -161,3 +161,37 @@ INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OF
 
 -- commit the batch
 COMMIT;
+
+-- does the target hold rows? (none: the copy inserts instead of merging)
+SELECT 1 FROM "MAIN"."ORDERS" LIMIT 1;
+
+-- in the MERGE's place, in each snapshot batch of a copy that began with the target empty: insert the copied rows
+INSERT INTO "MAIN"."ORDERS" (
+    "ID",
+    "CUSTOMER_ID",
+    "STATUS",
+    "AMOUNT",
+    "_OP",
+    "_TS_MS"
+)
+SELECT
+    "src"."ID",
+    "src"."CUSTOMER_ID",
+    "src"."STATUS",
+    "src"."AMOUNT",
+    "src"."_OP",
+    "src"."_TS_MS"
+FROM (
+  SELECT
+    "ID",
+    "CUSTOMER_ID",
+    "STATUS",
+    "AMOUNT",
+    "_OP",
+    "_TS_MS",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "MAIN"."_REPLICATOR_STAGE_ORDERS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+WHERE "src"."_REPLICATOR_OP" <> 'd';

@@ -203,3 +203,40 @@ INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OF
 
 -- commit the batch
 COMMIT;
+
+-- does the target hold rows? (none: the copy inserts instead of merging)
+SELECT 1 FROM "MAIN"."CUSTOMERS" LIMIT 1;
+
+-- in the MERGE's place, in each snapshot batch of a copy that began with the target empty: insert the copied rows
+INSERT INTO "MAIN"."CUSTOMERS" (
+    "ID",
+    "NAME",
+    "EMAIL",
+    "TIER",
+    "_OP",
+    "_TS_MS",
+    "_SYNCED_AT"
+)
+SELECT
+    "src"."ID",
+    "src"."NAME",
+    "src"."EMAIL",
+    "src"."TIER",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_SYNCED_AT"
+FROM (
+  SELECT
+    "ID",
+    "NAME",
+    "EMAIL",
+    "TIER",
+    "_OP",
+    "_TS_MS",
+    CURRENT_TIMESTAMP AS "_SYNCED_AT",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "_REPLICATOR_STAGE_CUSTOMERS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+WHERE "src"."_REPLICATOR_OP" <> 'd';

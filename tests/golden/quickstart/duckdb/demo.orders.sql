@@ -214,3 +214,43 @@ INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OF
 
 -- commit the batch
 COMMIT;
+
+-- does the target hold rows? (none: the copy inserts instead of merging)
+SELECT 1 FROM "MAIN"."ORDERS" LIMIT 1;
+
+-- in the MERGE's place, in each snapshot batch of a copy that began with the target empty: insert the copied rows
+INSERT INTO "MAIN"."ORDERS" (
+    "ID",
+    "CUSTOMER_ID",
+    "STATUS",
+    "TOTAL",
+    "UPDATED_AT",
+    "_OP",
+    "_TS_MS",
+    "_SYNCED_AT"
+)
+SELECT
+    "src"."ID",
+    "src"."CUSTOMER_ID",
+    "src"."STATUS",
+    "src"."TOTAL",
+    "src"."UPDATED_AT",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_SYNCED_AT"
+FROM (
+  SELECT
+    "ID",
+    "CUSTOMER_ID",
+    "STATUS",
+    "TOTAL",
+    "UPDATED_AT",
+    "_OP",
+    "_TS_MS",
+    CURRENT_TIMESTAMP AS "_SYNCED_AT",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "_REPLICATOR_STAGE_ORDERS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+WHERE "src"."_REPLICATOR_OP" <> 'd';

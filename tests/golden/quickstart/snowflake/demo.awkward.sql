@@ -210,3 +210,88 @@ INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OF
 
 -- commit the batch
 COMMIT;
+
+-- does the target hold rows? (none: the copy inserts instead of merging)
+SELECT 1 FROM "MAIN"."AWKWARD" LIMIT 1;
+
+-- in the MERGE's place, in each snapshot batch of a copy that began with the target empty: insert the copied rows
+INSERT INTO "MAIN"."AWKWARD" (
+    "ID",
+    "TITLE",
+    "NOTE",
+    "AMOUNT",
+    "HAPPENED_AT",
+    "RECORDED_AT",
+    "DURATION",
+    "BIG",
+    "PAYLOAD",
+    "RAW",
+    "MOOD",
+    "TAGS",
+    "FLAG",
+    "FLAGS8",
+    "IS_ACTIVE",
+    "BORN",
+    "MODEL_YEAR",
+    "RATIO",
+    "_OP",
+    "_TS_MS",
+    "_SYNCED_AT",
+    "_BINLOG_FILE",
+    "_BINLOG_POS"
+)
+SELECT
+    "src"."ID",
+    "src"."TITLE",
+    "src"."NOTE",
+    "src"."AMOUNT",
+    "src"."HAPPENED_AT",
+    "src"."RECORDED_AT",
+    "src"."DURATION",
+    "src"."BIG",
+    "src"."PAYLOAD",
+    "src"."RAW",
+    "src"."MOOD",
+    "src"."TAGS",
+    "src"."FLAG",
+    "src"."FLAGS8",
+    "src"."IS_ACTIVE",
+    "src"."BORN",
+    "src"."MODEL_YEAR",
+    "src"."RATIO",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_SYNCED_AT",
+    "src"."_BINLOG_FILE",
+    "src"."_BINLOG_POS"
+FROM (
+  SELECT
+    "ID",
+    "TITLE",
+    "NOTE",
+    "AMOUNT",
+    "HAPPENED_AT",
+    "RECORDED_AT",
+    "DURATION",
+    "BIG",
+    PARSE_JSON("PAYLOAD") AS "PAYLOAD",
+    "RAW",
+    "MOOD",
+    "TAGS",
+    "FLAG",
+    "FLAGS8",
+    "IS_ACTIVE",
+    "BORN",
+    "MODEL_YEAR",
+    "RATIO",
+    "_OP",
+    "_TS_MS",
+    CURRENT_TIMESTAMP() AS "_SYNCED_AT",
+    "_BINLOG_FILE",
+    "_BINLOG_POS",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "MAIN"."_REPLICATOR_STAGE_AWKWARD"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+WHERE "src"."_REPLICATOR_OP" <> 'd';

@@ -163,3 +163,59 @@ INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OF
 
 -- commit the batch
 COMMIT;
+
+-- does the target hold rows? (none: the copy inserts instead of merging)
+SELECT 1 FROM "MAIN"."ORDER_LINES" LIMIT 1;
+
+-- in the MERGE's place, in each snapshot batch of a copy that began with the target empty: insert the copied rows
+INSERT INTO "MAIN"."ORDER_LINES" (
+    "ORDER_ID",
+    "LINE_NO",
+    "PRODUCT_SKU",
+    "QUANTITY",
+    "UNIT_PRICE",
+    "STATUS",
+    "EMAIL_HASH",
+    "CREATED_AT",
+    "_OP",
+    "_TS_MS",
+    "_BINLOG_FILE",
+    "_BINLOG_POS",
+    "_DELETED",
+    "_DELETED_AT"
+)
+SELECT
+    "src"."ORDER_ID",
+    "src"."LINE_NO",
+    "src"."PRODUCT_SKU",
+    "src"."QUANTITY",
+    "src"."UNIT_PRICE",
+    "src"."STATUS",
+    "src"."EMAIL_HASH",
+    "src"."CREATED_AT",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_BINLOG_FILE",
+    "src"."_BINLOG_POS",
+    FALSE,
+    NULL
+FROM (
+  SELECT
+    "ORDER_ID",
+    "LINE_NO",
+    "PRODUCT_SKU",
+    "QUANTITY",
+    "UNIT_PRICE",
+    "STATUS",
+    "EMAIL_HASH",
+    "CREATED_AT",
+    "_OP",
+    "_TS_MS",
+    "_BINLOG_FILE",
+    "_BINLOG_POS",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "MAIN"."_REPLICATOR_STAGE_ORDER_LINES"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ORDER_ID", "LINE_NO" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+WHERE "src"."_REPLICATOR_OP" <> 'd';

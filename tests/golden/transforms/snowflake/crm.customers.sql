@@ -179,3 +179,64 @@ INSERT INTO "MAIN"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_ID", "END_OF
 
 -- commit the batch
 COMMIT;
+
+-- does the target hold rows? (none: the copy inserts instead of merging)
+SELECT 1 FROM "MAIN"."CUSTOMERS" LIMIT 1;
+
+-- in the MERGE's place, in each snapshot batch of a copy that began with the target empty: insert the copied rows
+INSERT INTO "MAIN"."CUSTOMERS" (
+    "ID",
+    "FIRST_NAME",
+    "LAST_NAME",
+    "KIND",
+    "EMAIL",
+    "CARD_NUMBER",
+    "PHONE",
+    "BIRTH_DATE",
+    "CREATED_AT",
+    "FULL_NAME",
+    "TOTAL_WITH_TAX",
+    "SIGNUP_MONTH",
+    "EMAIL_DOMAIN",
+    "_OP",
+    "_TS_MS"
+)
+SELECT
+    "src"."ID",
+    "src"."FIRST_NAME",
+    "src"."LAST_NAME",
+    "src"."KIND",
+    "src"."EMAIL",
+    "src"."CARD_NUMBER",
+    "src"."PHONE",
+    "src"."BIRTH_DATE",
+    "src"."CREATED_AT",
+    "src"."FULL_NAME",
+    "src"."TOTAL_WITH_TAX",
+    "src"."SIGNUP_MONTH",
+    "src"."EMAIL_DOMAIN",
+    "src"."_OP",
+    "src"."_TS_MS"
+FROM (
+  SELECT
+    "ID",
+    "FIRST_NAME",
+    "LAST_NAME",
+    "KIND",
+    "EMAIL",
+    "CARD_NUMBER",
+    "PHONE",
+    "BIRTH_DATE",
+    "CREATED_AT",
+    "FULL_NAME",
+    "TOTAL_WITH_TAX",
+    "SIGNUP_MONTH",
+    "EMAIL_DOMAIN",
+    "_OP",
+    "_TS_MS",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "MAIN"."_REPLICATOR_STAGE_CUSTOMERS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+WHERE "src"."_REPLICATOR_OP" <> 'd';

@@ -108,3 +108,37 @@ INSERT INTO "ANALYTICS"."RAW"."_REPLICATOR_STATE" ("PIPELINE", "TABLE", "BATCH_I
 
 -- commit the batch
 COMMIT;
+
+-- does the target hold rows? (none: the copy inserts instead of merging)
+SELECT 1 FROM "ANALYTICS"."RAW"."DRIVER_TRIPS" LIMIT 1;
+
+-- in the MERGE's place, in each snapshot batch of a copy that began with the target empty: insert the copied rows
+INSERT INTO "ANALYTICS"."RAW"."DRIVER_TRIPS" (
+    "TRIPID",
+    "DRIVER_ID",
+    "TIMECOMPLETED",
+    "_OP",
+    "_TS_MS",
+    "_SYNCED_AT"
+)
+SELECT
+    "src"."TRIPID",
+    "src"."DRIVER_ID",
+    "src"."TIMECOMPLETED",
+    "src"."_OP",
+    "src"."_TS_MS",
+    "src"."_SYNCED_AT"
+FROM (
+  SELECT
+    "TRIPID",
+    "DRIVER_ID",
+    "TIMECOMPLETED",
+    "_OP",
+    "_TS_MS",
+    CURRENT_TIMESTAMP() AS "_SYNCED_AT",
+    "_REPLICATOR_OP",
+    "_REPLICATOR_TS"
+  FROM "ANALYTICS"."RAW"."_REPLICATOR_STAGE_DRIVER_TRIPS"
+  QUALIFY ROW_NUMBER() OVER (PARTITION BY "TRIPID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
+) AS "src"
+WHERE "src"."_REPLICATOR_OP" <> 'd';
