@@ -94,8 +94,8 @@ def stage_batch(table: TablePlan, batch: pa.Table, *, first_seq: int = 0) -> pa.
 
 def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialect
                  ) -> StagingQuery | None:
-    """The transform step as one statement the warehouse runs over a batch's change files
-    (``Dialect.change_files``; ``schemas``: theirs), or None where it must run here: a
+    """The transform step as one statement the warehouse runs over a group of snapshot chunk
+    files (``Dialect.change_files``; ``schemas``: theirs), or None where it must run here: a
     warehouse that cannot read them, outbox routes and expressions without a DuckDB form
     (the per-row path), files of different layouts, and DECIMALs over 38 digits (DuckDB
     reads those from Parquet as DOUBLE)."""
@@ -231,8 +231,12 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
     counts from 0 (``first_seq`` is added to the result).
 
     ``batch``: the SELECT that reads the batch, as the first CTE (the warehouse runs the
-    statement over a batch's change files, ``file_staging``); the statement then yields the
-    staging row whole: ``STAGE_SEQ`` numbered in staging order and the timestamps typed."""
+    statement over a group of snapshot chunk files, ``file_staging``); the statement then
+    yields the staging row whole: ``STAGE_SEQ`` numbered in staging order and the timestamps
+    typed. Such a group holds one read per key (chunks are disjoint ranges of the source's
+    primary key), so the last-change-per-key step is left out: ~20% of the group's apply
+    measured, and the MERGE (or the INSERT of a fresh copy) keeps the last per key anyway
+    should a declared key not be unique."""
     from replicator.transform.expressions import computed_sql, filter_sql
 
     names = set(kinds)
@@ -256,7 +260,7 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
     op = q(cb.OP)
     order = ", ".join(q(c) for c in _ORDER)
     every_change = table.keeps_every_change or table.mode == "scd2"
-    if every_change:
+    if every_change or batch:
         last = "SELECT * FROM split"
     else:  # the last change per key; the filter and computed columns then run on it alone
         partition = ", ".join(q(k) for k in table.source_key) or "NULL"

@@ -137,7 +137,7 @@ split AS (
   SELECT *, 1 AS "__replicator_sub" FROM batch
 ),
 last AS (
-  SELECT * FROM split QUALIFY row_number() OVER (PARTITION BY "COUNTRY_ID" ORDER BY "__replicator_file_seq" DESC, "__replicator_pos" DESC, "__replicator_row_index" DESC, "__replicator_sub" DESC, "__replicator_ord" DESC) = 1
+  SELECT * FROM split
 ),
 judged AS (
   SELECT *, TRUE AS "__replicator_pass" FROM last

@@ -199,7 +199,7 @@ split AS (
   SELECT *, 1 AS "__replicator_sub" FROM batch
 ),
 last AS (
-  SELECT * FROM split QUALIFY row_number() OVER (PARTITION BY "order_id", "line_no" ORDER BY "__replicator_file_seq" DESC, "__replicator_pos" DESC, "__replicator_row_index" DESC, "__replicator_sub" DESC, "__replicator_ord" DESC) = 1
+  SELECT * FROM split
 ),
 judged AS (
   SELECT *, coalesce(((CAST("status" AS VARCHAR) <> 'test')), FALSE) AS "__replicator_pass" FROM last

@@ -218,7 +218,7 @@ split AS (
   SELECT *, 1 AS "__replicator_sub" FROM batch
 ),
 last AS (
-  SELECT * FROM split QUALIFY row_number() OVER (PARTITION BY "id" ORDER BY "__replicator_file_seq" DESC, "__replicator_pos" DESC, "__replicator_row_index" DESC, "__replicator_sub" DESC, "__replicator_ord" DESC) = 1
+  SELECT * FROM split
 ),
 judged AS (
   SELECT *, coalesce(((CAST("kind" AS VARCHAR) <> 'test')), FALSE) AS "__replicator_pass", (concat_ws(' ', CAST("first_name" AS VARCHAR), CAST("last_name" AS VARCHAR))) AS "__replicator_computed_0", (CAST(round(CAST(CAST(CAST("net_amount" AS DECIMAL(12,2)) AS DECIMAL(12,2)) * CAST(CAST('1.2' AS DECIMAL(2,1)) AS DECIMAL(2,1)) AS DECIMAL(15,3)), 2) AS DECIMAL(15,2))) AS "__replicator_computed_1", (strftime(CAST("created_at" AS TIMESTAMP), '%Y-%m')) AS "__replicator_computed_2", (CAST(CASE WHEN (CAST("email" AS VARCHAR) LIKE '%@%' ESCAPE '\') THEN CASE WHEN regexp_matches(regexp_replace(CAST("email" AS VARCHAR), '^.*@', '', 'g'), '[İΣ]') THEN lower(replace(regexp_replace(regexp_replace(CAST("email" AS VARCHAR), '^.*@', '', 'g'), '(\pL\pM*)Σ(\PL|$)', '\1ς\2', 'g'), 'İ', 'i̇')) ELSE lower(regexp_replace(CAST("email" AS VARCHAR), '^.*@', '', 'g')) END ELSE NULL END AS VARCHAR)) AS "__replicator_computed_3" FROM last
