@@ -5,7 +5,7 @@ hosts (a scheduler retry, a blue/green deploy) could both apply the same batch i
 Snowflake, whose state table does not enforce its key. So a run takes a lease row in the
 target (``<state table>_LEASE``: pipeline, generation, holder host/pid, since, renewed_at)
 and every batch transaction updates that row *where the generation is still its own*, last
-before COMMIT (``SQLSink._fence``): once another run has taken the lease (generation + 1),
+before COMMIT (the "fence" statement of ``plan.program.batch_tail``): once another run has taken the lease (generation + 1),
 the old run's next batch updates no row, rolls back and the run stops (``LeaseError``, exit
 3). The UPDATE also orders a take-over after a batch in flight (both update one row).
 

@@ -32,7 +32,9 @@ from replicator.plan.model import TablePlan
 #   skip     a row means the batch is already applied: run ``on_skip`` and stop;
 #   load     it loads staging: its result counts the rows loaded;
 #   columns  its cursor description names the table's existing columns (``column_changes``).
-Role = Literal["run", "skip", "load", "columns", "key"]
+#   fence    it must update exactly one row (the run's lease), else another run took the
+#            lease: roll back and stop (``engine.lease``).
+Role = Literal["run", "skip", "load", "columns", "key", "fence"]
 
 ROLLBACK = "ROLLBACK"
 COMMIT = "COMMIT"
@@ -258,12 +260,13 @@ def load_statements(
 
 
 def batch_tail(table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
-               dead_letters: Sequence[tuple[Any, ...]] | None = None, *, fresh: bool = False
-               ) -> list[Statement]:
+               dead_letters: Sequence[tuple[Any, ...]] | None = None, *, fresh: bool = False,
+               generation: int | None = None) -> list[Statement]:
     """After the staging load: MERGE (or append, or versions; ``fresh``: the INSERT of a copy
     into a target that was empty, ``fresh_copy``), the rows the target refused
     (``on_error: dead_letter``: one INSERT per row, parameters (key JSON, column, error); for
-    `plan`, ``None`` shows one), the state row, COMMIT."""
+    `plan`, ``None`` shows one), the state row, the lease's fence (a run holding lease
+    ``generation``; `plan` shows it: every run holds one), COMMIT."""
     out = []
     if dialect.commit_after_load:
         out.append(Statement("commit the load (staging only; the MERGE opens the batch's "
@@ -281,6 +284,11 @@ def batch_tail(table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
                                  params=params))
     out.append(Statement("record the batch", statements.state_insert(table, dialect),
                          params=key.record if key else ()))
+    if key is None or generation is not None:
+        # Last before COMMIT: a concurrent take-over waits for this batch to end.
+        out.append(Statement("renew the run's lease (no row updated: another run took it, "
+                             "roll back and stop)", statements.lease_renew(table, dialect),
+                             params=(key.pipeline, generation) if key else (), role="fence"))
     out.append(Statement("commit the batch", COMMIT))
     return out
 
@@ -289,12 +297,12 @@ def batch_program(
     table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
     files: Sequence[str] | None = None, folder: str = "",
     dead_letters: Sequence[tuple[Any, ...]] | None = None, query: StagingQuery | None = None,
-    *, fresh: bool = False,
+    *, fresh: bool = False, generation: int | None = None,
 ) -> list[Statement]:
     """Every statement one batch runs when it is not skipped, in order."""
     return [*batch_head(table, dialect, key),
             *load_statements(table, dialect, files, folder, query),
-            *batch_tail(table, dialect, key, dead_letters, fresh=fresh)]
+            *batch_tail(table, dialect, key, dead_letters, fresh=fresh, generation=generation)]
 
 
 def fresh_copy(table: TablePlan) -> bool:

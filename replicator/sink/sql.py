@@ -175,11 +175,16 @@ class SQLSink:
                 )
             staged_at = time.perf_counter()
             stage_seconds += staged_at - started
-            tail = program.batch_tail(table, self.dialect, key, dead_letters, fresh=fresh)
-            for statement in tail[:-1]:
+            for statement in program.batch_tail(table, self.dialect, key, dead_letters,
+                                                fresh=fresh, generation=self.generation):
                 self._run(cursor, statement)
-            self._fence(cursor)  # last before COMMIT: a concurrent take-over waits for it
-            self._run(cursor, tail[-1])
+                if statement.role == "fence" and _updated(cursor) != 1:
+                    raise LeaseError(
+                        f"pipeline {self.pipeline_name}: another run took the lease "
+                        f"(generation {self.generation} is no longer current); this batch "
+                        "was rolled back",
+                        hint="this run stops; the run holding the lease applies the batches "
+                        "now (replicator status shows which one)")
             merged_at = time.perf_counter()
         except self.driver_errors() as exc:
             self._rollback(cursor)
@@ -255,22 +260,6 @@ class SQLSink:
 
     # The generation of the lease this run holds; None: no fencing (tests of the sink alone).
     generation: int | None = None
-
-    def _fence(self, cursor: Any) -> None:
-        """Inside the batch's transaction: LeaseError (rolled back) when another run took
-        the lease since this run took it."""
-        from replicator.plan import statements
-
-        if self.generation is None:
-            return
-        cursor.execute(statements.lease_renew(self.plan.tables[0], self.dialect),
-                       [self.pipeline_name, self.generation])
-        if _updated(cursor) != 1:
-            raise LeaseError(
-                f"pipeline {self.pipeline_name}: another run took the lease (generation "
-                f"{self.generation} is no longer current); this batch was rolled back",
-                hint="this run stops; the run holding the lease applies the batches now "
-                "(replicator status shows which one)")
 
     def lease_statement(self, name: str, params: list[Any]) -> Any:
         """Run one lease statement (``statements.lease_<name>``) in its own transaction:

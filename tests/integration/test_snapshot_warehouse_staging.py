@@ -173,6 +173,7 @@ def test_decimals_over_38_digits_are_staged_by_the_driver(mariadb, fresh_databas
 def test_a_snapshot_group_runs_exactly_the_program_plan_prints(mariadb, awkward, tmp_path):
     import duckdb
 
+    from replicator.engine.lease import take_lease
     from replicator.plan import program
     from replicator.sink.duckdb import DuckDBSink
     from replicator.transform import snapshot_staging
@@ -185,6 +186,7 @@ def test_a_snapshot_group_runs_exactly_the_program_plan_prints(mariadb, awkward,
     recording = RecordingConnection(duckdb.connect(str(tmp_path / "captured.duckdb")))
     sink = DuckDBSink(context.pipeline, plan, connection=recording)
     sink.prepare()
+    lease = take_lease(sink, context.pipeline.name)  # as every run does: batches are fenced
     recording.take()
     applier = BatchApplier(context.pipeline, plan, sink, CheckpointDir(str(tmp_path / "cp")))
     try:
@@ -203,8 +205,10 @@ def test_a_snapshot_group_runs_exactly_the_program_plan_prints(mariadb, awkward,
         key = program.BatchKey(context.pipeline.name, table.target_table,
                                snapshot_batch_id(0, number), POSITION.to_offset())
         expected = [(s.sql, tuple(s.params)) for s in program.batch_program(
-            table, sink.dialect, key, group, query=planned, fresh=fresh)]
+            table, sink.dialect, key, group, query=planned, fresh=fresh,
+            generation=lease.generation)]
         assert executed == expected
+        assert any("_LEASE" in sql and params[-1] == lease.generation for sql, params in executed)
         assert any("read_parquet" in sql for sql, _ in executed)
         assert any(sql.startswith("MERGE" if not fresh else "INSERT INTO \"MAIN\"")
                    for sql, _ in executed)

@@ -202,6 +202,9 @@ WHEN NOT MATCHED AND "src"."_REPLICATOR_OP" <> 'd' THEN INSERT (
 -- record the batch
 INSERT INTO "main"."_REPLICATOR_STATE" ("pipeline", "table", "batch_id", "end_offset", "applied_at") SELECT ?, ?, ?, ?, CURRENT_TIMESTAMP();
 
+-- renew the run's lease (no row updated: another run took it, roll back and stop)
+UPDATE "main"."_REPLICATOR_STATE_LEASE" SET "renewed_at" = CURRENT_TIMESTAMP WHERE "pipeline" = ? AND "generation" = ?;
+
 -- commit the batch
 COMMIT;
 
