@@ -37,7 +37,7 @@ from replicator.engine.schema_changes import (
     default_fills,
     fill_defaults,
 )
-from replicator.errors import EngineError, ReplicatorError
+from replicator.errors import EngineError, ReplicatorError, SinkError
 from replicator.model.changes import BinlogPosition, ChangeEvent
 
 if TYPE_CHECKING:
@@ -223,6 +223,14 @@ class BatchApplier:
         fills = [] if table_plan.routed else default_fills(
             table_plan, files, self.renamed_columns.get(table_plan.source_name.lower()))
         truncated = self._truncated.get(table_plan.source_name.lower())
+        # One source table's files whole, nothing to fill in or drop: the warehouse can stage
+        # them itself (big batches keep their slices: their memory and failpoints are the
+        # driver's).
+        simple = (whole and len(sources) == 1 and not table_plan.routed and not fills
+                  and truncated is None)
+        if simple and self._apply_in_warehouse(table_plan, paths, changes, batch_id, end_offset,
+                                               report):
+            return report
 
         def followed(batch: Any) -> Any:
             """Defaults and renamed values filled in; the changes before a followed TRUNCATE
@@ -262,6 +270,39 @@ class BatchApplier:
         report.seconds_stage += float(result.seconds_stage)
         report.seconds_merge = float(result.seconds_merge)
         return report
+
+    def _apply_in_warehouse(self, table_plan: TablePlan, paths: list[str], changes: int,
+                            batch_id: int, end_offset: dict[str, Any] | None,
+                            report: TableReport) -> bool:
+        """A batch's files of one source table staged by the warehouse itself, where it reads
+        them in place (``transform.file_staging``): no row passes through this process.
+        False when it cannot (the driver stages them) or when its statement failed for good:
+        the driver's way then names the row and column, or applies what only the warehouse's
+        SQL refused."""
+        from replicator.engine.landing import local_facts
+        from replicator.transform import file_staging
+
+        dialect = getattr(self.sink, "dialect", None)
+        if dialect is None or not dialect.change_files:
+            return False
+        facts = local_facts(paths, self.landing)
+        query = None if facts is None else file_staging(table_plan, facts[0], dialect,
+                                                        snapshot=False)
+        if query is None or facts is None:
+            return False
+        try:
+            result = self.sink.apply(table_plan, batch_id, end_offset or {}, paths, query=query)
+        except SinkError as error:
+            if error.transient:
+                raise
+            return False
+        report.changes = changes
+        report.last_ts_ms = facts[1] if changes else 0
+        report.rows = int(result.rows)
+        report.skipped = bool(result.skipped)
+        report.seconds_stage = float(result.seconds_stage)
+        report.seconds_merge = float(result.seconds_merge)
+        return True
 
     def _stage_batch(self, table_plan: TablePlan, batch: Any, report: TableReport, *,
                      first_seq: int) -> Any:

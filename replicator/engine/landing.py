@@ -248,6 +248,33 @@ def read_schema(paths: Sequence[str], root: str) -> pa.Schema:
     return pa.unify_schemas(schemas, promote_options="permissive")
 
 
+def local_facts(paths: Sequence[str], root: str) -> tuple[list[pa.Schema], int] | None:
+    """For a warehouse that reads the files itself: each file's schema and the newest
+    commit time among them (from the Parquet statistics: no row is read), or None when the
+    landing zone is not a local path (the warehouse would need an object-store client)."""
+    import pyarrow.parquet as pq
+
+    if "://" in root and not root.startswith("file://"):
+        return None
+    schemas, newest = [], 0
+    for path in paths:
+        try:
+            metadata = pq.read_metadata(path)
+        except OSError as exc:
+            raise _unreadable(path, exc) from exc
+        schema = metadata.schema.to_arrow_schema()
+        schemas.append(schema)
+        index = schema.get_field_index(cb.TS_MS)
+        if index < 0:
+            return None
+        for group in range(metadata.num_row_groups):
+            statistics = metadata.row_group(group).column(index).statistics
+            if statistics is None or not statistics.has_min_max:
+                return None  # the rows must be read for it: the driver's way
+            newest = max(newest, int(statistics.max))
+    return schemas, newest
+
+
 def conform(batch: pa.Table, schema: pa.Schema) -> pa.Table:
     """``batch`` with every column of ``schema`` (NULL where it lacks one), in its order."""
     import pyarrow as pa

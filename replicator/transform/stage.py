@@ -92,10 +92,11 @@ def stage_batch(table: TablePlan, batch: pa.Table, *, first_seq: int = 0) -> pa.
     return _columnar(table, batch, first_seq)
 
 
-def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialect
-                 ) -> StagingQuery | None:
-    """The transform step as one statement the warehouse runs over a group of snapshot chunk
-    files (``Dialect.change_files``; ``schemas``: theirs), or None where it must run here: a
+def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialect, *,
+                 snapshot: bool = True) -> StagingQuery | None:
+    """The transform step as one statement the warehouse runs over a batch's change files:
+    a group of snapshot chunk files, or (``snapshot=False``) a stream batch's files of one
+    source table (``Dialect.change_files``; ``schemas``: theirs), or None where it must run here: a
     warehouse that cannot read them, outbox routes and expressions without a DuckDB form
     (the per-row path), files of different layouts, and DECIMALs over 38 digits (DuckDB
     reads those from Parquet as DOUBLE)."""
@@ -105,11 +106,11 @@ def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialec
         return None
     wide = any(pa.types.is_decimal256(field.type) for field in schemas[0])
     return _file_query(table, tuple((f.name, source_kind(f.type)) for f in schemas[0]), wide,
-                       dialect)
+                       dialect, snapshot)
 
 
 def _file_query(table: TablePlan, layout: tuple[tuple[str, str], ...], wide: bool,
-                dialect: Dialect) -> StagingQuery | None:
+                dialect: Dialect, snapshot: bool = True) -> StagingQuery | None:
     from replicator.transform.expressions import translatable
 
     if dialect.change_files is None or table.outbox is not None or not translatable(table):
@@ -117,7 +118,7 @@ def _file_query(table: TablePlan, layout: tuple[tuple[str, str], ...], wide: boo
     if wide:
         return None
     return _file_statement(table, (*layout, (_ORD, "int")),
-                           dialect.change_files.format(ord=q(_ORD)))
+                           dialect.change_files.format(ord=q(_ORD)), snapshot)
 
 
 def snapshot_staging(table: TablePlan, catalog: Catalog, dialect: Dialect) -> StagingQuery | None:
@@ -134,10 +135,10 @@ def snapshot_staging(table: TablePlan, catalog: Catalog, dialect: Dialect) -> St
 
 
 @lru_cache(maxsize=256)
-def _file_statement(table: TablePlan, layout: tuple[tuple[str, str], ...], batch: str
-                    ) -> StagingQuery:
+def _file_statement(table: TablePlan, layout: tuple[tuple[str, str], ...], batch: str,
+                    snapshot: bool) -> StagingQuery:
     params = Params()
-    sql = statement(table, dict(layout), params, batch=batch)
+    sql = statement(table, dict(layout), params, batch=batch, reads=snapshot)
     return StagingQuery(sql, tuple(params))
 
 
@@ -225,18 +226,18 @@ def _failing_row(table: TablePlan, batch: pa.Table, sql: str, params: tuple[Any,
 
 
 def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
-              batch: str | None = None) -> str:
+              batch: str | None = None, reads: bool = False) -> str:
     """The DuckDB statement staging a change batch whose columns have these batch kinds
     (``transform.columns.source_kind``); the batch is the view ``batch``. ``STAGE_SEQ``
     counts from 0 (``first_seq`` is added to the result).
 
     ``batch``: the SELECT that reads the batch, as the first CTE (the warehouse runs the
-    statement over a group of snapshot chunk files, ``file_staging``); the statement then
-    yields the staging row whole: ``STAGE_SEQ`` numbered in staging order and the timestamps
-    typed. Such a group holds one read per key (chunks are disjoint ranges of the source's
-    primary key), so the last-change-per-key step is left out: ~20% of the group's apply
-    measured, and the MERGE (or the INSERT of a fresh copy) keeps the last per key anyway
-    should a declared key not be unique."""
+    statement over a batch's change files, ``file_staging``); the statement then yields the
+    staging row whole: ``STAGE_SEQ`` numbered in staging order and the timestamps typed.
+    ``reads``: a group of snapshot chunks, one read per key (chunks are disjoint ranges of the
+    source's primary key), so the last-change-per-key step is left out: ~20% of the group's
+    apply measured, and the MERGE (or the INSERT of a fresh copy) keeps the last per key
+    anyway should a declared key not be unique."""
     from replicator.transform.expressions import computed_sql, filter_sql
 
     names = set(kinds)
@@ -260,7 +261,7 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
     op = q(cb.OP)
     order = ", ".join(q(c) for c in _ORDER)
     every_change = table.keeps_every_change or table.mode == "scd2"
-    if every_change or batch:
+    if every_change or reads:
         last = "SELECT * FROM split"
     else:  # the last change per key; the filter and computed columns then run on it alone
         partition = ", ".join(q(k) for k in table.source_key) or "NULL"

@@ -1,13 +1,16 @@
-"""A snapshot group staged by the warehouse equals the same group staged by the driver.
+"""A batch staged by the warehouse equals the same batch staged by the driver.
 
-DuckDB runs the transform step itself over the chunk files (``transform.file_staging``:
-``INSERT INTO staging BY NAME WITH batch AS (read_parquet(...)) ...``), so no row of a copy
-passes through the driver. The driver's path (``stage_batch`` over Arrow slices, then a
-Parquet load) is the reference: the same chunk files, read from the real MariaDB with awkward
+DuckDB runs the transform step itself over the landing zone's files
+(``transform.file_staging``: ``INSERT INTO staging BY NAME WITH batch AS (read_parquet(...))
+...``), so no row passes through the driver: a group of snapshot chunk files, and a stream
+batch's files of one table. The driver's path (``stage_batch`` over Arrow slices, then a
+Parquet load) is the reference: the same files, landed from the real MariaDB with awkward
 values (no DECIMAL over 38 digits: DuckDB reads those as DOUBLE, so such a table takes the
-driver's path, checked here too), go both ways into two DuckDB targets, in every mode and with
-a filter, computed columns and masks; the targets must be equal row by row, and the
-warehouse's path must really have been taken.
+driver's path, checked here too), go both ways into two DuckDB targets, in every mode, with
+a filter, computed columns and masks, and (stream) several changes per key, key moves and
+deletes in one batch; the targets must be equal row by row, and the warehouse's path must
+really have been taken. A snapshot group also runs exactly the program `replicator plan`
+prints.
 """
 
 from __future__ import annotations
@@ -213,3 +216,71 @@ def test_a_snapshot_group_runs_exactly_the_program_plan_prints(mariadb, awkward,
         assert any(sql.startswith("MERGE" if not fresh else "INSERT INTO \"MAIN\"")
                    for sql, _ in executed)
         assert "s3cret" not in "\n".join(sql for sql, _ in executed)  # a parameter
+
+
+# -- the stream: a batch's landed files of one table, staged by the warehouse ----------------
+
+WORKLOAD = [  # several changes per key in one batch, key moves, deletes, awkward values
+    "UPDATE awkward SET tx = CONCAT(tx, ' ✓ it''s'), dec2 = dec2 + 1 WHERE id % 3 = 0",
+    "UPDATE awkward SET id = id + 100000 WHERE id % 7 = 0",  # the key moves
+    "DELETE FROM awkward WHERE id % 11 = 0",
+    "INSERT INTO awkward (id, tx, nn, js, dt6) VALUES (99, 'back\\\\slash \"q\"', 'None', "
+    "'{\"k\": [1, null]}', '2024-02-29 23:59:59.999999')",
+    "UPDATE awkward SET nn = NULL, tx = 'again' WHERE id = 99",
+    "UPDATE awkward SET tx = 'moved again', id = 200099 WHERE id = 99",
+    "DELETE FROM awkward WHERE id = 1",
+    "INSERT INTO awkward (id, tx) VALUES (1, 'back after its delete')",
+]
+
+
+def _stream(context: Context, tmp_path: Path, manifest: list[dict], *, warehouse: bool
+            ) -> list[tuple]:
+    plan = context.plan
+    sink = context.open_sink(plan)
+    sink.prepare()
+    (table,) = plan.tables
+    applier = BatchApplier(context.pipeline, plan, sink, CheckpointDir(str(tmp_path / "cp")))
+    applier.landing = str(tmp_path.parent / "landing")
+    taken = []
+    original = applier._apply_in_warehouse
+    applier._apply_in_warehouse = (
+        (lambda *a: taken.append(original(*a)) or taken[-1]) if warehouse else (lambda *a: False))
+    try:
+        applier.apply_manifest(manifest, 0, {"file": "x", "pos": 4})
+        assert taken == ([True] if warehouse else [])
+        names = [c.target_column for c in table.columns
+                 if c.target_column.upper() != "_SYNCED_AT"]
+        rows = sink.connection.execute(
+            f"SELECT {', '.join(repr(n).replace(chr(39), chr(34)) for n in names)} "
+            f"FROM {target_name(table, sink.dialect)} ORDER BY ALL").fetchall()
+        if table.log_table:
+            rows += sink.connection.execute(
+                f"SELECT * FROM {log_name(table, sink.dialect)} ORDER BY ALL").fetchall()
+        return rows
+    finally:
+        sink.close()
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_the_warehouse_stages_a_stream_batch_as_the_driver_does(mariadb, awkward, tmp_path, mode):
+    from replicator.engine.landing import land_range
+    from replicator.model.selection import TableSelector
+    from replicator.source.fast.columnar import KeyColumns
+    from replicator.source.positions import current_position
+
+    start = current_position(mariadb.source())
+    with mariadb.root_connection(awkward) as connection, connection.cursor() as cursor:
+        for sql in WORKLOAD:
+            cursor.execute(sql)
+    end = current_position(mariadb.source())
+    reference = Context(_pipeline(tmp_path, mariadb, awkward, mode, "driver"))
+    manifest = land_range(
+        reference.pipeline.source, start=start, end=end,
+        tables=TableSelector.of([f"{awkward}.awkward"]), keys=KeyColumns({}), server_id=7301,
+        root=str(tmp_path / "landing"), epoch=0, part=0)
+    assert sum(int(r["rows"]) for r in manifest if r["kind"] == "rows") > 1000
+    expected = _stream(reference, tmp_path / "a", manifest, warehouse=False)
+    got = _stream(Context(_pipeline(tmp_path, mariadb, awkward, mode, "warehouse")),
+                  tmp_path / "b", manifest, warehouse=True)
+    assert len(expected) > 100
+    assert got == expected
