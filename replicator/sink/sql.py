@@ -204,18 +204,8 @@ class SQLSink:
     def has_rows(self, table: TablePlan) -> bool:
         """Whether the target holds any row (``program.target_has_rows``)."""
         statement = program.target_has_rows(table, self.dialect)
-        with self._one_at_a_time():
-            cursor = self._cursor()
-            try:
-                self._run(cursor, statement)
-                found = cursor.fetchone() is not None
-                if self.dialect.implicit_transactions:
-                    cursor.execute(program.ROLLBACK)
-            except self.driver_errors() as exc:
-                raise self._failed(exc, f"read whether {table.target_table} holds rows") from None
-            finally:
-                cursor.close()
-        return found
+        return self._read(statement.sql, (), lambda cursor: cursor.fetchone() is not None,
+                          f"read whether {table.target_table} holds rows")
 
     def existing_columns(self, table: TablePlan, *, log: bool = False) -> set[str]:
         """The target's (or its log table's) column names, lower case: schema-change
@@ -224,18 +214,10 @@ class SQLSink:
 
         name = (statements.log_name(table, self.dialect) if log
                 else statements.target_name(table, self.dialect))
-        with self._one_at_a_time():
-            cursor = self._cursor()
-            try:
-                cursor.execute(statements.read_columns(name))
-                columns = {str(column[0]).lower() for column in cursor.description or ()}
-                if self.dialect.implicit_transactions:
-                    cursor.execute(program.ROLLBACK)
-            except self.driver_errors() as exc:
-                raise self._failed(exc, f"read the columns of {table.target_table}") from None
-            finally:
-                cursor.close()
-        return columns
+        return self._read(
+            statements.read_columns(name), (),
+            lambda cursor: {str(column[0]).lower() for column in cursor.description or ()},
+            f"read the columns of {table.target_table}")
 
     def execute(self, table: TablePlan, schema_statements: Sequence[Statement]) -> None:
         """Schema-change statements of a followed DDL (``plan --ddl`` shows them), each on
@@ -295,20 +277,9 @@ class SQLSink:
         needs the batch before the newest: engine.runner)."""
         from replicator.plan import statements
 
-        with self._one_at_a_time():
-            cursor = self._cursor()
-            try:
-                cursor.execute(statements.state_latest(table, self.dialect, count),
-                               [self.pipeline_name, table.target_table])
-                rows = cursor.fetchall()
-                if self.dialect.implicit_transactions:  # end the read's transaction
-                    cursor.execute(program.ROLLBACK)
-            except self.driver_errors() as exc:
-                if self.missing_table(exc):
-                    return []  # no state table yet: nothing applied
-                raise self._failed(exc, "read the state table") from None
-            finally:
-                cursor.close()
+        rows = self._read(statements.state_latest(table, self.dialect, count),
+                          (self.pipeline_name, table.target_table), lambda c: c.fetchall(),
+                          "read the state table", missing=[])  # none yet: nothing applied
         return [state for state in map(state_from_row, rows) if state is not None]
 
     def dead_letters(self, table: TablePlan) -> int:
@@ -317,21 +288,29 @@ class SQLSink:
 
         if table.on_error != "dead_letter":
             return 0
+        row = self._read(statements.dead_letter_count(table, self.dialect),
+                         (self.pipeline_name, table.target_table), lambda c: c.fetchone(),
+                         "read the dead-letter table", missing=None)  # none yet: none set aside
+        return int(row[0]) if row else 0
+
+    def _read(self, sql: str, params: Sequence[Any], result: Callable[[Any], Any], doing: str,
+              **missing: Any) -> Any:
+        """Run one read on a cursor of its own and end its transaction: what ``result`` takes
+        from the cursor; ``missing=V``: V when the table it reads does not exist yet."""
         with self._one_at_a_time():
             cursor = self._cursor()
             try:
-                cursor.execute(statements.dead_letter_count(table, self.dialect),
-                               [self.pipeline_name, table.target_table])
-                row = cursor.fetchone()
+                self._run(cursor, Statement("read", sql, tuple(params)))
+                value = result(cursor)
                 if self.dialect.implicit_transactions:  # end the read's transaction
                     cursor.execute(program.ROLLBACK)
+                return value
             except self.driver_errors() as exc:
-                if self.missing_table(exc):
-                    return 0  # not created yet: nothing set aside
-                raise self._failed(exc, "read the dead-letter table") from None
+                if missing and self.missing_table(exc):
+                    return missing["missing"]
+                raise self._failed(exc, doing) from None
             finally:
                 cursor.close()
-        return int(row[0]) if row else 0
 
     @staticmethod
     def described_type(column: Any) -> str | None:
