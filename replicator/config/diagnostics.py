@@ -72,6 +72,7 @@ CODES: dict[str, str] = {
     "R244": "a computed column is not well defined",
     "R245": "a mask that cannot apply to its column",
     "R250": "TLS settings that contradict each other",
+    "R251": "engine.checkpoint is a remote URI (the checkpoint is files on the driver's disk)",
     "R246": "schema_changes.key_change: ignore on a table that declares no key",
 }
 

@@ -108,6 +108,21 @@ def check_semantics(document: LoadedDocument) -> None:
     _check_tls(document, data)
     _check_tables(document, data)
     _check_schema_changes(document, data)
+    _check_checkpoint(document, data)
+
+
+def _check_checkpoint(document: LoadedDocument, data: dict[str, Any]) -> None:
+    """The checkpoint is plain files the driver writes (offsets, start state, lock): a URI
+    would become a local folder named after its scheme (R251). The landing zone may be remote."""
+    checkpoint = _dict(data.get("engine")).get("checkpoint")
+    if not isinstance(checkpoint, str) or "://" not in checkpoint or checkpoint.startswith("file://"):
+        return
+    document.add(document.position(("engine", "checkpoint")), "R251",
+                 f"engine.checkpoint: {checkpoint!r} is a remote URI; the checkpoint is files on "
+                 "the driver's disk",
+                 "use a local path or a mounted volume (on a cluster, a persistent volume at that "
+                 "path); without it a run resumes from the target's state table. engine.landing "
+                 "may be a remote URI")
 
 
 def _check_schema_changes(document: LoadedDocument, data: dict[str, Any]) -> None:
