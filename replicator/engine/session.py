@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from replicator.engine import class_sharing
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -71,9 +73,13 @@ def prepare_environment(master: str = "local[*]") -> None:
     """Make the package importable by Spark's Python processes (see the module docstring),
     keep Spark's log chatter out of the run's output, and keep a local driver on 127.0.0.1."""
     if "PYSPARK_SUBMIT_ARGS" not in os.environ and LOG4J_CONFIG.exists():
-        # Read by the launcher before the JVM starts (builder settings come too late).
+        # Read by the launcher before the JVM starts (builder settings come too late). The
+        # driver JVM maps Spark's classes from an archive when there is one, and a run
+        # (whose JVM output this process routes) records one (class_sharing).
+        options = [f"-Dlog4j.configurationFile=file:{LOG4J_CONFIG}",
+                   *class_sharing.java_options(record=_jvm_output is not None)]
         os.environ["PYSPARK_SUBMIT_ARGS"] = (
-            f'--driver-java-options "-Dlog4j.configurationFile=file:{LOG4J_CONFIG}" pyspark-shell'
+            f'--driver-java-options "{" ".join(options)}" pyspark-shell'
         )
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
