@@ -7,7 +7,7 @@ Measured on this project's 2-core machine (Spark 4.3, Java 17, load ~4): the ses
 7.3 s instead of 12.1 s, and its first job takes 2.3 s instead of 4.5 s.
 
 The archive belongs to one JVM build and one class path, so its name carries a digest of the
-java binary, the pyspark version and the jars; it lives in the user's cache
+java binary, the pyspark version and the jars (their path included); it lives in the user's cache
 (``$XDG_CACHE_HOME/replicator``, else ``~/.cache/replicator``; ~150 MB). The first run writes
 it when its JVM exits, under a temporary name; a later run takes a finished one into use only
 after a JVM maps it and verifies its checksum, because a truncated archive makes the JVM
@@ -91,7 +91,9 @@ def _digest(java: str) -> str:
     import pyspark
 
     jars = Path(pyspark.__file__).parent / "jars"
-    parts = [java, str(os.stat(java).st_mtime_ns), pyspark.__version__]
+    # The jars' own path too: an archive recorded with another class path (another venv) is
+    # ignored by java, so each installation keeps its own.
+    parts = [java, str(os.stat(java).st_mtime_ns), pyspark.__version__, str(jars.resolve())]
     if jars.is_dir():
         parts += sorted(f"{p.name}:{p.stat().st_size}" for p in jars.iterdir())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
