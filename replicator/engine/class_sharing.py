@@ -51,6 +51,7 @@ def java_options(environ: os._Environ[str] | dict[str, str] | None = None, *,
         final = cache / name
         quiet = "-Xlog:cds=off,cds+dynamic=off"  # "Skipping ...: Signed JAR" and the like
         if final.is_file():
+            os.utime(final)  # in use: _prune keeps it
             return [f"-XX:SharedArchiveFile={final}", quiet]
         if _promote(java, cache, name, final):
             return [f"-XX:SharedArchiveFile={final}", quiet]
@@ -112,10 +113,23 @@ def _promote(java: str, cache: Path, name: str, final: Path) -> bool:
         usable = status.st_size >= MIN_BYTES and _maps(java, candidate)
         if usable:
             os.replace(candidate, final)
+            os.utime(final)
             (cache / f"{name}.recording").unlink(missing_ok=True)
+            _prune(cache, final)
             return True
         candidate.unlink(missing_ok=True)
     return False
+
+
+# An archive no run has used for this long belongs to a Java, Spark or venv that is gone.
+UNUSED_S = 30 * 24 * 3600.0
+
+
+def _prune(cache: Path, keep: Path) -> None:
+    now = time.time()
+    for archive in cache.glob("spark-*.jsa"):
+        if archive != keep and now - archive.stat().st_mtime > UNUSED_S:
+            archive.unlink(missing_ok=True)
 
 
 # The first bytes of a dynamic archive (HotSpot's CDS_DYNAMIC_ARCHIVE_MAGIC, little endian):

@@ -67,10 +67,16 @@ def test_a_finished_archive_that_maps_is_used(tmp_path: Path) -> None:
                    check=True, capture_output=True)
     _settle(written)
     minimum, class_sharing.MIN_BYTES = class_sharing.MIN_BYTES, 1  # java -version's is ~100 KB
+    stale, recent = (written.parent / f"spark-{n}.jsa" for n in ("0ld", "recent"))
+    for other in (stale, recent):
+        other.write_bytes(b"another installation's archive")
+    old = time.time() - class_sharing.UNUSED_S - 60
+    os.utime(stale, (old, old))
     try:
         options = class_sharing.java_options(_env(tmp_path))
     finally:
         class_sharing.MIN_BYTES = minimum
+    assert not stale.exists() and recent.exists()  # unused for 30 days: pruned
     final = written.parent / written.name.split(".jsa.")[0]
     assert options[0] == f"-XX:SharedArchiveFile={final}.jsa"
     assert Path(f"{final}.jsa").is_file() and not written.exists()
