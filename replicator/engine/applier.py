@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from replicator.context import Context
 from replicator.engine import failpoints
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
-from replicator.engine.landing import landing_root
+from replicator.engine.landing import landing_root, local_facts
 from replicator.engine.metrics import BatchReport, TableReport
 from replicator.engine.schema_changes import (
     DdlEffect,
@@ -280,8 +280,7 @@ class BatchApplier:
         False when it cannot (the driver stages them) or when its statement failed for good:
         the driver's way then names the row and column, or applies what only the warehouse's
         SQL refused."""
-        from replicator.engine.landing import local_facts
-        from replicator.transform import file_staging
+        from replicator.transform import file_staging  # sqlglot: as stage_batch's import
 
         dialect = getattr(self.sink, "dialect", None)
         if dialect is None or not dialect.change_files:

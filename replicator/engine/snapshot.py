@@ -34,7 +34,8 @@ from replicator.engine.checkpoint import (
     routed_chunk_number,
     snapshot_chunk_number,
 )
-from replicator.errors import EngineError, ReplicatorError
+from replicator.errors import EngineError, ReplicatorError, SinkError
+from replicator.plan.program import fresh_copy
 from replicator.source.snapshot import Chunk
 
 if TYPE_CHECKING:
@@ -213,8 +214,7 @@ def apply_group(applier: BatchApplier, table_plan: Any, number: int, paths: list
     Where the warehouse's statement fails for good (a computed column that overflows, a value
     the target type refuses), the group is applied again the driver's way, which names the
     row and column or, if the failure was the warehouse's alone, applies it."""
-    from replicator.errors import SinkError
-    from replicator.transform import file_staging
+    from replicator.transform import file_staging  # sqlglot: imported when a copy runs
 
     local = [p.removeprefix("file://") for p in paths]
     dialect = getattr(applier.sink, "dialect", None)
@@ -242,8 +242,6 @@ def _fresh(applier: BatchApplier, copy: _TableCopy) -> bool:
     disjoint key ranges and the stream waits for the snapshot, so no batch of the copy can
     meet a row already there; a resumed copy keeps the answer (``StartState.fresh``): its
     target holds the groups applied before, which no later group touches."""
-    from replicator.plan.program import fresh_copy
-
     if len(copy.readers) != 1 or not fresh_copy(copy.readers[0]):
         return False
     return not applier.sink.has_rows(copy.readers[0])
