@@ -123,7 +123,7 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
         else:
             yield ("latency", f"p50 / p95 / p99 at {latency['achieved_rate']:.0f}/s",
                    f"{latency['p50_s']} / {latency['p95_s']} / {latency['p99_s']} s",
-                   f"max_delay {latency['max_delay']} (target p50 <= 2 s, p99 <= 5 s)")
+                   f"max_delay {latency['max_delay']} (target p50 <= 1 s, p99 <= 3 s: issue 15)")
     snapshot = results.get("snapshot")
     if snapshot:
         if "error" in snapshot:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from replicator.context import Context
 from replicator.engine import failpoints
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
-from replicator.engine.landing import landing_root, local_facts
+from replicator.engine.landing import FileFacts, landing_root, local_facts
 from replicator.engine.metrics import BatchReport, TableReport
 from replicator.engine.schema_changes import (
     DdlEffect,
@@ -40,6 +40,7 @@ from replicator.engine.schema_changes import (
 )
 from replicator.errors import ReplicatorError, SinkError
 from replicator.model.changes import BinlogPosition, ChangeEvent
+from replicator.transform import file_staging, stage_batch
 
 if TYPE_CHECKING:
     from replicator.model.pipeline import Pipeline
@@ -229,8 +230,7 @@ class BatchApplier:
         # driver's).
         simple = (whole and len(sources) == 1 and not table_plan.routed and not fills
                   and truncated is None)
-        if simple and self._apply_in_warehouse(table_plan, paths, changes, batch_id, end_offset,
-                                               report):
+        if simple and self._apply_in_warehouse(table_plan, paths, batch_id, end_offset, report):
             return report
 
         def followed(batch: Any) -> Any:
@@ -265,44 +265,43 @@ class BatchApplier:
                 # The sink consumed a slice: its transaction is open, part of the batch staged.
                 failpoints.reached("apply.between_slices")
 
-        result = self.sink.apply(table_plan, batch_id, end_offset or {}, staged())
-        report.rows = int(result.rows)
-        report.skipped = bool(result.skipped)
-        report.seconds_stage += float(result.seconds_stage)
-        report.seconds_merge = float(result.seconds_merge)
+        _record(report, self.sink.apply(table_plan, batch_id, end_offset or {}, staged()))
         return report
 
-    def _apply_in_warehouse(self, table_plan: TablePlan, paths: list[str], changes: int,
-                            batch_id: int, end_offset: dict[str, Any] | None,
-                            report: TableReport) -> bool:
-        """A batch's files of one source table staged by the warehouse itself, where it reads
-        them in place (``transform.file_staging``): no row passes through this process.
-        False when it cannot (the driver stages them) or when its statement failed for good:
-        the driver's way then names the row and column, or applies what only the warehouse's
-        SQL refused."""
-        from replicator.transform import file_staging  # sqlglot: as stage_batch's import
-
-        dialect = getattr(self.sink, "dialect", None)
-        if dialect is None or not dialect.change_files:
+    def _apply_in_warehouse(self, table_plan: TablePlan, paths: list[str], batch_id: int,
+                            end_offset: dict[str, Any] | None, report: TableReport) -> bool:
+        """A batch's files of one source table staged by the warehouse itself
+        (``warehouse_staging``): no row passes through this process. False when it cannot
+        (the driver stages them) or when its statement failed for good: the driver's way then
+        names the row and column, or applies what only the warehouse's SQL refused."""
+        staging = self.warehouse_staging(table_plan, paths, snapshot=False)
+        if staging is None:
             return False
-        facts = local_facts(paths, self.landing)
-        query = None if facts is None else file_staging(table_plan, facts[0], dialect,
-                                                        snapshot=False)
-        if query is None or facts is None:
-            return False
+        query, facts = staging
         try:
             result = self.sink.apply(table_plan, batch_id, end_offset or {}, paths, query=query)
         except SinkError as error:
             if error.transient:
                 raise
             return False
-        report.changes = changes
-        report.last_ts_ms = facts[1] if changes else 0
-        report.rows = int(result.rows)
-        report.skipped = bool(result.skipped)
-        report.seconds_stage = float(result.seconds_stage)
-        report.seconds_merge = float(result.seconds_merge)
+        report.changes = facts.rows
+        report.last_ts_ms = facts.newest_ts_ms if facts.rows else 0
+        _record(report, result)
         return True
+
+    def warehouse_staging(self, table_plan: TablePlan, paths: Sequence[str], *, snapshot: bool
+                          ) -> tuple[StagingQuery, FileFacts] | None:
+        """The statement the warehouse stages these change files with (a group of snapshot
+        chunks, or a stream batch's files of one table), and the files' facts; None where
+        the driver must stage them (``transform.file_staging`` says when, and the files must
+        be local)."""
+        dialect = getattr(self.sink, "dialect", None)  # None: a test's stand-in sink
+        if dialect is None or not dialect.change_files:
+            return None
+        facts = local_facts(paths)
+        query = None if facts is None else file_staging(table_plan, facts.schemas, dialect,
+                                                        snapshot=snapshot)
+        return None if query is None or facts is None else (query, facts)
 
     def _stage_batch(self, table_plan: TablePlan, batch: Any, report: TableReport, *,
                      first_seq: int) -> Any:
@@ -310,7 +309,6 @@ class BatchApplier:
         import pyarrow.compute as pc
 
         from replicator.model import change_batch as cb
-        from replicator.transform import stage_batch
 
         if table_plan.outbox is not None and table_plan.outbox.first:
             from replicator.sink.outbox import count_unrouted
@@ -374,12 +372,6 @@ class BatchApplier:
         slice by slice by ``transform.stage_batch`` into ONE sink batch (one MERGE for many
         chunks; the sink checks its state table before pulling the first slice); ``fresh``
         as for ``apply_snapshot_files``."""
-        from replicator.transform import stage_batch
-
-        started = time.perf_counter()
-        batch_id = snapshot_batch_id(self.epoch, chunk_index)
-        report = BatchReport("snapshot", batch_id, position.to_offset(),
-                             pipeline=self.pipeline.name)
         table_report = TableReport(table=table_plan.label, changes=0)
         if table_plan.mode == "scd2":  # versions need all of a key's changes at once
             import pyarrow as pa
@@ -396,36 +388,36 @@ class BatchApplier:
                 table_report.seconds_stage += time.perf_counter() - began
                 yield rows
 
-        result = self.sink.apply(table_plan, batch_id, position.to_offset(), staged(),
-                                 fresh=fresh)
-        table_report.rows = int(result.rows)
-        table_report.skipped = bool(result.skipped)
-        table_report.seconds_stage += float(result.seconds_stage)
-        table_report.seconds_merge = float(result.seconds_merge)
-        report.tables.append(table_report)
-        report.seconds = time.perf_counter() - started
-        if self._on_report:
-            self._on_report(report)
-        return report
+        return self._snapshot_batch(table_plan, chunk_index, position, table_report,
+                                    lambda batch_id: self.sink.apply(
+                                        table_plan, batch_id, position.to_offset(), staged(),
+                                        fresh=fresh))
 
     def apply_snapshot_files(
-        self, table_plan: TablePlan, chunk_index: int, paths: Sequence[str], rows: int,
-        query: StagingQuery, position: BinlogPosition, *, fresh: bool = False,
+        self, table_plan: TablePlan, chunk_index: int, paths: Sequence[str],
+        staging: tuple[StagingQuery, FileFacts], position: BinlogPosition, *,
+        fresh: bool = False,
     ) -> BatchReport:
-        """Snapshot chunk files (``rows`` in all) staged by the warehouse itself: ``query``
-        (``transform.file_staging``) runs over them inside the batch's transaction, so no
-        row passes through this process. ``fresh``: the copy began with the target empty
-        (the batch inserts instead of merging: ``plan.program.fresh_copy``)."""
+        """Snapshot chunk files staged by the warehouse itself (``warehouse_staging``): the
+        query runs over them inside the batch's transaction, so no row passes through this
+        process. ``fresh``: the copy began with the target empty (the batch inserts instead
+        of merging: ``plan.program.fresh_copy``)."""
+        query, facts = staging
+        table_report = TableReport(table=table_plan.label, changes=facts.rows)
+        return self._snapshot_batch(table_plan, chunk_index, position, table_report,
+                                    lambda batch_id: self.sink.apply(
+                                        table_plan, batch_id, position.to_offset(), list(paths),
+                                        query=query, fresh=fresh))
+
+    def _snapshot_batch(self, table_plan: TablePlan, chunk_index: int, position: BinlogPosition,
+                        table_report: TableReport, apply: Callable[[int], Any]) -> BatchReport:
+        """One sink batch of snapshot chunks under the chunk's batch id, reported."""
         started = time.perf_counter()
         batch_id = snapshot_batch_id(self.epoch, chunk_index)
         report = BatchReport("snapshot", batch_id, position.to_offset(),
                              pipeline=self.pipeline.name)
-        result = self.sink.apply(table_plan, batch_id, position.to_offset(), list(paths),
-                                 query=query, fresh=fresh)
-        report.tables.append(TableReport(
-            table=table_plan.label, changes=rows, rows=int(result.rows),
-            skipped=bool(result.skipped), seconds_stage=float(result.seconds_stage),
-            seconds_merge=float(result.seconds_merge)))
+        _record(table_report, apply(batch_id))
+        report.tables.append(table_report)
         report.seconds = time.perf_counter() - started
         if self._on_report:
             self._on_report(report)
@@ -439,11 +431,7 @@ class BatchApplier:
     ) -> TableReport:
         report = TableReport(table=table_plan.label, changes=0)
         staged = self._stage(table_plan, list(events), report)
-        result = self.sink.apply(table_plan, batch_id, end_offset or {}, staged)
-        report.rows = int(result.rows)
-        report.skipped = bool(result.skipped)
-        report.seconds_stage += float(result.seconds_stage)
-        report.seconds_merge = float(result.seconds_merge)
+        _record(report, self.sink.apply(table_plan, batch_id, end_offset or {}, staged))
         return report
 
     # -- schema changes --------------------------------------------------------------------
@@ -763,3 +751,11 @@ class _Timer:
                 return
             self.seconds += time.perf_counter() - started
             yield item
+
+
+def _record(report: TableReport, result: Any) -> None:
+    """What the sink says of a batch it applied (an ``ApplyResult``), into its report."""
+    report.rows = int(result.rows)
+    report.skipped = bool(result.skipped)
+    report.seconds_stage += float(result.seconds_stage)
+    report.seconds_merge = float(result.seconds_merge)

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 # A temporary archive untouched this long is finished (its JVM wrote it at exit) or abandoned.
@@ -32,7 +33,7 @@ RECORDING_S = 900.0
 MIN_BYTES = 1 << 20
 
 
-def java_options(environ: os._Environ[str] | dict[str, str] | None = None, *,
+def java_options(environ: Mapping[str, str] | None = None, *,
                  record: bool = True) -> list[str]:
     """The driver JVM's options for the archive: map it, or (``record``) record one at exit;
     [] when off or when no java, cache or pyspark can be found. A JVM that lives long and
@@ -81,7 +82,7 @@ def _claim(marker: Path) -> bool:
     return False
 
 
-def _java(env: os._Environ[str] | dict[str, str]) -> str | None:
+def _java(env: Mapping[str, str]) -> str | None:
     """The java spark-class runs: ``$JAVA_HOME/bin/java``, else the one on PATH."""
     home = env.get("JAVA_HOME")
     candidate = os.path.join(home, "bin", "java") if home else shutil.which("java")

@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -248,22 +249,32 @@ def read_schema(paths: Sequence[str], root: str) -> pa.Schema:
     return pa.unify_schemas(schemas, promote_options="permissive")
 
 
-def local_facts(paths: Sequence[str], root: str) -> tuple[list[pa.Schema], int] | None:
-    """For a warehouse that reads the files itself: each file's schema and the newest
-    commit time among them (from the Parquet statistics: no row is read), or None when the
-    landing zone is not a local path (the warehouse would need an object-store client)."""
+@dataclass(frozen=True)
+class FileFacts:
+    """What a warehouse that reads the files itself needs from them, from their Parquet
+    footers alone (no row is read): each file's schema, the rows, the newest commit time."""
+
+    schemas: list[pa.Schema]
+    rows: int
+    newest_ts_ms: int
+
+
+def local_facts(paths: Sequence[str]) -> FileFacts | None:
+    """The files' facts, or None when one is not a local path (the warehouse would need an
+    object-store client) or lacks commit-time statistics."""
     import pyarrow.parquet as pq
 
-    if "://" in root and not root.startswith("file://"):
+    if any("://" in p and not p.startswith("file://") for p in paths):
         return None
-    schemas, newest = [], 0
+    schemas, rows, newest = [], 0, 0
     for path in paths:
         try:
-            metadata = pq.read_metadata(path)
+            metadata = pq.read_metadata(path.removeprefix("file://"))
         except OSError as exc:
             raise _unreadable(path, exc) from exc
         schema = metadata.schema.to_arrow_schema()
         schemas.append(schema)
+        rows += metadata.num_rows
         index = schema.get_field_index(cb.TS_MS)
         if index < 0:
             return None
@@ -272,7 +283,7 @@ def local_facts(paths: Sequence[str], root: str) -> tuple[list[pa.Schema], int] 
             if statistics is None or not statistics.has_min_max:
                 return None  # the rows must be read for it: the driver's way
             newest = max(newest, int(statistics.max))
-    return schemas, newest
+    return FileFacts(schemas, rows, newest)
 
 
 def conform(batch: pa.Table, schema: pa.Schema) -> pa.Table:

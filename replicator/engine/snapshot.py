@@ -214,20 +214,11 @@ def apply_group(applier: BatchApplier, table_plan: Any, number: int, paths: list
     Where the warehouse's statement fails for good (a computed column that overflows, a value
     the target type refuses), the group is applied again the driver's way, which names the
     row and column or, if the failure was the warehouse's alone, applies it."""
-    from replicator.transform import file_staging  # sqlglot: imported when a copy runs
-
-    local = [p.removeprefix("file://") for p in paths]
-    dialect = getattr(applier.sink, "dialect", None)
-    if dialect is not None and dialect.change_files and not any("://" in p for p in local):
-        metadata = _metadata(local)
-        query = file_staging(table_plan, [m.schema.to_arrow_schema() for m in metadata],
-                             dialect)
-    else:
-        metadata, query = [], None
-    if query is not None:
+    paths = [p.removeprefix("file://") for p in paths]
+    staging = applier.warehouse_staging(table_plan, paths, snapshot=True)
+    if staging is not None:
         try:
-            applier.apply_snapshot_files(table_plan, number, local,
-                                         sum(m.num_rows for m in metadata), query, position,
+            applier.apply_snapshot_files(table_plan, number, paths, staging, position,
                                          fresh=fresh)
             return
         except SinkError as error:
@@ -245,12 +236,6 @@ def _fresh(applier: BatchApplier, copy: _TableCopy) -> bool:
     if len(copy.readers) != 1 or not fresh_copy(copy.readers[0]):
         return False
     return not applier.sink.has_rows(copy.readers[0])
-
-
-def _metadata(paths: list[str]) -> list[Any]:
-    import pyarrow.parquet as pq
-
-    return [pq.read_metadata(path) for path in paths]
 
 
 def _remove_absent_rows(

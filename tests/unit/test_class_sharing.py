@@ -59,23 +59,20 @@ def test_a_truncated_or_foreign_file_is_removed_not_used(tmp_path: Path, cut) ->
     assert not any(o.startswith("-XX:SharedArchiveFile=") for o in again)
 
 
-def test_a_finished_archive_that_maps_is_used(tmp_path: Path) -> None:
+def test_a_finished_archive_that_maps_is_used(tmp_path: Path, monkeypatch) -> None:
     first = class_sharing.java_options(_env(tmp_path))
     written = Path(first[0].split("=", 1)[1])
     # A real dynamic archive, recorded by a JVM that ran and exited as a run's does.
     subprocess.run(["java", f"-XX:ArchiveClassesAtExit={written}", *first[1:], "-version"],
                    check=True, capture_output=True)
     _settle(written)
-    minimum, class_sharing.MIN_BYTES = class_sharing.MIN_BYTES, 1  # java -version's is ~100 KB
+    monkeypatch.setattr(class_sharing, "MIN_BYTES", 1)  # java -version's archive is ~100 KB
     stale, recent = (written.parent / f"spark-{n}.jsa" for n in ("0ld", "recent"))
     for other in (stale, recent):
         other.write_bytes(b"another installation's archive")
     old = time.time() - class_sharing.UNUSED_S - 60
     os.utime(stale, (old, old))
-    try:
-        options = class_sharing.java_options(_env(tmp_path))
-    finally:
-        class_sharing.MIN_BYTES = minimum
+    options = class_sharing.java_options(_env(tmp_path))
     assert not stale.exists() and recent.exists()  # unused for 30 days: pruned
     final = written.parent / written.name.split(".jsa.")[0]
     assert options[0] == f"-XX:SharedArchiveFile={final}.jsa"
