@@ -29,7 +29,8 @@ app = typer.Typer(
 
 # One module per command under replicator/cli/, each exposing ``command`` (a typer
 # command function). The order is the order of ``replicator --help``.
-COMMANDS = ["init", "validate", "check", "plan", "run", "status", "verify", "schema", "package"]
+COMMANDS = ["init", "validate", "check", "plan", "run", "snapshot", "status", "verify", "schema",
+            "package"]
 
 
 def _version(value: bool) -> None:

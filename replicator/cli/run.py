@@ -267,6 +267,11 @@ def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, mast
             else:
                 render.log_line(formatter(report))
             return
+        if report.kind == "recopy":  # a chunk of a table copied again (its notices tell)
+            run_state.batch(report)
+            if not live:
+                render.log_line(formatter(report))
+            return
         if not streaming:
             streaming = True
             if live:

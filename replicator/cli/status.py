@@ -50,6 +50,7 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
     import time
 
     from replicator.engine.checkpoint import CheckpointDir
+    from replicator.engine.recopy import requested
     from replicator.engine.runstate import JVM_LOG, lock_holder, read_run_state
 
     now = (clock or time.time)()
@@ -87,6 +88,8 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
         "lag_files": None,
         "lag_seconds": None,
         "snapshot_tables": _snapshot_progress(checkpoint, state, run),
+        # Re-copies asked for (replicator snapshot --table) that no run has taken yet.
+        "recopy_requested": requested(checkpoint),
         # Rows the run read but applied nowhere: outbox events no route takes. (A row the
         # target refuses fails its batch instead: it is the last error, never dropped.)
         "unrouted_events": {name: counts.get("unrouted", 0)
@@ -181,11 +184,15 @@ def _snapshot_progress(checkpoint: Any, state: Any, run: dict[str, Any]) -> list
             chunks = None
         entry = copied.get(name) or {}
         done = state.chunks_applied.get(name, 0)
+        recopy = name.lower() in {t.lower() for t in state.recopies}
         tables.append({
             "table": name,
+            # Copied again while the others stream (replicator snapshot --table).
+            "recopy": recopy,
             "chunks_applied": done,
             "chunks": len(chunks) if chunks is not None else None,
-            "done": state.snapshot == "done" or (chunks is not None and done >= len(chunks)),
+            "done": (state.snapshot == "done" and not recopy)
+            or (chunks is not None and done >= len(chunks)),
             "rows_copied": entry.get("rows"),
             "rows_estimate": entry.get("estimate"),
         })
@@ -310,7 +317,10 @@ def command(
             rows = f", {table['rows_copied']:,} rows copied by the last run"
             if table["rows_estimate"]:
                 rows += f" of ~{table['rows_estimate']:,}"
-        lines.append(f"  snapshot {table['table']}: {'done' if table['done'] else chunks}{rows}")
+        what = "re-copy" if table["recopy"] else "snapshot"
+        lines.append(f"  {what} {table['table']}: {'done' if table['done'] else chunks}{rows}")
+    for name in status["recopy_requested"]:
+        lines.append(f"  re-copy {name}: requested, not started")
     for name, count in status["unrouted_events"].items():
         lines.append(f"  unrouted outbox events {name}: {count}")
     error = status["last_error"]

@@ -19,8 +19,10 @@ slices of ``SLICE_ROWS`` inside ONE sink transaction, so no process holds it who
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -123,13 +125,25 @@ class BatchApplier:
         self._pruned_at = float("-inf")  # when landed files were last pruned (monotonic)
         self.in_batch = False
         self.batches = 0
+        # Held by each stream batch, and by each step of a table's re-copy (engine.recopy).
+        self._lock = threading.Lock()
         # Where executors land change batches (engine.landing).
         self.landing = landing_root(pipeline.engine.landing, checkpoint.path)
         self.failure: ReplicatorError | None = None  # kept: Spark wraps it in its own error
 
     # -- foreachBatch ----------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold off stream batches (``engine.recopy`` copies a chunk between two of them)."""
+        with self._lock:
+            yield
+
     def __call__(self, frame: Any, spark_batch_id: int) -> None:
+        with self._lock:
+            self._call(frame, spark_batch_id)
+
+    def _call(self, frame: Any, spark_batch_id: int) -> None:
         self.in_batch = True
         try:
             started = time.perf_counter()
@@ -366,7 +380,7 @@ class BatchApplier:
 
     def apply_snapshot_batches(
         self, table_plan: TablePlan, chunk_index: int, batches: Iterable[Any],
-        position: BinlogPosition, *, fresh: bool = False,
+        position: BinlogPosition, *, fresh: bool = False, kind: str = "snapshot",
     ) -> BatchReport:
         """Snapshot chunks as change batches (``source.snapshot.read_chunk_batch``), staged
         slice by slice by ``transform.stage_batch`` into ONE sink batch (one MERGE for many
@@ -391,7 +405,7 @@ class BatchApplier:
         return self._snapshot_batch(table_plan, chunk_index, position, table_report,
                                     lambda batch_id: self.sink.apply(
                                         table_plan, batch_id, position.to_offset(), staged(),
-                                        fresh=fresh))
+                                        fresh=fresh), kind=kind)
 
     def apply_snapshot_files(
         self, table_plan: TablePlan, chunk_index: int, paths: Sequence[str],
@@ -410,11 +424,13 @@ class BatchApplier:
                                         query=query, fresh=fresh))
 
     def _snapshot_batch(self, table_plan: TablePlan, chunk_index: int, position: BinlogPosition,
-                        table_report: TableReport, apply: Callable[[int], Any]) -> BatchReport:
-        """One sink batch of snapshot chunks under the chunk's batch id, reported."""
+                        table_report: TableReport, apply: Callable[[int], Any], *,
+                        kind: str = "snapshot") -> BatchReport:
+        """One sink batch of snapshot chunks under the chunk's batch id, reported (``kind``
+        "recopy": a chunk of a table copied again while the stream runs)."""
         started = time.perf_counter()
         batch_id = snapshot_batch_id(self.epoch, chunk_index)
-        report = BatchReport("snapshot", batch_id, position.to_offset(),
+        report = BatchReport(kind, batch_id, position.to_offset(),
                              pipeline=self.pipeline.name)
         _record(table_report, apply(batch_id))
         report.tables.append(table_report)

@@ -93,6 +93,10 @@ class StartState:
     # Lower-case source tables whose pending copy began with its target empty: its batches
     # insert instead of merging (engine.snapshot._fresh).
     fresh: list[str] = field(default_factory=list)
+    # Source tables being copied again while the others stream (``engine.recopy``), in the
+    # order asked: the first is in progress (its chunks, ``chunks_applied`` and copy number as
+    # for a snapshot's table), the others wait for it.
+    recopies: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -110,6 +114,7 @@ class StartState:
             "slots": self.slots,
             "copy_slots": self.copy_slots,
             "fresh": self.fresh,
+            "recopies": self.recopies,
         }
 
     @classmethod
@@ -129,6 +134,7 @@ class StartState:
             slots={k: int(v) for k, v in data.get("slots", {}).items()},
             copy_slots={k: int(v) for k, v in data.get("copy_slots", {}).items()},
             fresh=[str(name) for name in data.get("fresh", [])],
+            recopies=[str(name) for name in data.get("recopies", [])],
         )
 
     def covers(self, table: str) -> bool:
@@ -175,6 +181,11 @@ class CheckpointDir:
     @property
     def snapshot_dir(self) -> Path:
         return self.path / "snapshot"
+
+    @property
+    def recopy_dir(self) -> Path:
+        """Re-copy requests (``replicator snapshot --table``) waiting for a run to take them."""
+        return self.path / "recopy-requests"
 
     def create(self) -> None:
         try:

@@ -328,6 +328,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     from replicator.engine.applier import BatchApplier
     from replicator.engine.errors import quiet_task_failures
     from replicator.engine.lease import take_lease
+    from replicator.engine.recopy import Recopier
     from replicator.engine.routing import SourcesToCopy
     from replicator.engine.session import register_sources, spark_session
     from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
@@ -351,7 +352,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     flag = _StopFlag(notice, options.stop)
 
     def report(batch: BatchReport) -> None:
-        if batch.kind == "snapshot":
+        if batch.kind in ("snapshot", "recopy"):
             result.snapshot_rows += batch.rows
         else:
             result.batches += 1
@@ -393,10 +394,15 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
             resume = checkpoint.resume_position() or state.position
             ensure_available(pipeline.source, resume)
             result.start = resume
+            recopier = Recopier(applier, checkpoint, state, context.read_catalog, notice=notice,
+                                chunk_rows=options.chunk_rows or CHUNK_ROWS)
             while True:
                 try:
                     _stream_with_retries(spark, pipeline, applier, checkpoint, state, options,
-                                         flag, result, notice, listed=listed, lease=lease)
+                                         flag, result, notice, listed=listed, lease=lease,
+                                         recopier=recopier)
+                    if not result.stopped and not recopier.run_to_end(flag.is_set):
+                        result.stopped = True
                     break
                 except SourcesToCopy as arrived:
                     # Renamed into a `sources:` selection mid-stream: copy them as tables found
@@ -409,6 +415,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                     catalog, plan = context.catalog, context.plan
                     applier.replan(plan)
                     state = _cover_new_tables(state, plan, checkpoint, options.snapshot, notice)
+                    recopier.state = state
                     if state.snapshot == "pending" and not run_snapshot(
                             spark, applier, catalog, checkpoint, state,
                             chunk_rows=options.chunk_rows or CHUNK_ROWS, should_stop=flag.is_set):
@@ -457,7 +464,7 @@ def _follow_gtid(pipeline: Pipeline, checkpoint: CheckpointDir, state: StartStat
 def _stream_with_retries(
     spark: Any, pipeline: Pipeline, applier: Any, checkpoint: CheckpointDir, state: StartState,
     options: RunOptions, flag: _StopFlag, result: RunResult, notice: Notice, *,
-    listed: Any = None, lease: Any = None,
+    listed: Any = None, lease: Any = None, recopier: Any = None,
 ) -> None:
     """Restart the streaming query after transient failures (a server restart, a dropped
     connection, a warehouse resuming): it resumes from Spark's checkpoint, and the sink skips
@@ -473,7 +480,8 @@ def _stream_with_retries(
                 # SET GLOBAL binlog_format = ROW): re-check before reading again.
                 _check_writer(pipeline, listed)  # first: the old writer may be gone for good
                 require_replication_settings(pipeline.source)
-            _stream(spark, pipeline, applier, checkpoint, state, options, flag, result, lease)
+            _stream(spark, pipeline, applier, checkpoint, state, options, flag, result, lease,
+                    recopier)
             return
         except ReplicatorError as exc:
             attempt += 1
@@ -504,6 +512,7 @@ def _check_writer(pipeline: Pipeline, listed: Any) -> None:
 def _stream(
     spark: Any, pipeline: Pipeline, applier: Any, checkpoint: CheckpointDir, state: StartState,
     options: RunOptions, flag: _StopFlag, result: RunResult, lease: Any = None,
+    recopier: Any = None,
 ) -> None:
     from pyspark.errors import StreamingQueryException
 
@@ -545,6 +554,11 @@ def _stream(
                 break
             if lease is not None and not applier.in_batch:
                 lease.renew_if_due()  # LeaseError: another run took it over
+            if recopier is not None and not flag.is_set():
+                # A table copied again (replicator snapshot --table): one chunk between two
+                # stream batches (engine.recopy).
+                recopier.take_requests()
+                recopier.step()
     except StreamingQueryException as exc:
         failure = exc
     except BaseException:

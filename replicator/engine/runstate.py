@@ -148,7 +148,7 @@ class RunStateWriter:
                     entry["rows"] += table.changes
                     if estimates and table.table.lower() in estimates:
                         entry["estimate"] = estimates[table.table.lower()]
-            else:
+            elif report.kind == "stream":  # (a re-copy's chunk leaves the phase as it is)
                 state["phase"] = "streaming"
                 if report.last_ts_ms:
                     state["last_change_ts_ms"] = max(state["last_change_ts_ms"] or 0,

@@ -227,7 +227,7 @@ def apply_group(applier: BatchApplier, table_plan: Any, number: int, paths: list
     applier.apply_snapshot_batches(table_plan, number, _slices(paths), position, fresh=fresh)
 
 
-def _fresh(applier: BatchApplier, copy: _TableCopy) -> bool:
+def _fresh(applier: BatchApplier, copy: TableCopy) -> bool:
     """Whether this copy may insert instead of merge: its one reader is a merged table
     (``program.fresh_copy``) whose target holds no row as the copy begins. Chunks hold
     disjoint key ranges and the stream waits for the snapshot, so no batch of the copy can
@@ -238,7 +238,7 @@ def _fresh(applier: BatchApplier, copy: _TableCopy) -> bool:
     return not applier.sink.has_rows(copy.readers[0])
 
 
-def _remove_absent_rows(
+def remove_absent_rows(
     applier: BatchApplier, source_table: SourceTable, table_plan: Any, position: BinlogPosition,
     chunk_number: int,
 ) -> int:
@@ -282,7 +282,7 @@ def _remove_absent_rows(
 
 
 @dataclass
-class _TableCopy:
+class TableCopy:
     """One source table being copied: its readers (plans), chunks and batch numbering."""
 
     name: str
@@ -298,8 +298,8 @@ class _TableCopy:
         return [range(start, min(start + APPLY_GROUP, len(self.chunks))) for start in starts]
 
 
-def _prepare(applier: BatchApplier, catalog: Catalog, checkpoint: CheckpointDir,
-             state: StartState, name: str, chunk_rows: int) -> _TableCopy:
+def prepare_copy(applier: BatchApplier, catalog: Catalog, checkpoint: CheckpointDir,
+                 state: StartState, name: str, chunk_rows: int) -> TableCopy:
     from replicator.source.snapshot import plan_chunks
 
     # Every plan reading this source table (the routes of an outbox; a routed target and a
@@ -332,7 +332,7 @@ def _prepare(applier: BatchApplier, catalog: Catalog, checkpoint: CheckpointDir,
             numbers[id(reader)] = lambda index, slot=slot: routed_chunk_number(slot, index)
         else:
             numbers[id(reader)] = lambda index, copy=copy: snapshot_chunk_number(copy, index)
-    return _TableCopy(name, source_table, readers, chunks, copy, numbers,
+    return TableCopy(name, source_table, readers, chunks, copy, numbers,
                       state.chunks_applied.get(name, 0))
 
 
@@ -349,12 +349,12 @@ def run_snapshot(
     """Copy every table not yet copied; True when the snapshot is complete."""
     position = state.snapshot_position or state.position
     wanted = {name.lower() for name in state.snapshot_tables}
-    copies: list[_TableCopy] = []
+    copies: list[TableCopy] = []
     for name in applier.plan.source_names():
         if (wanted and name.lower() not in wanted) or any(
                 c.name.lower() == name.lower() for c in copies):
             continue
-        copies.append(_prepare(applier, catalog, checkpoint, state, name, chunk_rows))
+        copies.append(prepare_copy(applier, catalog, checkpoint, state, name, chunk_rows))
     for copy in copies:
         key = copy.name.lower()
         if copy.done == 0:  # decided before the copy's first group, kept on resume
@@ -364,7 +364,7 @@ def run_snapshot(
     checkpoint.save_start(state)
     root = landing_dir(applier.pipeline, checkpoint)
 
-    def path(copy: _TableCopy, index: int) -> str:
+    def path(copy: TableCopy, index: int) -> str:
         return chunk_path(root, state.epoch, copy.name, copy.copy, index)
 
     tasks = []
@@ -391,7 +391,7 @@ def run_snapshot(
             if state.epoch > 0 or copy.copy > 0:
                 for reader in copy.readers:
                     last = SLOT_SPAN - 1 if reader.routed else COPY_SPAN - 1
-                    _remove_absent_rows(applier, copy.source_table, reader, position,
+                    remove_absent_rows(applier, copy.source_table, reader, position,
                                         copy.numbers[id(reader)](last))
         job.done.wait()
         job.raise_failure()

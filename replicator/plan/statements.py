@@ -484,6 +484,26 @@ def state_insert(table: TablePlan, dialect: Dialect) -> str:
     )
 
 
+def synced_at_column(table: TablePlan) -> str | None:
+    """The target column every MERGE stamps with the warehouse's time (metadata ``synced_at``)."""
+    return next((c.target_column for c in table.columns if c.metadata == "synced_at"), None)
+
+
+def delete_not_rewritten(table: TablePlan, dialect: Dialect) -> str:
+    """The end of a table's re-copy (``engine.recopy``): delete the rows that no batch wrote
+    since the copy's marker batch was recorded, i.e. the rows the source no longer has.
+    Parameters: pipeline, table, the marker's batch id."""
+    synced_at = synced_at_column(table)
+    assert synced_at is not None
+    p = dialect.parameter
+    c = lambda name: q(state_column(table, name))  # noqa: E731
+    return (
+        f"DELETE FROM {target_name(table, dialect)} WHERE {q(synced_at)} < ("
+        f"SELECT {c('APPLIED_AT')} FROM {_state_name(table, dialect)} "
+        f"WHERE {c('PIPELINE')} = {p} AND {c('TABLE')} = {p} AND {c('BATCH_ID')} = {p})"
+    )
+
+
 def state_latest(table: TablePlan, dialect: Dialect, count: int = 1) -> str:
     """The newest ``count`` state rows of a table, newest first. Parameters: pipeline, table."""
     p = dialect.parameter

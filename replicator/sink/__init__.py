@@ -95,6 +95,9 @@ class Sink(Protocol):
     def dead_letters(self, table: TablePlan) -> int:
         """Rows of the table set aside in the dead-letter table (on_error: dead_letter)."""
 
+    def delete_not_rewritten(self, table: TablePlan, marker_batch_id: int) -> int:
+        """Delete the rows no batch wrote since the marker batch (a re-copy's end)."""
+
     def recent_applied(self, table: TablePlan, count: int) -> list[dict[str, Any]]:
         """The table's newest ``count`` state rows (as ``last_applied``), newest first."""
 

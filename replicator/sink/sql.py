@@ -293,6 +293,28 @@ class SQLSink:
                          "read the dead-letter table", missing=None)  # none yet: none set aside
         return int(row[0]) if row else 0
 
+    def delete_not_rewritten(self, table: TablePlan, marker_batch_id: int) -> int:
+        """The end of a re-copy (``engine.recopy``): delete the rows no batch wrote since the
+        copy's marker batch; how many. One statement: run again after a crash, it finds only
+        rows that were stale already."""
+        from replicator.plan import statements
+
+        sql = statements.delete_not_rewritten(table, self.dialect)
+        params = (self.pipeline_name, table.target_table, marker_batch_id)
+        with self._one_at_a_time():
+            cursor = self._cursor()
+            try:
+                self._run(cursor, Statement("delete rows the re-copy did not find", sql, params))
+                deleted = _updated(cursor)
+                for statement in program.setup_end(self.dialect):
+                    self._run(cursor, statement)
+                return deleted
+            except self.driver_errors() as exc:
+                self._rollback(cursor)
+                raise self._failed(exc, f"finish the re-copy of {table.target_table}") from None
+            finally:
+                cursor.close()
+
     def _read(self, sql: str, params: Sequence[Any], result: Callable[[Any], Any], doing: str,
               **missing: Any) -> Any:
         """Run one read on a cursor of its own and end its transaction: what ``result`` takes
