@@ -207,7 +207,7 @@ class Recopier:
     def _finish(self, copy: TableCopy, position: Any) -> None:
         removed = 0
         for reader in copy.readers:
-            if _rewrites_mark_rows(reader):
+            if statements.deletes_not_rewritten(reader):
                 marker = self._number(copy, reader, MARKER)
                 removed += self.applier.sink.delete_not_rewritten(
                     reader, snapshot_batch_id(self.applier.epoch, marker))
@@ -228,10 +228,3 @@ class Recopier:
         self.checkpoint.save_start(self.state)
         self._copy = None
 
-
-def _rewrites_mark_rows(table: Any) -> bool:
-    """Whether every write of the table's batches stamps ``_SYNCED_AT`` on the row it leaves
-    (a merged table, hard deletes, one source table): then the rows not rewritten since the
-    copy's marker are exactly the ones to delete."""
-    return (table.mode == "merge" and table.deletes == "hard" and not table.routed
-            and statements.synced_at_column(table) is not None)

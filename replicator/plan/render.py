@@ -23,6 +23,7 @@ def table_statements(table: TablePlan, dialect: Dialect,
         *program.batch_program(table, dialect),
         *(program.batch_program(table, dialect, query=snapshot) if snapshot else ()),
         *_fresh_copy(table, dialect),
+        *_recopy_end(table, dialect),
     ]
 
 
@@ -65,6 +66,7 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
         parts += [f"{_comment(s)}\n{s.sql};"
                   for s in program.batch_program(table, dialect, query=snapshot)]
     parts += [f"{_comment(s)}\n{s.sql};" for s in _fresh_copy(table, dialect)]
+    parts += [f"{_comment(s)}\n{s.sql};" for s in _recopy_end(table, dialect)]
     return "\n\n".join(parts) + "\n"
 
 
@@ -77,6 +79,17 @@ def _fresh_copy(table: TablePlan, dialect: Dialect) -> list[Statement]:
             Statement("in the MERGE's place, in each snapshot batch of a copy that began with "
                       "the target empty: insert the copied rows",
                       statements.insert_copied(table, dialect))]
+
+
+def _recopy_end(table: TablePlan, dialect: Dialect) -> list[Statement]:
+    """The end of a re-copy (``replicator snapshot --table``) of a table whose batches stamp
+    every row they write; others find the rows to delete by comparing, as ``verify`` does."""
+    if not statements.deletes_not_rewritten(table):
+        return []
+    return [Statement("after the last chunk of a re-copy (replicator snapshot --table; its "
+                      "chunks run the snapshot batch program after an empty first batch): "
+                      "delete the rows no batch wrote since that first batch",
+                      statements.delete_not_rewritten(table, dialect))]
 
 
 __all__ = ["Statement", "render_sql", "table_statements"]

@@ -489,6 +489,14 @@ def synced_at_column(table: TablePlan) -> str | None:
     return next((c.target_column for c in table.columns if c.metadata == "synced_at"), None)
 
 
+def deletes_not_rewritten(table: TablePlan) -> bool:
+    """Whether a re-copy ends with ``delete_not_rewritten``: every write of the table's batches
+    stamps ``_SYNCED_AT`` on the row it leaves (a merged table, hard deletes, one source
+    table), so the rows not rewritten since the copy began are exactly the ones to delete."""
+    return (table.mode == "merge" and table.deletes == "hard" and not table.routed
+            and synced_at_column(table) is not None)
+
+
 def delete_not_rewritten(table: TablePlan, dialect: Dialect) -> str:
     """The end of a table's re-copy (``engine.recopy``): delete the rows that no batch wrote
     since the copy's marker batch was recorded, i.e. the rows the source no longer has.

@@ -304,7 +304,8 @@ class SQLSink:
         with self._one_at_a_time():
             cursor = self._cursor()
             try:
-                self._run(cursor, Statement("delete rows the re-copy did not find", sql, params))
+                self._run(cursor, Statement("delete the rows no batch wrote since the "
+                                            "re-copy began", sql, params))
                 deleted = _updated(cursor)
                 for statement in program.setup_end(self.dialect):
                     self._run(cursor, statement)

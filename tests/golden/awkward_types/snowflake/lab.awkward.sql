@@ -289,3 +289,6 @@ FROM (
   QUALIFY ROW_NUMBER() OVER (PARTITION BY "_REPLICATOR_COL_1" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
 ) AS "src"
 WHERE "src"."_REPLICATOR_OP" <> 'd';
+
+-- after the last chunk of a re-copy (replicator snapshot --table; its chunks run the snapshot batch program after an empty first batch): delete the rows no batch wrote since that first batch
+DELETE FROM "main"."awkward" WHERE "_SYNCED_AT" < (SELECT "applied_at" FROM "main"."_REPLICATOR_STATE" WHERE "pipeline" = ? AND "table" = ? AND "batch_id" = ?);

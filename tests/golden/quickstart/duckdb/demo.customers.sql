@@ -246,3 +246,6 @@ FROM (
   QUALIFY ROW_NUMBER() OVER (PARTITION BY "ID" ORDER BY "_REPLICATOR_SEQ" DESC) = 1
 ) AS "src"
 WHERE "src"."_REPLICATOR_OP" <> 'd';
+
+-- after the last chunk of a re-copy (replicator snapshot --table; its chunks run the snapshot batch program after an empty first batch): delete the rows no batch wrote since that first batch
+DELETE FROM "MAIN"."CUSTOMERS" WHERE "_SYNCED_AT" < (SELECT "APPLIED_AT" FROM "MAIN"."_REPLICATOR_STATE" WHERE "PIPELINE" = ? AND "TABLE" = ? AND "BATCH_ID" = ?);
