@@ -37,6 +37,7 @@ def pipeline_yaml(
     engine_conf: Mapping[str, str] | None = None,
     decode_partitions: int = 1,
     mode: str = "merge",
+    also: Sequence[tuple[str, TableSpec]] = (),  # (database, table) of other databases
 ) -> str:
     if isinstance(start, BinlogPosition):
         start_text = f"{{file: {start.file}, pos: {start.pos}}}"
@@ -75,8 +76,10 @@ def pipeline_yaml(
         lines.append("  conf:")
         lines.extend(f"    {_quote(k)}: {_quote(v)}" for k, v in engine_conf.items())
     lines.append("tables:")
-    for spec in tables:
-        lines.append(f"  - source: {database}.{spec.name}")
+    for table_database, spec in [*((database, spec) for spec in tables), *also]:
+        lines.append(f"  - source: {table_database}.{spec.name}")
+        if table_database != database:  # another database's table of the same name
+            lines.append(f"    target: {_quote(f'{table_database}_{spec.name}'.upper())}")
         lines.append(f"    key: [{spec.key}]")
         if mode != "merge":
             lines.append(f"    mode: {mode}")
