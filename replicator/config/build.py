@@ -122,6 +122,7 @@ def _target(spec: dict[str, Any]) -> TargetConfig:
         warehouse=warehouse,
         identifier_case=spec.get("identifier_case", defaults.identifier_case),
         state_table=spec.get("state_table", defaults.state_table),
+        atomic=spec.get("atomic", defaults.atomic),
     )
 
 

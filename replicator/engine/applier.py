@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from replicator.context import Context
 from replicator.engine import failpoints
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
-from replicator.engine.landing import FileFacts, landing_root, local_facts
+from replicator.engine.landing import FileFacts, key_moves, landing_root, local_facts
 from replicator.engine.metrics import BatchReport, TableReport
 from replicator.engine.schema_changes import (
     DdlEffect,
@@ -42,6 +42,7 @@ from replicator.engine.schema_changes import (
 )
 from replicator.errors import ReplicatorError, SinkError
 from replicator.model.changes import BinlogPosition, ChangeEvent
+from replicator.sink import TableBatch
 from replicator.transform import file_staging, stage_batch
 
 if TYPE_CHECKING:
@@ -190,12 +191,18 @@ class BatchApplier:
         self._plan_unplanned_sources(files)
         report = BatchReport("stream", sink_batch_id(self.epoch, spark_batch_id), end_offset,
                              pipeline=self.pipeline.name)
-        for table_plan in self.plan.tables:
-            # One source table can feed several targets (outbox routes) and one target can
-            # read several source tables (routing): each plan takes the files it reads.
-            table_files = [row for name, rows_of in files.items() if table_plan.reads(name)
-                           for row in rows_of]
-            if table_files:
+        # One source table can feed several targets (outbox routes) and one target can read
+        # several source tables (routing): each plan takes the files it reads.
+        work = [(table_plan, table_files) for table_plan in self.plan.tables
+                for table_files in [[row for name, rows_of in files.items()
+                                     if table_plan.reads(name) for row in rows_of]]
+                if table_files]
+        if len(work) > 1 and self.atomic:
+            report.tables += self.apply_atomic(work, report.batch_id, end_offset)
+        else:
+            for number, (table_plan, table_files) in enumerate(work):
+                if number:
+                    failpoints.reached("apply.between_tables")  # the one before committed
                 report.tables.append(
                     self.apply_files(table_plan, table_files, report.batch_id, end_offset))
         if manifest and time.monotonic() - self._pruned_at >= PRUNE_EVERY_S:
@@ -204,21 +211,112 @@ class BatchApplier:
             prune(self.landing, self.pipeline.engine.landing_retention_ms)
         return report
 
+    @property
+    def atomic(self) -> bool:
+        """``target.atomic``: a batch's tables commit together (``apply_atomic``). A test's
+        stand-in sink without ``apply_atomic`` applies table by table."""
+        return self.pipeline.target.atomic and hasattr(self.sink, "apply_atomic")
+
     def apply_files(
         self, table_plan: TablePlan, files: list[dict[str, Any]], batch_id: int,
         end_offset: dict[str, Any] | None,
     ) -> TableReport:
-        """One table's landed files of a batch -> staging rows -> ONE sink transaction.
+        """One table's landed files of a batch -> staging rows -> ONE sink transaction: the
+        warehouse stages them where it can (``_in_warehouse``), else the driver does
+        (``_staged_by_driver``)."""
+        report = TableReport(table=table_plan.label, changes=0)
+        in_warehouse = self._in_warehouse(table_plan, files)
+        if in_warehouse is not None:
+            batch, facts = in_warehouse
+            try:
+                result = self.sink.apply(table_plan, batch_id, end_offset or {}, batch.staged,
+                                         query=batch.query)
+            except SinkError as error:
+                if error.transient:
+                    raise
+                # The driver's way names the row and column, or applies what only the
+                # warehouse's SQL refused.
+            else:
+                _record(_with_facts(report, facts), result)
+                return report
+        batch = self._staged_by_driver(table_plan, files, batch_id, report)
+        _record(report, self.sink.apply(table_plan, batch_id, end_offset or {}, batch.staged))
+        return report
+
+    def apply_atomic(self, work: Sequence[tuple[TablePlan, list[dict[str, Any]]]],
+                     batch_id: int, end_offset: dict[str, Any] | None) -> list[TableReport]:
+        """``target.atomic``: every table of the batch in ONE sink transaction
+        (``Sink.apply_atomic``), staged as ``apply_files`` stages each. When a statement the
+        warehouse stages with fails for good, the whole batch is tried again with every table
+        staged by the driver (one transaction cannot go on after a failed statement)."""
+        in_warehouse = [self._in_warehouse(table_plan, files) for table_plan, files in work]
+        if any(found is not None for found in in_warehouse):
+            reports = [TableReport(table=table_plan.label, changes=0) for table_plan, _ in work]
+            batches = [found[0] if found is not None
+                       else self._staged_by_driver(table_plan, files, batch_id, report)
+                       for (table_plan, files), found, report
+                       in zip(work, in_warehouse, reports, strict=True)]
+            try:
+                results = self._apply_together(batches, batch_id, end_offset)
+            except SinkError as error:
+                if error.transient:
+                    raise
+            else:
+                for report, found, result in zip(reports, in_warehouse, results, strict=True):
+                    _record(report if found is None else _with_facts(report, found[1]), result)
+                return reports
+        reports = [TableReport(table=table_plan.label, changes=0) for table_plan, _ in work]
+        batches = [self._staged_by_driver(table_plan, files, batch_id, report)
+                   for (table_plan, files), report in zip(work, reports, strict=True)]
+        for report, result in zip(reports, self._apply_together(batches, batch_id, end_offset),
+                                  strict=True):
+            _record(report, result)
+        return reports
+
+    def _apply_together(self, batches: list[TableBatch], batch_id: int,
+                        end_offset: dict[str, Any] | None) -> list[Any]:
+        return self.sink.apply_atomic(
+            batches, batch_id, end_offset or {},
+            between_tables=lambda: failpoints.reached("apply.between_tables"))
+
+    def _in_warehouse(self, table_plan: TablePlan, files: list[dict[str, Any]]
+                      ) -> tuple[TableBatch, FileFacts] | None:
+        """A batch's files of one source table, whole, nothing to fill in or drop: the
+        warehouse can stage them itself (``warehouse_staging``), no row passing through this
+        process (big batches keep their slices: their memory and failpoints are the
+        driver's). None where the driver stages them."""
+        paths = [row["path"] for row in files]
+        changes = sum(int(row["rows"]) for row in files)
+        simple = (len({row["table"].lower() for row in files}) == 1 and not table_plan.routed
+                  and (changes <= SLICE_ROWS or (table_plan.mode == "scd2"
+                                                 and key_moves(paths, self.landing)))
+                  and not self._fills(table_plan, files)
+                  and self._truncated.get(table_plan.source_name.lower()) is None)
+        staging = self.warehouse_staging(table_plan, paths, snapshot=False) if simple else None
+        if staging is None:
+            return None
+        query, facts = staging
+        return TableBatch(table_plan, paths, query), facts
+
+    def _fills(self, table_plan: TablePlan, files: list[dict[str, Any]]) -> list[Any]:
+        """Rows landed before a column with a constant DEFAULT was added carry that default
+        (MySQL shows it for them), not the NULL a file without the column reads back as."""
+        return [] if table_plan.routed else default_fills(
+            table_plan, files, self.renamed_columns.get(table_plan.source_name.lower()))
+
+    def _staged_by_driver(self, table_plan: TablePlan, files: list[dict[str, Any]],
+                          batch_id: int, report: TableReport) -> TableBatch:
+        """The table's batch as staging rows the driver makes, slice by slice, while the
+        sink pulls them (after its lookup: an applied batch costs no decoding).
 
         Files of one source table are already in binlog order and are staged slice by slice
         (``SLICE_ROWS``: a big transaction never sits whole in driver memory; ``STAGE_SEQ``
         continues across slices, so the MERGE's "last change per key" spans them). A routed
         target's files (many source tables) are merged into binlog order first, and an scd2
         table is staged whole (a key's versions depend on all its changes in the batch)."""
-        from replicator.engine.landing import file_slices, key_moves, key_slices, read_files
+        from replicator.engine.landing import file_slices, key_slices, read_files
 
         root = self.landing
-        report = TableReport(table=table_plan.label, changes=0)
         paths = [row["path"] for row in files]
         sources = {row["table"].lower() for row in files}
         changes = sum(int(row["rows"]) for row in files)
@@ -233,19 +331,8 @@ class BatchApplier:
                 f"batch {batch_id}: {changes:,} changes of {table_plan.label} in {len(files)} "
                 f"landed file(s): applying them in slices of {SLICE_ROWS:,} changes"
                 + (f" ({buckets} slices by key)" if by_key else ""))
-
-        # Rows landed before a column with a constant DEFAULT was added carry that default
-        # (MySQL shows it for them), not the NULL a file without the column reads back as.
-        fills = [] if table_plan.routed else default_fills(
-            table_plan, files, self.renamed_columns.get(table_plan.source_name.lower()))
+        fills = self._fills(table_plan, files)
         truncated = self._truncated.get(table_plan.source_name.lower())
-        # One source table's files whole, nothing to fill in or drop: the warehouse can stage
-        # them itself (big batches keep their slices: their memory and failpoints are the
-        # driver's).
-        simple = (whole and len(sources) == 1 and not table_plan.routed and not fills
-                  and truncated is None)
-        if simple and self._apply_in_warehouse(table_plan, paths, batch_id, end_offset, report):
-            return report
 
         def followed(batch: Any) -> Any:
             """Defaults and renamed values filled in; the changes before a followed TRUNCATE
@@ -279,29 +366,7 @@ class BatchApplier:
                 # The sink consumed a slice: its transaction is open, part of the batch staged.
                 failpoints.reached("apply.between_slices")
 
-        _record(report, self.sink.apply(table_plan, batch_id, end_offset or {}, staged()))
-        return report
-
-    def _apply_in_warehouse(self, table_plan: TablePlan, paths: list[str], batch_id: int,
-                            end_offset: dict[str, Any] | None, report: TableReport) -> bool:
-        """A batch's files of one source table staged by the warehouse itself
-        (``warehouse_staging``): no row passes through this process. False when it cannot
-        (the driver stages them) or when its statement failed for good: the driver's way then
-        names the row and column, or applies what only the warehouse's SQL refused."""
-        staging = self.warehouse_staging(table_plan, paths, snapshot=False)
-        if staging is None:
-            return False
-        query, facts = staging
-        try:
-            result = self.sink.apply(table_plan, batch_id, end_offset or {}, paths, query=query)
-        except SinkError as error:
-            if error.transient:
-                raise
-            return False
-        report.changes = facts.rows
-        report.last_ts_ms = facts.newest_ts_ms if facts.rows else 0
-        _record(report, result)
-        return True
+        return TableBatch(table_plan, staged())
 
     def warehouse_staging(self, table_plan: TablePlan, paths: Sequence[str], *, snapshot: bool
                           ) -> tuple[StagingQuery, FileFacts] | None:
@@ -767,6 +832,13 @@ class _Timer:
                 return
             self.seconds += time.perf_counter() - started
             yield item
+
+
+def _with_facts(report: TableReport, facts: FileFacts) -> TableReport:
+    """A table the warehouse staged: its changes and newest commit time, from the files."""
+    report.changes = facts.rows
+    report.last_ts_ms = facts.newest_ts_ms if facts.rows else 0
+    return report
 
 
 def _record(report: TableReport, result: Any) -> None:

@@ -184,6 +184,9 @@ class TargetConfig:
     identifier_case: IdentifierCase = "upper"
     # The table where each applied batch is recorded, for exactly-once replay.
     state_table: str = "_REPLICATOR_STATE"
+    # All tables of a batch (and their state rows) in one target transaction, so a source
+    # transaction over several tables is never visible half applied (docs/guarantees.md).
+    atomic: bool = True
 
     @property
     def kind(self) -> str:

@@ -205,11 +205,24 @@ def setup_end(dialect: Dialect) -> list[Statement]:
 
 def batch_head(table: TablePlan, dialect: Dialect, key: BatchKey | None = None) -> list[Statement]:
     """Up to the staging load: open the transaction, skip an applied batch, clear staging."""
-    out = []
+    return [*transaction_begin(dialect), lookup(table, dialect, key),
+            *staging_head(table, dialect)]
+
+
+def transaction_begin(dialect: Dialect) -> list[Statement]:
     if dialect.begin_transaction:
-        out.append(Statement("begin the batch's transaction", dialect.begin_transaction))
-    out.append(Statement("skip a batch already applied", statements.state_lookup(table, dialect),
-                         params=key.lookup if key else (), role="skip"))
+        return [Statement("begin the batch's transaction", dialect.begin_transaction)]
+    return []
+
+
+def lookup(table: TablePlan, dialect: Dialect, key: BatchKey | None = None) -> Statement:
+    """The exactly-once check: a row means the table's batch is applied already."""
+    return Statement("skip a batch already applied", statements.state_lookup(table, dialect),
+                     params=key.lookup if key else (), role="skip")
+
+
+def staging_head(table: TablePlan, dialect: Dialect) -> list[Statement]:
+    out = []
     if dialect.staging_per_batch:
         out.append(Statement("create staging table",
                              statements.create_staging_table(table, dialect)))
@@ -267,12 +280,25 @@ def batch_tail(table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
     (``on_error: dead_letter``: one INSERT per row, parameters (key JSON, column, error); for
     `plan`, ``None`` shows one), the state row, the lease's fence (a run holding lease
     ``generation``; `plan` shows it: every run holds one), COMMIT."""
-    out = []
+    return [*load_commit(dialect),
+            *table_changes(table, dialect, key, dead_letters, fresh=fresh),
+            *batch_end(table, dialect, key, generation)]
+
+
+def load_commit(dialect: Dialect) -> list[Statement]:
     if dialect.commit_after_load:
-        out.append(Statement("commit the load (staging only; the MERGE opens the batch's "
-                             "transaction)", COMMIT))
-    out += [Statement(purpose, sql)
-            for purpose, sql in statements.batch_statements(table, dialect, fresh=fresh)]
+        return [Statement("commit the load (staging only; the MERGE opens the batch's "
+                          "transaction)", COMMIT)]
+    return []
+
+
+def table_changes(table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
+                  dead_letters: Sequence[tuple[Any, ...]] | None = None, *,
+                  fresh: bool = False) -> list[Statement]:
+    """One table's writes of a batch, from its loaded staging: MERGE (or its mode's
+    statements), dead letters, the state row."""
+    out = [Statement(purpose, sql)
+           for purpose, sql in statements.batch_statements(table, dialect, fresh=fresh)]
     if table.on_error == "dead_letter":
         insert = statements.dead_letter_insert(table, dialect)
         offset = dict(key.end_offset) if key else {}
@@ -284,6 +310,14 @@ def batch_tail(table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
                                  params=params))
     out.append(Statement("record the batch", statements.state_insert(table, dialect),
                          params=key.record if key else ()))
+    return out
+
+
+def batch_end(table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
+              generation: int | None = None) -> list[Statement]:
+    """The lease's fence and COMMIT (``table``: any table of the batch; the lease is the
+    pipeline's)."""
+    out = []
     if key is None or generation is not None:
         # Last before COMMIT: a concurrent take-over waits for this batch to end.
         out.append(Statement("renew the run's lease (no row updated: another run took it, "
@@ -303,6 +337,50 @@ def batch_program(
     return [*batch_head(table, dialect, key),
             *load_statements(table, dialect, files, folder, query),
             *batch_tail(table, dialect, key, dead_letters, fresh=fresh, generation=generation)]
+
+
+@dataclass(frozen=True)
+class AtomicPart:
+    """One table of an atomic batch, as ``atomic_program`` takes it: its key, and (for a
+    real run) the files its staging loads, their stage folder, its dead letters and its
+    staging query (``load_statements``)."""
+
+    table: TablePlan
+    key: BatchKey | None = None
+    files: Sequence[str] | None = None
+    folder: str = ""
+    dead_letters: Sequence[tuple[Any, ...]] | None = None
+    query: StagingQuery | None = None
+
+
+def atomic_program(parts: Sequence[AtomicPart], dialect: Dialect, *,
+                   generation: int | None = None) -> list[Statement]:
+    """Every statement an atomic batch (``target.atomic``) runs, in order, when none of its
+    tables is skipped: ONE transaction for all the tables the batch changed. Every table's
+    lookup first (a table with a state row for the batch is left out; all of them: ROLLBACK
+    and stop), then each table's staging load, then each table's MERGE, dead letters and
+    state row, then the fence and one COMMIT. Where the load commits on its own
+    (``commit_after_load``: staging holds only this batch), every load comes before that
+    COMMIT, so the target tables and the state rows still change in one transaction."""
+    if not parts:
+        return []
+    return [*atomic_head(parts, dialect),
+            *(statement for part in parts for statement in atomic_load(part, dialect)),
+            *load_commit(dialect),
+            *(statement for part in parts for statement in table_changes(
+                part.table, dialect, part.key, part.dead_letters)),
+            *batch_end(parts[0].table, dialect, parts[0].key, generation)]
+
+
+def atomic_head(parts: Sequence[AtomicPart], dialect: Dialect) -> list[Statement]:
+    """Open the transaction, then the lookup of every table of the batch."""
+    return [*transaction_begin(dialect), *(lookup(p.table, dialect, p.key) for p in parts)]
+
+
+def atomic_load(part: AtomicPart, dialect: Dialect) -> list[Statement]:
+    """One table's staging: cleared, then loaded."""
+    return [*staging_head(part.table, dialect),
+            *load_statements(part.table, dialect, part.files, part.folder, part.query)]
 
 
 def fresh_copy(table: TablePlan) -> bool:
@@ -326,16 +404,26 @@ __all__ = [
     "FOLDER_PLACEHOLDER",
     "ON_SKIP",
     "ROLLBACK",
+    "AtomicPart",
     "BatchKey",
     "StagingQuery",
     "Statement",
+    "atomic_head",
+    "atomic_load",
+    "atomic_program",
+    "batch_end",
     "batch_head",
     "batch_program",
     "batch_tail",
     "column_changes",
     "fresh_copy",
+    "load_commit",
     "load_statements",
+    "lookup",
     "setup_end",
     "setup_program",
+    "staging_head",
+    "table_changes",
     "target_has_rows",
+    "transaction_begin",
 ]

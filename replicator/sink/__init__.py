@@ -48,6 +48,15 @@ class ApplyResult:
     seconds_merge: float
 
 
+@dataclass(frozen=True)
+class TableBatch:
+    """One table's part of a batch, as ``Sink.apply`` takes it (``apply_atomic``: many)."""
+
+    table: TablePlan
+    staged: Any  # an Arrow table, an iterable of Arrow slices, or Parquet file paths
+    query: StagingQuery | None = None
+
+
 def slices_of(staged: pa.Table | Iterable[pa.Table]) -> Iterator[pa.Table]:
     """The slices of a staged batch: one Arrow table is a single slice."""
     if hasattr(staged, "num_rows"):
@@ -85,6 +94,12 @@ class Sink(Protocol):
         transaction; skip a batch already applied without pulling a slice. With ``query``
         the files are change files the warehouse stages itself (``program.StagingQuery``);
         ``fresh``: a copy into a target that was empty inserts (``program.fresh_copy``)."""
+
+    def apply_atomic(self, batches: Sequence[TableBatch], batch_id: int,
+                     end_offset: dict[str, Any], *,
+                     between_tables: Callable[[], None] | None = None) -> list[ApplyResult]:
+        """``target.atomic``: every table of one batch in ONE transaction; a table whose
+        batch is recorded already is left out. One result per table, in order."""
 
     def has_rows(self, table: TablePlan) -> bool:
         """Whether the target table holds any row."""
@@ -129,4 +144,4 @@ def open_sink(pipeline: Pipeline, plan: Plan) -> Sink:
     raise SinkError(f"unknown target kind {kind!r}", hint="target: snowflake or duckdb")
 
 
-__all__ = ["ApplyResult", "Sink", "open_sink", "parquet_files", "slices_of"]
+__all__ = ["ApplyResult", "Sink", "TableBatch", "open_sink", "parquet_files", "slices_of"]

@@ -13,6 +13,7 @@ transaction at a time, and which files the load can read.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import tempfile
 import threading
@@ -26,7 +27,13 @@ from replicator.plan import program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import Plan, TablePlan
 from replicator.plan.program import BatchKey, StagingQuery, Statement
-from replicator.sink import ApplyResult, parquet_files, slices_of, state_from_row
+from replicator.sink import (
+    ApplyResult,
+    TableBatch,
+    parquet_files,
+    slices_of,
+    state_from_row,
+)
 from replicator.sink.limits import check_value_sizes
 
 if TYPE_CHECKING:
@@ -112,29 +119,45 @@ class SQLSink:
         key = BatchKey(self.pipeline_name, table.target_table, batch_id, end_offset)
         given = parquet_files(staged)
         with self._one_at_a_time(), _scratch_directory(given is None) as directory:
-            written: list[Any] = []  # (paths, rows, seconds, dead letters) of the first attempt
-            for attempt in range(len(self.retry_delays) + 1):
-                try:
-                    return self._apply_once(table, key, given, staged, directory, written,
-                                            query, fresh)
-                except SinkError as error:
-                    if not error.transient or attempt == len(self.retry_delays):
-                        raise
-                    delay = self.retry_delays[attempt]
-                    if self.on_retry is not None:
-                        self.on_retry(f"transient error (attempt {attempt + 1}): "
-                                      f"{error.message}; batch {batch_id} again in {delay:g} s")
-                    self.sleep(delay)
+            part = _Part(TableBatch(table, staged, query), key, given, directory)
+            return self._with_retries(batch_id, lambda: self._apply_once(part, fresh))
+
+    def apply_atomic(self, batches: Sequence[TableBatch], batch_id: int,
+                     end_offset: dict[str, Any], *,
+                     between_tables: Callable[[], None] | None = None) -> list[ApplyResult]:
+        """``target.atomic``: one batch of several tables in ONE transaction
+        (``program.atomic_program``): the tables whose state row for ``batch_id`` exists are
+        left out (a batch a per-table run had half applied before the switch), the others
+        are loaded, merged and recorded, and one COMMIT makes them visible together. Results
+        in the order of ``batches``. Retries as ``apply``: the whole transaction again.
+        ``between_tables``: called after a table's writes when another table's follow (the
+        engine's failpoint: a crash there must leave the target without either)."""
+        with self._one_at_a_time(), contextlib.ExitStack() as stack:
+            parts = []
+            for batch in batches:
+                given = parquet_files(batch.staged)
+                directory = stack.enter_context(_scratch_directory(given is None))
+                parts.append(_Part(batch, BatchKey(self.pipeline_name, batch.table.target_table,
+                                                   batch_id, end_offset), given, directory))
+            return self._with_retries(batch_id,
+                                     lambda: self._apply_atomic_once(parts, between_tables))
+
+    def _with_retries(self, batch_id: int, attempt: Callable[[], Any]) -> Any:
+        for number in range(len(self.retry_delays) + 1):
+            try:
+                return attempt()
+            except SinkError as error:
+                if not error.transient or number == len(self.retry_delays):
+                    raise
+                delay = self.retry_delays[number]
+                if self.on_retry is not None:
+                    self.on_retry(f"transient error (attempt {number + 1}): "
+                                  f"{error.message}; batch {batch_id} again in {delay:g} s")
+                self.sleep(delay)
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def _apply_once(
-        self, table: TablePlan, key: BatchKey, given: list[str] | None, staged: Any,
-        directory: str | None, written: list[Any], query: StagingQuery | None = None,
-        fresh: bool = False,
-    ) -> ApplyResult:
-        batch_id = key.batch_id
-        rows = 0
-        stage_seconds = 0.0
+    def _apply_once(self, part: _Part, fresh: bool = False) -> ApplyResult:
+        table, key = part.batch.table, part.key
         cursor = self._cursor()
         try:
             for statement in program.batch_head(table, self.dialect, key):
@@ -142,53 +165,16 @@ class SQLSink:
                 if statement.role == "skip" and cursor.fetchone() is not None:
                     for skip in program.ON_SKIP:
                         self._run(cursor, skip)
-                    return ApplyResult(skipped=True, rows=0, seconds_stage=0.0,
-                                       seconds_merge=0.0)
-            dead_letters: list[tuple[str, str, str]] = []
-            if given is None:
-                if not written:
-                    refused: list[tuple[str, str, str]] = []
-
-                    def check(piece: Any) -> Any:
-                        kept, dead = check_value_sizes(table, self.dialect, piece)
-                        refused.extend(dead)
-                        return kept
-
-                    # Slices are produced (decoded) while the transaction is open: only
-                    # writing and loading them counts as staging time.
-                    written.append((*_write_slices(staged, directory, check=check), refused))
-                paths, expected, stage_seconds, dead_letters = written[0]
-                files = self._loadable(paths)
-            else:
-                files, expected = self._loadable(given), None
-            started = time.perf_counter()
-            folder = f"{batch_id}-{uuid.uuid4().hex[:12]}"  # this attempt's own
-            for statement in program.load_statements(table, self.dialect, files, folder, query):
-                self._run(cursor, statement)
-                if statement.role == "load":
-                    rows += _loaded_rows(cursor)
-            if expected is not None and rows != expected:
-                raise SinkError(
-                    f"staging {table.target_table} loaded {rows} rows of {expected} "
-                    f"(batch {batch_id})",
-                    hint="report a bug: the load statement of `replicator plan` lost rows",
-                )
+                    return _SKIPPED
+            self._load(cursor, part)
             staged_at = time.perf_counter()
-            stage_seconds += staged_at - started
-            for statement in program.batch_tail(table, self.dialect, key, dead_letters,
-                                                fresh=fresh, generation=self.generation):
-                self._run(cursor, statement)
-                if statement.role == "fence" and _updated(cursor) != 1:
-                    raise LeaseError(
-                        f"pipeline {self.pipeline_name}: another run took the lease "
-                        f"(generation {self.generation} is no longer current); this batch "
-                        "was rolled back",
-                        hint="this run stops; the run holding the lease applies the batches "
-                        "now (replicator status shows which one)")
-            merged_at = time.perf_counter()
+            self._run_tail(cursor, program.batch_tail(
+                table, self.dialect, key, part.dead_letters, fresh=fresh,
+                generation=self.generation))
+            part.merge_seconds = time.perf_counter() - staged_at
         except self.driver_errors() as exc:
             self._rollback(cursor)
-            raise self._failed(exc, f"apply batch {batch_id} to {table.target_table}") \
+            raise self._failed(exc, f"apply batch {key.batch_id} to {table.target_table}") \
                 from None
         except BaseException:
             # A slice failed to decode (source error, interrupt), or the load lost rows:
@@ -198,8 +184,101 @@ class SQLSink:
         finally:
             with contextlib.suppress(Exception):  # a cursor of a lost session
                 cursor.close()
-        return ApplyResult(skipped=False, rows=rows, seconds_stage=stage_seconds,
-                           seconds_merge=merged_at - staged_at)
+        return part.result()
+
+    def _apply_atomic_once(self, parts: list[_Part],
+                           between_tables: Callable[[], None] | None) -> list[ApplyResult]:
+        """One attempt at ``apply_atomic``: the statements of ``program.atomic_program`` for
+        the tables not applied yet."""
+        dialect = self.dialect
+        cursor = self._cursor()
+        try:
+            applied = []
+            for statement in program.atomic_head([p.program_part() for p in parts], dialect):
+                self._run(cursor, statement)
+                if statement.role == "skip":
+                    applied.append(cursor.fetchone() is not None)
+            pending = [part for part, done in zip(parts, applied, strict=True) if not done]
+            if not pending:
+                for skip in program.ON_SKIP:
+                    self._run(cursor, skip)
+                return [_SKIPPED for _ in parts]
+            for part in pending:
+                for statement in program.staging_head(part.batch.table, dialect):
+                    self._run(cursor, statement)
+                self._load(cursor, part)
+            self._run_tail(cursor, program.load_commit(dialect))
+            for number, part in enumerate(pending):
+                if number and between_tables is not None:
+                    between_tables()
+                started = time.perf_counter()
+                self._run_tail(cursor, program.table_changes(
+                    part.batch.table, dialect, part.key, part.dead_letters))
+                part.merge_seconds = time.perf_counter() - started
+            self._run_tail(cursor, program.batch_end(pending[0].batch.table, dialect,
+                                                     pending[0].key, self.generation))
+        except self.driver_errors() as exc:
+            self._rollback(cursor)
+            names = ", ".join(p.batch.table.target_table for p in parts)
+            raise self._failed(exc, f"apply batch {parts[0].key.batch_id} to {names} "
+                               "(one transaction: target.atomic)") from None
+        except BaseException:
+            self._rollback(cursor)  # as in _apply_once: nothing of the batch stays
+            raise
+        finally:
+            with contextlib.suppress(Exception):  # a cursor of a lost session
+                cursor.close()
+        return [part.result() if not done else _SKIPPED
+                for part, done in zip(parts, applied, strict=True)]
+
+    def _load(self, cursor: Any, part: _Part) -> None:
+        """Write the part's slices to Parquet (once: every attempt loads those files), then
+        run its load statements; the rows loaded must be the rows written."""
+        table, batch_id = part.batch.table, part.key.batch_id
+        part.rows, part.stage_seconds, part.dead_letters = 0, 0.0, []
+        if part.given is None:
+            if not part.written:
+                refused: list[tuple[str, str, str]] = []
+
+                def check(piece: Any) -> Any:
+                    kept, dead = check_value_sizes(table, self.dialect, piece)
+                    refused.extend(dead)
+                    return kept
+
+                # Slices are produced (decoded) while the transaction is open: only
+                # writing and loading them counts as staging time.
+                part.written.append((*_write_slices(part.batch.staged, part.directory,
+                                                    check=check), refused))
+            paths, expected, part.stage_seconds, part.dead_letters = part.written[0]
+            files = self._loadable(paths)
+        else:
+            files, expected = self._loadable(part.given), None
+        started = time.perf_counter()
+        part.folder = f"{batch_id}-{uuid.uuid4().hex[:12]}"  # this attempt's own
+        for statement in program.load_statements(table, self.dialect, files, part.folder,
+                                                 part.batch.query):
+            self._run(cursor, statement)
+            if statement.role == "load":
+                part.rows += _loaded_rows(cursor)
+        if expected is not None and part.rows != expected:
+            raise SinkError(
+                f"staging {table.target_table} loaded {part.rows} rows of {expected} "
+                f"(batch {batch_id})",
+                hint="report a bug: the load statement of `replicator plan` lost rows",
+            )
+        part.stage_seconds += time.perf_counter() - started
+
+    def _run_tail(self, cursor: Any, statements: Sequence[Statement]) -> None:
+        """Run statements after the load; the lease's fence must update its one row."""
+        for statement in statements:
+            self._run(cursor, statement)
+            if statement.role == "fence" and _updated(cursor) != 1:
+                raise LeaseError(
+                    f"pipeline {self.pipeline_name}: another run took the lease "
+                    f"(generation {self.generation} is no longer current); this batch "
+                    "was rolled back",
+                    hint="this run stops; the run holding the lease applies the batches "
+                    "now (replicator status shows which one)")
 
     def has_rows(self, table: TablePlan) -> bool:
         """Whether the target holds any row (``program.target_has_rows``)."""
@@ -413,6 +492,33 @@ class SQLSink:
     def reopen(self) -> Any:
         """A new connection after a transient error, or None to keep the one there is."""
         return None
+
+
+_SKIPPED = ApplyResult(skipped=True, rows=0, seconds_stage=0.0, seconds_merge=0.0)
+
+
+@dataclasses.dataclass
+class _Part:
+    """One table of a batch being applied, across attempts: what was written once (its
+    slices as Parquet files) and what the last attempt loaded."""
+
+    batch: TableBatch
+    key: BatchKey
+    given: list[str] | None  # the caller's Parquet (or change) files
+    directory: str | None  # where the slices are written (given is None)
+    written: list[Any] = dataclasses.field(default_factory=list)  # (paths, rows, s, dead)
+    rows: int = 0
+    stage_seconds: float = 0.0
+    merge_seconds: float = 0.0
+    folder: str = ""
+    dead_letters: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
+
+    def program_part(self) -> program.AtomicPart:
+        return program.AtomicPart(self.batch.table, self.key)
+
+    def result(self) -> ApplyResult:
+        return ApplyResult(skipped=False, rows=self.rows, seconds_stage=self.stage_seconds,
+                           seconds_merge=self.merge_seconds)
 
 
 # Up to ~1 min of waiting per batch: a resuming warehouse, a network blip, an expired

@@ -242,12 +242,12 @@ def _stream(context: Context, tmp_path: Path, manifest: list[dict], *, warehouse
     applier = BatchApplier(context.pipeline, plan, sink, CheckpointDir(str(tmp_path / "cp")))
     applier.landing = str(tmp_path.parent / "landing")
     taken = []
-    original = applier._apply_in_warehouse
-    applier._apply_in_warehouse = (
-        (lambda *a: taken.append(original(*a)) or taken[-1]) if warehouse else (lambda *a: False))
+    original = applier._in_warehouse
+    applier._in_warehouse = (
+        (lambda *a: taken.append(original(*a)) or taken[-1]) if warehouse else (lambda *a: None))
     try:
         applier.apply_manifest(manifest, 0, {"file": "x", "pos": 4})
-        assert taken == ([True] if warehouse else [])
+        assert [found is not None for found in taken] == ([True] if warehouse else [])
         names = [c.target_column for c in table.columns
                  if c.target_column.upper() != "_SYNCED_AT"]
         rows = sink.connection.execute(
