@@ -101,11 +101,67 @@ def keep_null_timestamps() -> None:
     fakesnow.arrow.timestamp_to_sf_struct = timestamp_to_sf_struct
 
 
+def merge_keeps_transaction() -> None:
+    """Fix fakesnow 0.12.1's MERGE committing the transaction it runs in.
+
+    fakesnow runs a MERGE as several statements, the first a ``CREATE OR REPLACE TEMPORARY
+    TABLE merge_candidates``, and with autocommit off it commits the open transaction before
+    any CREATE (Snowflake's rule for DDL). So a MERGE commits whatever ran before it in the
+    transaction (a second table's MERGE commits the first's), which Snowflake's MERGE, a DML
+    statement, never does. That internal CREATE runs inside the transaction here (DuckDB's
+    DDL is transactional); the caller's own DDL still commits. Only the emulator is patched;
+    the replicator process under test is not touched.
+    """
+    import fakesnow.cursor
+    import sqlglot.expressions as exp
+
+    cursor_class = fakesnow.cursor.FakeSnowflakeCursor
+    original = cursor_class._execute
+    if getattr(original, "keeps_transaction", False):
+        return
+
+    def _execute(self: Any, transformed: Any, params: Any = None) -> None:
+        internal = (isinstance(transformed, exp.Create) and transformed.this is not None
+                    and transformed.this.find(exp.Table) is not None
+                    and transformed.this.find(exp.Table).name.lower() == "merge_candidates")
+        if not internal or self._conn._autocommit or not self._conn._in_transaction:
+            original(self, transformed, params)
+            return
+        # Nor is the temporary table's comment recorded in fakesnow's global catalog: one
+        # DuckDB transaction writes one database.
+        transformed.set("table_comment", None)
+        transformed.set("text_lengths", None)
+        duck = self._duck_conn
+        self._duck_conn = _NoCommit(duck)
+        try:
+            original(self, transformed, params)
+        finally:
+            self._duck_conn = duck
+            self._conn._in_transaction = True
+
+    _execute.keeps_transaction = True  # type: ignore[attr-defined]
+    cursor_class._execute = _execute
+
+
+class _NoCommit:
+    """A DuckDB connection whose ``commit`` does nothing (``merge_keeps_transaction``)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def commit(self) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def serve(port: int) -> None:
     import fakesnow.server
     import uvicorn
 
     keep_null_timestamps()
+    merge_keeps_transaction()
 
     # warning: fakesnow logs every login and query at info level
     uvicorn.run(fakesnow.server.app, host="127.0.0.1", port=port, log_level="warning")

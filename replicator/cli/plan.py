@@ -63,7 +63,7 @@ def command(
                      "(the target ALTERs, the stop, or nothing); runs nothing."),
     ] = None,
 ) -> None:
-    from replicator.plan import get_dialect
+    from replicator.plan import atomic_statements, get_dialect
 
     context = Context.load(file, offline=offline)
     pipeline = context.pipeline
@@ -93,10 +93,15 @@ def command(
             "dialect": sql_dialect.name,
             "offline": offline,
             "tables": [_table_json(t, sql_dialect, catalog) for t in tables],
+            "atomic": pipeline.target.atomic,
+            # target.atomic: what a stream batch that changed several tables runs.
+            "atomic_batch": [{"purpose": s.purpose, "sql": s.sql}
+                             for s in atomic_statements(tables, sql_dialect)]
+            if pipeline.target.atomic and len(tables) > 1 else [],
         }
         render.print_text(json.dumps(document, indent=2, ensure_ascii=False))
         return
-    from replicator.plan import render_sql
+    from replicator.plan import render_atomic_sql, render_sql
     from replicator.transform import snapshot_staging  # ~22 ms: kept off validate's start-up
 
     for table_plan in tables:
@@ -104,6 +109,8 @@ def command(
             _say_where_columns_came_from(table_plan)
         render.print_sql(render_sql(table_plan, sql_dialect,
                                     snapshot_staging(table_plan, catalog, sql_dialect)))
+    if pipeline.target.atomic and len(tables) > 1:
+        render.print_sql(render_atomic_sql(tables, sql_dialect))
 
 
 def _print_ddl_preview(pipeline: Pipeline, catalog: Catalog, plan: Plan, ddl: str,

@@ -7,7 +7,13 @@ plan into the statements a sink runs. No I/O here.
 from replicator.plan.builder import build_plan, offline_catalog
 from replicator.plan.dialects import DIALECTS, DUCKDB, SNOWFLAKE, Dialect, get_dialect
 from replicator.plan.model import Plan, PlannedColumn, TablePlan
-from replicator.plan.render import Statement, render_sql, table_statements
+from replicator.plan.render import (
+    Statement,
+    atomic_statements,
+    render_atomic_sql,
+    render_sql,
+    table_statements,
+)
 
 __all__ = [
     "DIALECTS",
@@ -18,9 +24,11 @@ __all__ = [
     "PlannedColumn",
     "Statement",
     "TablePlan",
+    "atomic_statements",
     "build_plan",
     "get_dialect",
     "offline_catalog",
+    "render_atomic_sql",
     "render_sql",
     "table_statements",
 ]

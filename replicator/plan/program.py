@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from replicator.plan import statements
@@ -374,7 +374,10 @@ def atomic_program(parts: Sequence[AtomicPart], dialect: Dialect, *,
 
 def atomic_head(parts: Sequence[AtomicPart], dialect: Dialect) -> list[Statement]:
     """Open the transaction, then the lookup of every table of the batch."""
-    return [*transaction_begin(dialect), *(lookup(p.table, dialect, p.key) for p in parts)]
+    return [*transaction_begin(dialect),
+            *(replace(lookup(p.table, dialect, p.key),
+                      purpose=f"skip {p.table.target_table} if the batch is applied to it")
+              for p in parts)]
 
 
 def atomic_load(part: AtomicPart, dialect: Dialect) -> list[Statement]:

@@ -7,6 +7,8 @@ one batch, with a placeholder where the batch's Parquet files go.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from replicator.plan import program, statements
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
@@ -27,11 +29,12 @@ def table_statements(table: TablePlan, dialect: Dialect,
     ]
 
 
-def _comment(statement: Statement) -> str:
+def _comment(statement: Statement, *, atomic: bool = False) -> str:
     comment = f"-- {statement.purpose}"
     if statement.role == "skip":
         skip = "; ".join(s.sql for s in program.ON_SKIP)
-        comment += f" (a row: {skip} and stop)"
+        comment += (f" (a row: that table is left out; a row for every table: {skip} and stop)"
+                    if atomic else f" (a row: {skip} and stop)")
     if statement.role == "columns" and statement.subject == "staging":
         comment += " (CREATE OR REPLACE it when they differ from the plan's)"
     elif statement.role == "columns":
@@ -70,6 +73,21 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
     return "\n\n".join(parts) + "\n"
 
 
+def atomic_statements(tables: Sequence[TablePlan], dialect: Dialect) -> list[Statement]:
+    """The program of a stream batch that changed several tables (``target.atomic``): ONE
+    transaction; a batch runs it for the tables it changed, in this order."""
+    return program.atomic_program([program.AtomicPart(table) for table in tables], dialect)
+
+
+def render_atomic_sql(tables: Sequence[TablePlan], dialect: Dialect) -> str:
+    """``atomic_statements`` as a SQL script (after the tables' own scripts)."""
+    head = ("-- target.atomic: each stream batch that changed several of these tables runs "
+            "ONE transaction for all of them\n-- (instead of the per-table batch above; a "
+            "batch of one table, and snapshot batches, run that one):")
+    body = [f"{_comment(s, atomic=True)}\n{s.sql};" for s in atomic_statements(tables, dialect)]
+    return "\n\n".join([head, *body]) + "\n"
+
+
 def _fresh_copy(table: TablePlan, dialect: Dialect) -> list[Statement]:
     """A copy into a target that held no row as it began: read once before its first batch,
     then each of its batches runs the INSERT in the MERGE's place."""
@@ -92,4 +110,4 @@ def _recopy_end(table: TablePlan, dialect: Dialect) -> list[Statement]:
                       statements.delete_not_rewritten(table, dialect))]
 
 
-__all__ = ["Statement", "render_sql", "table_statements"]
+__all__ = ["Statement", "atomic_statements", "render_atomic_sql", "render_sql", "table_statements"]

@@ -1,0 +1,158 @@
+"""`target.atomic`: a MySQL transaction that changed two tables is never visible half applied.
+
+A real run (`python -m replicator run`, a subprocess) streams one source transaction that
+changes two replicated tables. The failpoint ``apply.between_tables`` stops it after the first
+table's writes of that batch ran and before the second's, and the test kills it there with
+SIGKILL. With ``atomic: true`` the target then shows neither table's rows of the
+transaction (the state rows included: nothing of the batch is recorded); with
+``atomic: false`` it shows the first table's rows without the second's, the half-applied
+state the option exists to prevent. The resumed run applies the batch once, and the target
+equals the source row by row. DuckDB and Snowflake (fakesnow's server, through the real
+connector).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replicator.config import load_pipeline
+from replicator.demo.workload import create_schema, seed
+from tests.integration.e2e_support import (
+    DUCKDB_TARGET,
+    SNOWFLAKE_TARGET,
+    assert_target_equals_source,
+    cli_environment,
+    demo_pipeline_yaml,
+    ok,
+    replicator,
+)
+
+pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+FAILPOINT = "apply.between_tables"
+CUSTOMER, ORDER = 700_001, 800_001  # the transaction's rows (the seed's ids are small)
+
+
+def _pipeline_file(tmp_path: Path, database: str, target: str, atomic: bool) -> Path:
+    path = tmp_path / "atomic.yaml"
+    path.write_text(demo_pipeline_yaml(
+        "atomic", database, target=f"{target}\n  atomic: {str(atomic).lower()}",
+        batching="{max_rows: 1000, max_delay: 200ms}"))
+    return path
+
+
+def _one_transaction_over_two_tables(root: Any, database: str) -> None:
+    with root.cursor() as cursor:
+        cursor.execute("BEGIN")
+        cursor.execute(f"INSERT INTO `{database}`.customers (id, name, email, tier) "
+                       "VALUES (%s, 'atomic', 'a@example.com', 'pro')", (CUSTOMER,))
+        cursor.execute(f"INSERT INTO `{database}`.orders (id, customer_id, status, total, "
+                       "updated_at) VALUES (%s, %s, 'new', 12.50, NOW(6))", (ORDER, CUSTOMER))
+        cursor.execute("COMMIT")
+
+
+def _kill_between_tables(pipeline_file: Path, env: dict[str, str], workdir: Path) -> None:
+    """Run until the failpoint fires inside the two-table batch, then SIGKILL the run."""
+    log = workdir / "killed.log"
+    with open(log, "wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "replicator", "run", str(pipeline_file)],
+            env={**env, "REPLICATOR_FAILPOINTS": f"{FAILPOINT}=sleep(900)"}, cwd=ROOT,
+            stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600  # JVM start-up alone takes minutes on a busy box
+        while f"failpoint {FAILPOINT}: sleeping" not in log.read_text(errors="replace"):
+            assert process.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    time.sleep(1)  # the driver's JVM exits when its Python parent's pipe closes
+
+
+def _visible(cursor: Any, schema: str) -> tuple[int, int]:
+    """Whether the transaction's customer and order rows are in the target (0 or 1 each)."""
+    cursor.execute(f'SELECT COUNT(*) FROM {schema}."CUSTOMERS" WHERE "ID" = {CUSTOMER}')
+    customers = cursor.fetchone()[0]
+    cursor.execute(f'SELECT COUNT(*) FROM {schema}."ORDERS" WHERE "ID" = {ORDER}')
+    return customers, cursor.fetchone()[0]
+
+
+def _scenario(root: Any, database: str, pipeline_file: Path, env: dict[str, str],
+              workdir: Path, read_target: Any) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Copy, stream the two-table transaction into a run killed between its tables, resume:
+    what the target showed after the kill, and after the resumed run."""
+    create_schema(root, database)
+    seed(root, database, customers=20, orders=40, awkward=10)
+    ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
+    _one_transaction_over_two_tables(root, database)
+    _kill_between_tables(pipeline_file, env, workdir)
+    killed = read_target(_visible)
+    ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
+    return killed, read_target(_visible)
+
+
+@pytest.mark.parametrize("atomic", [True, False], ids=["atomic", "per-table"])
+def test_a_two_table_transaction_is_never_half_visible_in_duckdb(
+        mariadb, mysql_source, fresh_database, tmp_path, atomic):
+    import duckdb
+
+    root = mariadb.root_connection()
+    pipeline_file = _pipeline_file(tmp_path, fresh_database, DUCKDB_TARGET, atomic)
+    env = {**os.environ, "MYSQL_HOST": mysql_source.host, "MYSQL_PORT": str(mysql_source.port),
+           "MYSQL_USER": mysql_source.user, "MYSQL_PASSWORD": mysql_source.password or "",
+           "WORKDIR": str(tmp_path)}
+    path = str(tmp_path / "warehouse.duckdb")
+
+    def read_target(read: Any) -> Any:
+        with duckdb.connect(path) as target:
+            return read(target.cursor(), "main")
+
+    killed, resumed = _scenario(root, fresh_database, pipeline_file, env, tmp_path, read_target)
+    # The kill came after the first table's writes: per table, they were committed.
+    assert killed == ((0, 0) if atomic else (1, 0))
+    assert resumed == (1, 1)
+    pipeline = load_pipeline(pipeline_file, environ=env)
+    with duckdb.connect(path, read_only=True) as target:
+        assert_target_equals_source(pipeline, root, target)
+        (recorded,) = target.execute(
+            'SELECT COUNT(*) FROM (SELECT "TABLE", "BATCH_ID" FROM main."_REPLICATOR_STATE" '
+            'GROUP BY 1, 2 HAVING COUNT(*) > 1)').fetchone()
+        assert recorded == 0, "a batch recorded twice for a table"
+    root.close()
+
+
+def test_a_two_table_transaction_is_never_half_visible_in_snowflake(
+        fakesnow_server, fakesnow_database, mariadb, mysql_source, fresh_database, tmp_path):
+    root = mariadb.root_connection()
+    pipeline_file = _pipeline_file(tmp_path, fresh_database, SNOWFLAKE_TARGET, True)
+    env = cli_environment(fakesnow_server, fakesnow_database, mysql_source, tmp_path)
+
+    def read_target(read: Any) -> Any:
+        with fakesnow_server.connect(fakesnow_database, "RAW") as target:
+            return read(target.cursor(), '"RAW"')
+
+    killed, resumed = _scenario(root, fresh_database, pipeline_file, env, tmp_path, read_target)
+    assert killed == (0, 0)
+    assert resumed == (1, 1)
+    pipeline = load_pipeline(pipeline_file, environ=env)
+    with fakesnow_server.connect(fakesnow_database, "RAW") as target:
+        assert_target_equals_source(pipeline, root, target)
+        cursor = target.cursor()
+        cursor.execute('SELECT COUNT(*) FROM (SELECT "TABLE", "BATCH_ID" FROM '
+                       '"RAW"."_REPLICATOR_STATE" GROUP BY 1, 2 HAVING COUNT(*) > 1)')
+        assert cursor.fetchone()[0] == 0, "a batch recorded twice for a table"
+    root.close()
