@@ -121,13 +121,18 @@ def duckdb_counts(path: Path, tables: list[str]) -> dict[str, int]:
 
 
 def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
-            library_rate: float | None, *, decode_partitions: int = 1) -> dict[str, Any]:
-    """One ``replicator run --until-caught-up`` of the workload range into ``target``."""
-    name = f"bench-e2e-{target}" + (f"-p{decode_partitions}" if decode_partitions > 1 else "")
+            library_rate: float | None, *, decode_partitions: int = 1,
+            atomic: bool | None = None, max_rows: int | None = None) -> dict[str, Any]:
+    """One ``replicator run --until-caught-up`` of the workload range into ``target``
+    (``atomic``: target.atomic, None its default; ``max_rows``: batching.max_rows)."""
+    name = (f"bench-e2e-{target}" + (f"-p{decode_partitions}" if decode_partitions > 1 else "")
+            + ("" if atomic is None else f"-atomic-{str(atomic).lower()}")
+            + ("" if max_rows is None else f"-{max_rows}"))
     pipeline = write_pipeline(
         ctx.workdir / f"{name}.yaml", name=name, database=workload.database, target=target,
         start=workload.start, server_id=ctx.next_server_id(),
-        decode_partitions=decode_partitions,
+        decode_partitions=decode_partitions, atomic=atomic,
+        **({} if max_rows is None else {"max_rows": max_rows}),
     )
     env = ctx.environment()
     with contextlib.ExitStack() as stack:
@@ -148,6 +153,8 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
         if warehouse_pid:
             warehouse_cpu = cpu_seconds(warehouse_pid) - warehouse_cpu
     result: dict[str, Any] = {"target": target, "decode_partitions": decode_partitions,
+                              **({} if atomic is None else {"atomic": atomic}),
+                              **({} if max_rows is None else {"max_rows": max_rows}),
                               "returncode": outcome.returncode,
                               "wall_seconds": round(outcome.wall_seconds, 3)}
     if outcome.returncode != 0:
@@ -179,3 +186,39 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
         result["target_rows"] = target_rows
         result["target_matches_source"] = target_rows == source
     return result
+
+
+def run_atomic(ctx: BenchContext, workload: WorkloadResult, *, max_rows: tuple[int, ...],
+               targets: tuple[str, ...] = ("duckdb",), rounds: int = 2) -> dict[str, Any]:
+    """The cost of ``target.atomic`` (issue 19.6): the e2e run over the same range with it on
+    and off, alternating (on, off, on, off: a machine getting busier weighs on both), per
+    batch size. The workload's transactions change all three tables, so nearly every batch
+    is a multi-table one. Compared: the streaming seconds (first batch start -> last batch
+    end: no JVM start-up in it) and the seconds the sink spent staging and merging."""
+    out: dict[str, Any] = {}
+    for target in targets:
+        for rows in max_rows:
+            runs: dict[str, list[dict[str, Any]]] = {"on": [], "off": []}
+            for _ in range(rounds):
+                for label, atomic in (("on", True), ("off", False)):
+                    runs[label].append(run_e2e(ctx, workload, target, None, atomic=atomic,
+                                               max_rows=rows))
+            out[f"{target}_{rows}"] = _atomic_cost(runs)
+    return out
+
+
+def _atomic_cost(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    def best(label: str, key: str) -> float | None:
+        values = [r[key] if key in r else sum(r["phases_seconds"].get(p, 0.0)
+                                               for p in ("stage", "merge"))
+                  for r in runs[label] if r.get("returncode") == 0 and r.get("batches")]
+        return min(values) if values else None
+
+    summary: dict[str, Any] = {"runs": runs}
+    for key in ("streaming_seconds", "apply_seconds"):
+        on, off = best("on", key), best("off", key)
+        summary[key] = {"on": on, "off": off}
+        if on is not None and off:
+            summary[key]["cost_pct"] = round(100 * (on - off) / off, 1)
+    summary["batches"] = [r.get("batches") for r in runs["on"]]
+    return summary

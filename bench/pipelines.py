@@ -38,6 +38,7 @@ def pipeline_yaml(
     decode_partitions: int = 1,
     mode: str = "merge",
     also: Sequence[tuple[str, TableSpec]] = (),  # (database, table) of other databases
+    atomic: bool | None = None,  # target.atomic (None: the default)
 ) -> str:
     if isinstance(start, BinlogPosition):
         start_text = f"{{file: {start.file}, pos: {start.pos}}}"
@@ -67,6 +68,7 @@ def pipeline_yaml(
         f"    start: {start_text}",
         "target:",
         target_text,
+        *([f"  atomic: {str(atomic).lower()}"] if atomic is not None else []),
         f"batching: {{max_rows: {max_rows}, max_delay: {max_delay}}}",
         "engine:",
         f"  checkpoint: {_quote(str(workdir / f'{name}.checkpoint'))}",

@@ -6,7 +6,8 @@
     bench/run --changes 100000 --out /tmp/result.json
 
 Sections (all by default): decode, profile, e2e, partitions, latency, snapshot, bigtxn, recopy,
-startup, transforms, peer (Debezium embedded on the e2e range, bench/peer.py). A failing section
+startup, transforms, peer (Debezium embedded on the e2e range, bench/peer.py), atomic (the e2e
+run with target.atomic on and off). A failing section
 is recorded with its error and the others still run; the exit status is 1 if any failed.
 See bench/README.md for what each number means.
 """
@@ -34,7 +35,7 @@ from bench.report import RESULTS_DIR, render_table, write_charts, write_json
 from bench.tables import TABLES
 
 SECTIONS = ("decode", "profile", "e2e", "partitions", "latency", "snapshot", "bigtxn", "recopy",
-            "startup", "transforms", "peer")
+            "startup", "transforms", "peer", "atomic")
 # The server for the benchmark: a bigger buffer pool than the test default so the 1M-row
 # table is not disk-bound.
 SERVER_ARGS = ("--innodb-buffer-pool-size=512M",)
@@ -53,6 +54,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--snapshot-rows", type=int, help="rows of the snapshot table")
     parser.add_argument("--bigtxn-modes", default="merge,changelog,scd2",
                         help="modes the bigtxn section streams the big transaction into")
+    parser.add_argument("--atomic-targets", default="duckdb,snowflake",
+                        help="targets the atomic section runs on (duckdb, snowflake)")
     parser.add_argument("--out", type=Path, help="result file (default bench/results/<date>.json)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args(argv)
@@ -152,7 +155,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             results["seed"] = args.seed
             ctx = BenchContext(server, workdir, sizes)
             generated = None
-            if {"decode", "profile", "e2e", "partitions", "peer"} & set(sections):
+            if {"decode", "profile", "e2e", "partitions", "peer", "atomic"} & set(sections):
                 print(f"bench: generating {sizes.changes:,} changes ...", file=sys.stderr, flush=True)
                 generated = workload.generate(server.socket, "bench", sizes.changes, seed=args.seed)
                 results["workload"] = generated.to_json()
@@ -199,6 +202,14 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 _section(results["e2e"], f"duckdb_{partitions}_partitions",
                          lambda: run_e2e(ctx, generated, "duckdb", library_rate,
                                          decode_partitions=partitions))
+            if "atomic" in sections and generated is not None:
+                from bench.e2e import run_atomic
+
+                # Batches of the default size, and small ones (where a transaction's fixed
+                # cost weighs most).
+                _section(results, "atomic", lambda: run_atomic(
+                    ctx, generated, max_rows=(50_000, 2_000),
+                    targets=tuple(t for t in args.atomic_targets.split(",") if t)))
             if "latency" in sections:
                 from bench.latency import run_latency
 

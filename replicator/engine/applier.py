@@ -9,7 +9,9 @@ come and go), then for every target table read the files of the source tables it
 hand them, as change batches, to ``replicator.transform.stage_batch`` (key-update split,
 compaction or every change per mode, filter, mapping, masks, computed and metadata columns),
 whose staging rows go to ``sink.apply`` with the batch id, exactly once through the sink's
-state table.
+state table. With ``target.atomic`` (the default) a batch that changed several tables hands
+them all to ``sink.apply_atomic``: one target transaction, so a source transaction over
+several tables is never visible half applied (``apply_atomic``).
 
 A batch never splits a transaction, so one huge transaction is one huge batch; it reaches
 the driver as files (the executor spilled it in row groups while decoding) and is staged in

@@ -11,6 +11,10 @@ Two programs per table:
   loading staging from the batch's Parquet files, the MERGE / changelog / scd2 statements, the
   state row and the COMMIT.
 
+And one for a stream batch that changed several tables (``target.atomic``):
+``atomic_program``, the same pieces in ONE transaction (every lookup, every load, every
+table's writes and state row, one fence and COMMIT).
+
 A ``Statement`` carries its bind parameters (values never enter SQL text) and a ``role`` the
 one sink algorithm (``sink.sql.SQLSink``) acts on. Everything that differs between warehouses
 is a field of the ``Dialect``; no function here branches on a dialect's name.

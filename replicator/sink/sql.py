@@ -4,7 +4,8 @@
 program: the exactly-once lookup first (a row: ROLLBACK, nothing else runs and no slice is
 pulled), then the staged rows become Parquet files (or the caller's files are taken as they
 are), the load statements put them into staging, and the MERGE / changelog / scd2 statements
-and the state row commit together. Every statement it runs comes from ``plan.program``; the
+and the state row commit together; ``apply_atomic`` does it for several tables of one batch in
+ONE transaction (``target.atomic``). Every statement it runs comes from ``plan.program``; the
 warehouses differ only in what ``DuckDBSink`` and ``SnowflakeSink`` supply: the connection,
 the driver's error classes and how they are sorted, whether one session may run one
 transaction at a time, and which files the load can read.
