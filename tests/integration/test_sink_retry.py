@@ -94,6 +94,9 @@ def failing(request, tmp_path):
             lambda: duckdb.IOException("injected: connection to the disk lost")
         return
     fakesnow = pytest.importorskip("fakesnow")
+    from bench.fakesnow_run import merge_keeps_transaction
+
+    merge_keeps_transaction()  # as Snowflake's, a MERGE does not commit its transaction
     with fakesnow.patch(create_database_on_connect=True, create_schema_on_connect=True):
         import snowflake.connector
         from snowflake.connector import errors
@@ -155,6 +158,56 @@ def test_a_transient_failure_at_each_statement_lands_the_batch_once(failing):
                     assert count(sink, table, dialect) == expected, where
                     assert sink.last_applied(table)["batch_id"] == batch, where
         assert slept and set(slept) == {0.25}
+    finally:
+        sink.close()
+
+
+def test_a_transient_failure_at_each_statement_of_an_atomic_batch_lands_it_once(failing):
+    """target.atomic: the whole transaction of all tables again, with the same batch id."""
+    from replicator.sink import TableBatch
+
+    dialect, warehouse, sink_for, error = failing
+    pipeline = modes_pipeline(warehouse)
+    catalog = offline_catalog(pipeline)
+    plan = build_plan(pipeline, catalog)
+    tables = list(plan.tables)
+    staged = [stage_changes(t, sample_events(t, catalog.table(t.source_database,
+                                                               t.source_table))) for t in tables]
+    injector = _Injector(error)
+    sink = sink_for(pipeline, plan, injector)
+    notices: list[str] = []
+    sink.retry_delays, sink.sleep, sink.on_retry = (0.25,), (lambda _: None), notices.append
+
+    def apply(batch):
+        return sink.apply_atomic([TableBatch(t, iter([s])) for t, s in zip(tables, staged, strict=True)],
+                                 batch, {"pos": batch})
+
+    try:
+        sink.prepare()
+        assert not any(r.skipped for r in apply(1))
+        first = [count(sink, t, dialect) for t in tables]
+        assert all(first), first  # else exactly-once below would prove nothing
+        statements = len(programs.atomic_program(
+            [programs.AtomicPart(t, BatchKey(pipeline.name, t.target_table, 1, {"pos": 1}),
+                                 ["f.parquet"], "folder") for t in tables], dialect))
+        batch = 1
+        for at in range(statements):
+            for after in (False, True):
+                batch += 1
+                injector.arm(at, after=after)
+                fired, retried = injector.fired, len(notices)
+                results = apply(batch)
+                where = f"statement {at} ({'after' if after else 'instead'})"
+                assert injector.fired == fired + 1, where
+                assert len(notices) == retried + 1 and f"batch {batch} again" in notices[-1]
+                # Only a failure after the one COMMIT leaves the batch committed: the retry
+                # finds every table's state row and skips.
+                last = after and at == statements - 1
+                assert [r.skipped for r in results] == [last] * len(tables), where
+                assert [count(sink, t, dialect) for t in tables] == [
+                    f * batch if t.mode == "changelog" else f
+                    for t, f in zip(tables, first, strict=True)], where
+                assert all(sink.last_applied(t)["batch_id"] == batch for t in tables), where
     finally:
         sink.close()
 
