@@ -60,3 +60,28 @@ def test_unknown_table_is_a_usage_error():
         capture_output=True, text=True, cwd=ROOT, timeout=60,
     )
     assert done.returncode == 2 and "hint:" in done.stderr
+
+
+def test_the_atomic_batch_program_is_printed_as_one_transaction(tmp_path):
+    """target.atomic: after the tables' own scripts, the one transaction of a batch that
+    changed several tables: every table's lookup, load and MERGE, one fence, one COMMIT."""
+    modes = ROOT / "pipelines" / "modes.yaml"
+    done = run_plan(modes, "--dialect", "duckdb")
+    assert done.returncode == 0, done.stderr
+    atomic = done.stdout.split("-- target.atomic: ", 1)[1]
+    tables = done.stdout.count("-- each batch:")
+    assert tables > 1
+    assert atomic.count("BEGIN TRANSACTION;") == 1 and atomic.count("COMMIT;") == 1
+    assert atomic.count("MERGE INTO") >= 1 and atomic.count("-- record the batch") == tables
+    assert atomic.count("left out") == tables and atomic.count("-- renew the run's lease") == 1
+    document = json.loads(run_plan(modes, "--format", "json").stdout)
+    assert document["atomic"] is True
+    purposes = [s["purpose"] for s in document["atomic_batch"]]
+    assert purposes.count("record the batch") == tables and purposes[-1] == "commit the batch"
+
+    per_table = tmp_path / "per_table.yaml"
+    per_table.write_text(modes.read_text().replace("target:\n", "target:\n  atomic: false\n", 1))
+    done = run_plan(per_table)
+    assert done.returncode == 0, done.stderr
+    assert "-- target.atomic" not in done.stdout and done.stdout.count("-- each batch:") == tables
+    assert json.loads(run_plan(per_table, "--format", "json").stdout)["atomic_batch"] == []
