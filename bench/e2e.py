@@ -122,12 +122,14 @@ def duckdb_counts(path: Path, tables: list[str]) -> dict[str, int]:
 
 def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
             library_rate: float | None, *, decode_partitions: int = 1,
-            atomic: bool | None = None, max_rows: int | None = None) -> dict[str, Any]:
+            atomic: bool | None = None, max_rows: int | None = None,
+            suffix: str = "") -> dict[str, Any]:
     """One ``replicator run --until-caught-up`` of the workload range into ``target``
-    (``atomic``: target.atomic, None its default; ``max_rows``: batching.max_rows)."""
+    (``atomic``: target.atomic, None its default; ``max_rows``: batching.max_rows;
+    ``suffix``: a pipeline of its own, when the same settings run again)."""
     name = (f"bench-e2e-{target}" + (f"-p{decode_partitions}" if decode_partitions > 1 else "")
             + ("" if atomic is None else f"-atomic-{str(atomic).lower()}")
-            + ("" if max_rows is None else f"-{max_rows}"))
+            + ("" if max_rows is None else f"-{max_rows}") + suffix)
     pipeline = write_pipeline(
         ctx.workdir / f"{name}.yaml", name=name, database=workload.database, target=target,
         start=workload.start, server_id=ctx.next_server_id(),
@@ -199,10 +201,11 @@ def run_atomic(ctx: BenchContext, workload: WorkloadResult, *, max_rows: tuple[i
     for target in targets:
         for rows in max_rows:
             runs: dict[str, list[dict[str, Any]]] = {"on": [], "off": []}
-            for _ in range(rounds):
+            for number in range(rounds):
                 for label, atomic in (("on", True), ("off", False)):
+                    # A new pipeline each round (the same name would find its checkpoint).
                     runs[label].append(run_e2e(ctx, workload, target, None, atomic=atomic,
-                                               max_rows=rows))
+                                               max_rows=rows, suffix=f"-r{number}"))
             out[f"{target}_{rows}"] = _atomic_cost(runs)
     return out
 
