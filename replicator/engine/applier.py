@@ -287,18 +287,25 @@ class BatchApplier:
         warehouse can stage them itself (``warehouse_staging``), no row passing through this
         process (big batches keep their slices: their memory and failpoints are the
         driver's). None where the driver stages them."""
-        paths = [row["path"] for row in files]
-        changes = sum(int(row["rows"]) for row in files)
         simple = (len({row["table"].lower() for row in files}) == 1 and not table_plan.routed
-                  and (changes <= SLICE_ROWS or (table_plan.mode == "scd2"
-                                                 and key_moves(paths, self.landing)))
-                  and not self._fills(table_plan, files)
+                  and self._whole(table_plan, files) and not self._fills(table_plan, files)
                   and self._truncated.get(table_plan.source_name.lower()) is None)
+        paths = [row["path"] for row in files]
         staging = self.warehouse_staging(table_plan, paths, snapshot=False) if simple else None
         if staging is None:
             return None
         query, facts = staging
         return TableBatch(table_plan, paths, query), facts
+
+    def _whole(self, table_plan: TablePlan, files: list[dict[str, Any]]) -> bool:
+        """Whether the table's batch is staged in one piece, not in slices: a routed target's
+        files (many source tables: merged into binlog order first), a batch of at most
+        ``SLICE_ROWS`` changes, or an scd2 batch that moved a key (a key's versions need all
+        its changes at once, and a move ties two keys together; rare)."""
+        changes = sum(int(row["rows"]) for row in files)
+        return (len({row["table"].lower() for row in files}) > 1 or changes <= SLICE_ROWS
+                or (table_plan.mode == "scd2"
+                    and key_moves([row["path"] for row in files], self.landing)))
 
     def _fills(self, table_plan: TablePlan, files: list[dict[str, Any]]) -> list[Any]:
         """Rows landed before a column with a constant DEFAULT was added carry that default
@@ -322,11 +329,9 @@ class BatchApplier:
         paths = [row["path"] for row in files]
         sources = {row["table"].lower() for row in files}
         changes = sum(int(row["rows"]) for row in files)
-        # scd2 versions need every change of a key at once: slices of keys, not of rows; a
-        # batch that moved a key ties two keys together, and is staged whole (rare).
+        # scd2 versions need every change of a key at once: slices of keys, not of rows.
         by_key = table_plan.mode == "scd2"
-        whole = (len(sources) > 1 or changes <= SLICE_ROWS
-                 or (by_key and key_moves(paths, root)))
+        whole = self._whole(table_plan, files)
         buckets = -(-changes // SLICE_ROWS)
         if not whole and self._on_notice:
             self._on_notice(
