@@ -174,6 +174,7 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
         yield (label, "changes/s (wall)", _fmt(other["changes_per_s"]),
                f"wall {other['wall_seconds']:.1f} s; target rows = source rows: "
                f"{other.get('target_matches_source')}")
+    yield from _atomic_rows(results.get("atomic") or {})
     startup = results.get("startup")
     if startup:
         for command in ("validate", "plan_offline", "python_baseline"):
@@ -181,6 +182,21 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
             goal = {"validate": "target < 0.3 s", "plan_offline": "target < 1 s",
                     "python_baseline": "bare interpreter"}[command]
             yield ("startup", command, _fmt(entry["median_s"], "s"), f"median of {entry['repeats']}; {goal}")
+
+
+def _atomic_rows(atomic: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
+    """target.atomic on vs off (``bench.e2e.run_atomic``), per target and batch size."""
+    if "error" in atomic:
+        yield ("atomic", "run", "error", _cause(atomic))
+        return
+    for setting, entry in atomic.items():
+        for key, what in (("apply_seconds", "stage + merge"), ("streaming_seconds", "streaming")):
+            figures = entry.get(key) or {}
+            if figures.get("cost_pct") is None:
+                continue
+            yield ("atomic", f"{setting}: {what} cost", f"{figures['cost_pct']:+.1f}%",
+                   f"on {figures['on']:.2f} s, off {figures['off']:.2f} s (best of "
+                   f"{len(entry['runs']['on'])}); target < 5%")
 
 
 def render_table(results: dict[str, Any]) -> str:
