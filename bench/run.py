@@ -56,6 +56,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="modes the bigtxn section streams the big transaction into")
     parser.add_argument("--atomic-targets", default="duckdb,snowflake",
                         help="targets the atomic section runs on (duckdb, snowflake)")
+    parser.add_argument("--atomic-rounds", type=int, default=2,
+                        help="runs of each setting in the atomic section (on, off alternating)")
     parser.add_argument("--out", type=Path, help="result file (default bench/results/<date>.json)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args(argv)
@@ -209,7 +211,8 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 # cost weighs most).
                 _section(results, "atomic", lambda: run_atomic(
                     ctx, generated, max_rows=(50_000, 2_000),
-                    targets=tuple(t for t in args.atomic_targets.split(",") if t)))
+                    targets=tuple(t for t in args.atomic_targets.split(",") if t),
+                    rounds=args.atomic_rounds))
             if "latency" in sections:
                 from bench.latency import run_latency
 
