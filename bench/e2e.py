@@ -192,10 +192,11 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
 
 def run_atomic(ctx: BenchContext, workload: WorkloadResult, *, max_rows: tuple[int, ...],
                targets: tuple[str, ...] = ("duckdb",), rounds: int = 2) -> dict[str, Any]:
-    """The cost of ``target.atomic`` (issue 19.6): the e2e run over the same range with it on
-    and off, alternating (on, off, off, on, ...), per batch size. The workload's transactions change all three tables, so nearly every batch
-    is a multi-table one. Compared: the streaming seconds (first batch start -> last batch
-    end: no JVM start-up in it) and the seconds the sink spent staging and merging."""
+    """The cost of ``target.atomic`` (issue 19.6): the e2e run over the same range with it
+    on and off, alternating (on, off, off, on, ...), per batch size. The workload's
+    transactions change all three tables, so nearly every batch is a multi-table one.
+    Compared: the streaming seconds (first batch start -> last batch end: no JVM start-up in
+    it) and the seconds the sink spent staging and merging."""
     out: dict[str, Any] = {}
     for target in targets:
         for rows in max_rows:
