@@ -208,16 +208,22 @@ class SQLSink:
                 for statement in program.staging_head(part.batch.table, dialect):
                     self._run(cursor, statement)
                 self._load(cursor, part)
+            # Merge seconds as ``apply`` counts them (its tail has the load's COMMIT, the
+            # fence and the COMMIT): the first table's take the load's, the last's the end.
+            started = time.perf_counter()
             self._run_tail(cursor, program.load_commit(dialect))
             for number, part in enumerate(pending):
-                if number and between_tables is not None:
-                    between_tables()
-                started = time.perf_counter()
+                if number:
+                    if between_tables is not None:
+                        between_tables()
+                    started = time.perf_counter()
                 self._run_tail(cursor, program.table_changes(
                     part.batch.table, dialect, part.key, part.dead_letters))
                 part.merge_seconds = time.perf_counter() - started
+            started = time.perf_counter()
             self._run_tail(cursor, program.batch_end(pending[0].batch.table, dialect,
                                                      pending[0].key, self.generation))
+            pending[-1].merge_seconds += time.perf_counter() - started
         except self.driver_errors() as exc:
             self._rollback(cursor)
             names = ", ".join(p.batch.table.target_table for p in parts)
