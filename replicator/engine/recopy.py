@@ -86,6 +86,22 @@ def requested(checkpoint: CheckpointDir) -> list[str]:
     return [unquote(p.stem) for p in sorted(files, key=lambda p: p.stat().st_mtime)]
 
 
+def queue(state: StartState, checkpoint: CheckpointDir, tables: list[str]) -> list[str]:
+    """Queue copies of ``tables`` (not saved: the caller saves the state); those not queued
+    already. Each is a copy of its own: the last copy's chunk plan and progress are forgotten
+    (the table has grown or shrunk since)."""
+    queued = []
+    for table in tables:
+        if table.lower() in (t.lower() for t in state.recopies):
+            continue
+        state.recopies.append(table)
+        state.chunks_applied.pop(table, None)
+        state.forget_slots(table)
+        checkpoint.forget_chunks(table)
+        queued.append(table)
+    return queued
+
+
 class Recopier:
     """The re-copies of one run: takes requests, and copies one chunk per ``step``."""
 
@@ -117,13 +133,7 @@ class Recopier:
             if table is None:
                 self._notice(f"re-copy of {name} asked, but the pipeline has no such source "
                              "table now: request dropped")
-            elif table.lower() not in (t.lower() for t in self.state.recopies):
-                # A copy of its own: the last copy's chunk plan and progress are forgotten
-                # (the table has grown or shrunk since).
-                self.state.recopies.append(table)
-                self.state.chunks_applied.pop(table, None)
-                self.state.forget_slots(table)
-                self.checkpoint.forget_chunks(table)
+            elif queue(self.state, self.checkpoint, [table]):
                 self._notice(f"re-copy of {table} asked: copying it chunk by chunk between "
                              "stream batches")
         self.checkpoint.save_start(self.state)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from replicator.context import Context
 from replicator.engine.checkpoint import CheckpointDir, StartState, epoch_of
 from replicator.engine.metrics import BatchReport
+from replicator.engine.recopy import Recopier, queue
 from replicator.errors import BinlogGoneError, EngineError, ReplicatorError
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
@@ -117,7 +118,7 @@ def resolve_start(
 
     state = checkpoint.load_start()
     if state is not None and mode != "always":
-        return _cover_new_tables(state, plan, checkpoint, mode, notice)
+        return _cover_new_tables(state, plan, checkpoint, mode, notice, incremental=True)
     epoch = 0
     if state is not None:
         epoch = state.epoch + 1
@@ -231,13 +232,16 @@ def _resume_from_target(
 
 
 def _cover_new_tables(
-    state: StartState, plan: Plan, checkpoint: CheckpointDir, mode: SnapshotMode, notice: Notice
+    state: StartState, plan: Plan, checkpoint: CheckpointDir, mode: SnapshotMode, notice: Notice,
+    *, incremental: bool = False,
 ) -> StartState:
-    """Tables added to the YAML after the pipeline started get a snapshot of their own.
+    """Tables added to the YAML after the pipeline started get a copy of their own.
 
-    It is taken now, while the stream resumes from its checkpoint (earlier): the stream
-    replays every change of the new table since then on top of the copy, so it converges, as
-    the initial snapshot does.
+    ``incremental`` (at start-up): they are streamed at once and copied chunk by chunk between
+    stream batches (``engine.recopy``), so no other table waits for them. Otherwise (a table
+    renamed into a selection mid-stream: its batch waits for it) the copy is taken now, while
+    the stream resumes from its checkpoint (earlier): the stream replays every change of the
+    new table since then on top of the copy, so it converges, as the initial snapshot does.
     """
     if state.snapshot == "pending" or not state.tables:
         return state
@@ -250,6 +254,7 @@ def _cover_new_tables(
         notice(f"table(s) {', '.join(dropped)} no longer in the pipeline: not followed any "
                "more (adding them back copies them again)")
         state.tables = [name for name in state.tables if name.lower() in planned]
+        state.recopies = [name for name in state.recopies if name.lower() in planned]
         for name in dropped:
             state.chunks_applied.pop(name, None)
             state.forget_slots(name)  # a later copy takes a fresh slot
@@ -259,10 +264,22 @@ def _cover_new_tables(
         if dropped:
             checkpoint.save_start(state)
         return state
+    # An outbox table's copy is handed to its routes by the snapshot (engine.recopy does not
+    # copy one again).
+    outbox = {table.source_name.lower() for table in plan.tables if table.outbox is not None}
+    streamed = ([name for name in new if name.lower() not in outbox]
+                if incremental and mode != "never" else [])
+    waiting = [name for name in new if name not in streamed]
+    if streamed:
+        notice(f"new table(s) {', '.join(streamed)}: streaming them, and copying them chunk by "
+               "chunk between stream batches")
+        state.tables = sorted({*state.tables, *streamed})
+        queue(state, checkpoint, streamed)
     if mode == "never":
         notice(f"new table(s) {', '.join(new)}: streaming their changes only (--snapshot never)")
         state.tables = sorted({*state.tables, *new})
-    else:
+    elif waiting:
+        new = waiting
         notice(f"new table(s) {', '.join(new)}: copying them before streaming")
         state.snapshot = "pending"
         state.snapshot_tables = new
@@ -328,7 +345,6 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     from replicator.engine.applier import BatchApplier
     from replicator.engine.errors import quiet_task_failures
     from replicator.engine.lease import take_lease
-    from replicator.engine.recopy import Recopier
     from replicator.engine.routing import SourcesToCopy
     from replicator.engine.session import register_sources, spark_session
     from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
