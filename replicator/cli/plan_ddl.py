@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 class DdlEffectOnTable:
     source: str  # db.table the DDL touches
     targets: list[str]  # the target tables reading it (empty: not replicated)
-    action: str  # follow | ignore | stop | not_replicated
+    action: str  # follow | recopy | ignore | stop | not_replicated
     what: str
     statements: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
@@ -119,11 +119,13 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
     from replicator.engine.schema_changes import ChangeKind
     from replicator.plan import statements as sql
     from replicator.plan.identifiers import target_identifier
+    from replicator.plan.program import retype_columns
 
     targets = [".".join(t.target_parts) for t in readers]
     statements: list[str] = []
     notes: list[str] = []
     done: list[str] = []
+    retyped: list[str] = []
     for step in decision.steps:
         if step.action in ("ignore", "nothing"):
             notes.append(f"{step.why}: {'ignored (policy)' if step.action == 'ignore' else 'no change'}"
@@ -134,6 +136,12 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
             statements.append(sql.alter_column_type(table, step.target_column, step.target_type,
                                                     dialect))
             done.append(step.why)
+        for step in decision.recopying:
+            column = next(c for c in table.columns if c.target_column == step.target_column)
+            retyped += [statement.sql for statement in retype_columns(
+                table, [dataclasses.replace(column, target_type=step.target_type)], dialect)]
+            done.append(f"{step.why}: its changes before the DDL are left to the copy, which "
+                        "runs chunk by chunk between stream batches (the other tables stream on)")
         for step in decision.following(ChangeKind.RENAME_COLUMN):
             old = _target_of(table, step.change.column)
             if old is None:
@@ -166,8 +174,10 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
         statements += added.statements
         notes += added.notes
         done.insert(0, added.what)
-    return DdlEffectOnTable(name, targets, "follow", "; ".join(done) or "nothing in the target "
-                            "changes", statements=statements, notes=notes)
+    statements += retyped  # after the re-plan's ADD COLUMNs, as the run does (_alter_columns)
+    return DdlEffectOnTable(name, targets, "recopy" if decision.recopying else "follow",
+                            "; ".join(done) or "nothing in the target changes",
+                            statements=statements, notes=notes)
 
 
 def _target_of(table: TablePlan, source_column: str | None) -> str | None:

@@ -40,13 +40,14 @@ from replicator.engine.schema_changes import (
     default_fills,
     fill_defaults,
 )
-from replicator.errors import ReplicatorError, SinkError
+from replicator.errors import EngineError, ReplicatorError, SinkError
 from replicator.model.changes import BinlogPosition, ChangeEvent
+from replicator.source.positions import current_position
 from replicator.transform import file_staging, stage_batch
 
 if TYPE_CHECKING:
     from replicator.model.pipeline import Pipeline
-    from replicator.plan.model import Plan, TablePlan
+    from replicator.plan.model import Plan, PlannedColumn, TablePlan
     from replicator.plan.program import StagingQuery
 
 ReportCallback = Callable[[BatchReport], None]
@@ -93,6 +94,7 @@ class BatchApplier:
         on_report: ReportCallback | None = None,
         on_notice: Notice | None = None,
         on_new_sources: Callable[[list[str]], None] | None = None,
+        on_recopy: Callable[[str], None] | None = None,
         covers: Callable[[str], bool] | None = None,
     ) -> None:
         self.pipeline = pipeline
@@ -106,6 +108,9 @@ class BatchApplier:
         # Called with the source tables a `sources:` selection starts matching mid-stream
         # (the runner records them as covered: streamed from their CREATE, no copy needed).
         self._on_new_sources = on_new_sources
+        # Called with a source table whose target column a type change re-created: the runner
+        # queues its copy afresh (engine.recopy.queue) and saves that before the target changes.
+        self._on_recopy = on_recopy
         # Whether a source table is covered (copied, or streamed from its creation): the
         # runner's start state answers. Never the plan's sources: the plan is built from the
         # LIVE catalog, which is ahead of the binlog being applied, so it already lists a table
@@ -120,7 +125,13 @@ class BatchApplier:
         # landed before the rename hold the value under the old name (default_fills).
         self.renamed_columns: dict[str, dict[str, str]] = {}
         self._evolving: dict[str, Any] = {}  # db.table (lower) -> Decisions (_follow_decided)
-        self._truncated: dict[str, tuple[int, int]] = {}  # db.table -> a followed TRUNCATE's
+        # db.table (lower) -> the position before which this batch's changes of the table are
+        # dropped: a followed TRUNCATE emptied it, or a re-copy rewrites it (_retype).
+        self._cut: dict[str, tuple[int, int]] = {}
+        self._ddl_at: dict[str, tuple[int, int]] = {}  # db.table (lower) -> its last DDL's
+        # db.table (lower) -> the source's head when start-up re-created a column of it and
+        # queued its copy (retype_lagging_columns): every change before it is the copy's.
+        self._retyped: dict[str, tuple[int, int]] = {}
         self._batch_id = 0
         self._pruned_at = float("-inf")  # when landed files were last pruned (monotonic)
         self.in_batch = False
@@ -184,7 +195,8 @@ class BatchApplier:
         ddl = sorted((r for r in manifest if r["kind"] == "ddl"),
                      key=lambda r: (int(r["part"]), int(r["seq"])))
         self._batch_id = sink_batch_id(self.epoch, spark_batch_id)
-        self._truncated: dict[str, tuple[int, int]] = {}  # db.table -> TRUNCATE's position
+        self._cut = dict(self._retyped)
+        self._ddl_at = {}
         if ddl:
             self._follow_schema_changes(ddl, with_rows=files)
         self._plan_unplanned_sources(files)
@@ -219,6 +231,14 @@ class BatchApplier:
 
         root = self.landing
         report = TableReport(table=table_plan.label, changes=0)
+        cut = self._cut.get(table_plan.source_name.lower())
+        if cut is not None:
+            # Files wholly before the cut are not read: a re-created column's old type may
+            # not even unify with its new one (a landed file holds one schema).
+            files = [row for row in files if row.get("last_file") is None
+                     or (BinlogPosition(row["last_file"], 0).sequence, int(row["last_pos"])) > cut]
+            if not files:
+                return report
         paths = [row["path"] for row in files]
         sources = {row["table"].lower() for row in files}
         changes = sum(int(row["rows"]) for row in files)
@@ -238,20 +258,20 @@ class BatchApplier:
         # (MySQL shows it for them), not the NULL a file without the column reads back as.
         fills = [] if table_plan.routed else default_fills(
             table_plan, files, self.renamed_columns.get(table_plan.source_name.lower()))
-        truncated = self._truncated.get(table_plan.source_name.lower())
         # One source table's files whole, nothing to fill in or drop: the warehouse can stage
         # them itself (big batches keep their slices: their memory and failpoints are the
         # driver's).
         simple = (whole and len(sources) == 1 and not table_plan.routed and not fills
-                  and truncated is None)
+                  and cut is None)
         if simple and self._apply_in_warehouse(table_plan, paths, batch_id, end_offset, report):
             return report
 
         def followed(batch: Any) -> Any:
             """Defaults and renamed values filled in; the changes before a followed TRUNCATE
-            dropped (the table was emptied after them)."""
+            (the table was emptied after them) or a re-created column (the table's re-copy
+            rewrites every row) dropped."""
             batch = fill_defaults(batch, fills)
-            return batch if truncated is None else after_position(batch, truncated)
+            return batch if cut is None else after_position(batch, cut)
 
         def batches() -> Iterator[Any]:
             if whole:
@@ -572,8 +592,9 @@ class BatchApplier:
             stop = decision.stop
             if stop is not None:
                 raise stop_error([name], where, stop, sql)
-            if any(step.action in ("follow", "ignore") and step.change.kind.value in _COLUMN_KINDS
-                   for step in decision.steps):
+            self._ddl_at[name.lower()] = _ddl_position(row)
+            if any(step.action in ("follow", "ignore", "recopy")
+                   and step.change.kind.value in _COLUMN_KINDS for step in decision.steps):
                 # The target's columns change: re-plan, then _alter_columns does the rest.
                 self._evolving.setdefault(name.lower(), []).append(decision)
             for step in decision.following(ChangeKind.RENAME_COLUMN):
@@ -596,8 +617,7 @@ class BatchApplier:
         from replicator.plan import statements
         from replicator.plan.program import Statement
 
-        self._truncated[table.source_name.lower()] = (BinlogPosition(row["file"], 0).sequence,
-                                                      int(row["pos"]))
+        self._cut[table.source_name.lower()] = _ddl_position(row)
         applied = self.sink.last_applied(table)
         if applied is not None and int(applied["batch_id"]) >= self._batch_id:
             return
@@ -645,6 +665,7 @@ class BatchApplier:
             ColumnChange,
             Step,
             policy_for,
+            retype_step,
             stop_error,
             widens,
         )
@@ -659,6 +680,7 @@ class BatchApplier:
                        for s in d.following(ChangeKind.RENAME_COLUMN)}
             have = self.sink.existing_columns(new)
             work: list[Statement] = []
+            retyped: list[PlannedColumn] = []
             new_columns = {c.target_column: c for c in new.columns}
             for column in old.columns:
                 if column.role != "data" or column.expression is not None:
@@ -684,9 +706,13 @@ class BatchApplier:
                 what = (f"changes column {column.source_column}: {column.target_column} "
                         f"{column.target_type.describe()} -> {after.target_type.describe()}")
                 if not widens(column.target_type, after.target_type):
-                    raise stop_error([name], "this batch", Step(ColumnChange(
-                        ChangeKind.TYPE_CHANGE, what), "stop",
-                        f"{what} is not a widening the target can do in place"), "")
+                    step = retype_step(ColumnChange(ChangeKind.TYPE_CHANGE, what),
+                                       policy_for(self.pipeline, name).type_change, new, after,
+                                       what)
+                    if step.action == "stop":
+                        raise stop_error([name], "this batch", step, "")
+                    retyped.append(after)
+                    continue
                 if policy_for(self.pipeline, name).widen_type != "follow":
                     raise stop_error([name], "this batch", Step(ColumnChange(
                         ChangeKind.TYPE_CHANGE, what), "stop", what), "")
@@ -694,6 +720,76 @@ class BatchApplier:
             self.sink.execute(new, work)
             for statement in work:
                 self._notice(f"{name}: {statement.purpose}: {statement.sql}")
+            if retyped:
+                self._retype(name, new, retyped)
+
+    def retype_lagging_columns(self) -> None:
+        """At start-up: a target column that cannot hold the plan's values
+        (``plan.types.lags_plan``: the column's type changed in MySQL while no run
+        followed it, or a run stopped inside that DDL's batch; the plan is built from the
+        live catalog, so the DDL's batch finds nothing left to change) goes the way of the
+        table's `type_change` policy, as the DDL's batch would have sent it."""
+        from replicator.engine.schema_changes import (
+            ChangeKind,
+            ColumnChange,
+            policy_for,
+            retype_step,
+            stop_error,
+        )
+        from replicator.plan.types import lags_plan
+
+        dialect = self.sink.dialect
+        for table in self.plan.tables:
+            if table.routed or table.outbox is not None:
+                continue
+            described = self.sink.described_columns(table)
+            retyped = []
+            for column in table.columns:
+                have = described.get(column.target_column.lower())
+                # A type declared in the YAML is the user's: a change of it applies to the
+                # rows written from then on (docs/guarantees.md), as it always did.
+                if (column.role != "data" or column.source_column is None or have is None
+                        or column.declared_type
+                        or not lags_plan(have, column.target_type, dialect)):
+                    continue
+                what = (f"column {column.source_column} changed type while no run followed it: "
+                        f"target column {column.target_column} is {have}, the plan's "
+                        f"{column.target_type.describe()}")
+                step = retype_step(ColumnChange(ChangeKind.TYPE_CHANGE, what),
+                                   policy_for(self.pipeline, table.source_name).type_change,
+                                   table, column, what)
+                if step.action == "stop":
+                    raise stop_error([table.source_name], "start-up", step, "")
+                retyped.append(column)
+            if retyped:
+                self._retype(table.source_name.lower(), table, retyped)
+                # Its changes before now are the copy's (it reads every row after this): the
+                # batches replaying them, its DDL's among them, leave them out, so no file
+                # in the old type is read (pyarrow cannot unify it with the new one).
+                head = current_position(self.pipeline.source)
+                self._retyped[table.source_name.lower()] = (head.sequence, head.pos)
+
+    def _retype(self, name: str, table: TablePlan, columns: list[PlannedColumn]) -> None:
+        """`type_change: recopy`: the table's copy is queued afresh and saved (the runner's
+        ``on_recopy``) before anything changes, so a crash from here on still copies it; then
+        the target columns are re-created in their new type (NULL until the copy rewrites each
+        row), and this batch's changes of the table before its DDL are dropped: the copy
+        reads every row as it is now, and an old value may not convert to the new type."""
+        from replicator.plan.program import retype_columns
+
+        if self._on_recopy is None:
+            raise EngineError(f"{name}: a type change needs the table copied again, and this "
+                              "applier cannot queue a copy",
+                              hint="run the pipeline with `replicator run`")
+        self._on_recopy(table.source_name)
+        work = retype_columns(table, columns, self.sink.dialect)
+        self.sink.execute(table, work)
+        at = self._ddl_at.get(name)
+        if at is not None:
+            self._cut[name] = max(self._cut.get(name, at), at)
+        self._notice(f"{name}: column(s) {', '.join(c.target_column for c in columns)} "
+                     "re-created in the new type; copying the table again chunk by chunk "
+                     "between stream batches")
 
     def _notice(self, message: str) -> None:
         if self._on_notice:
@@ -739,6 +835,11 @@ class BatchApplier:
             self.sink.on_retry = on_retry
         self.plan = new_plan
         self.sink.prepare()
+
+
+def _ddl_position(row: dict[str, Any]) -> tuple[int, int]:
+    """A DDL manifest row's binlog position, as ``schema_changes.after_position`` takes it."""
+    return BinlogPosition(row["file"], 0).sequence, int(row["pos"])
 
 
 def _ddl_details(row: dict[str, Any]) -> dict[str, Any]:

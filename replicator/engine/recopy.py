@@ -86,15 +86,24 @@ def requested(checkpoint: CheckpointDir) -> list[str]:
     return [unquote(p.stem) for p in sorted(files, key=lambda p: p.stat().st_mtime)]
 
 
-def queue(state: StartState, checkpoint: CheckpointDir, tables: list[str]) -> list[str]:
+def queue(state: StartState, checkpoint: CheckpointDir, tables: list[str], *,
+          afresh: bool = False) -> list[str]:
     """Queue copies of ``tables`` (not saved: the caller saves the state); those not queued
     already. Each is a copy of its own: the last copy's chunk plan and progress are forgotten
-    (the table has grown or shrunk since)."""
+    (the table has grown or shrunk since). ``afresh``: a copy already queued or under way
+    starts over too, under the next copy number (its batch ids are spent), because the rows
+    it wrote lack a target column re-created since (``BatchApplier._retype``)."""
     queued = []
     for table in tables:
-        if table.lower() in (t.lower() for t in state.recopies):
+        waiting = next((t for t in state.recopies if t.lower() == table.lower()), None)
+        if waiting is not None and not afresh:
             continue
-        state.recopies.append(table)
+        if waiting is None:
+            state.recopies.append(table)
+        else:
+            table = waiting
+            if table in state.chunks_applied:  # begun (Recopier._prepare): ids are taken
+                state.copies[table.lower()] = state.copies.get(table.lower(), 0) + 1
         state.chunks_applied.pop(table, None)
         state.forget_slots(table)
         checkpoint.forget_chunks(table)

@@ -390,6 +390,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                                on_report=report, on_notice=notice,
                                on_new_sources=lambda names: _covered(checkpoint, state, names,
                                                                      notice),
+                               on_recopy=lambda name: _recopy_afresh(checkpoint, state, name),
                                covers=lambda name: state.covers(name))
         if spark is None:
             spark = spark_session(options.master or pipeline.engine.master,
@@ -407,6 +408,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                                     should_stop=flag.is_set):
                     result.stopped = True
                     return result
+            applier.retype_lagging_columns()
             resume = checkpoint.resume_position() or state.position
             ensure_available(pipeline.source, resume)
             result.start = resume
@@ -448,6 +450,13 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
             # Spark's callback server keeps the foreachBatch function (the applier) alive until
             # the JVM stops; drop the sink so its driver objects are freed now.
             applier.sink = None
+
+
+def _recopy_afresh(checkpoint: CheckpointDir, state: StartState, table: str) -> None:
+    """A table whose target column a type change re-created: its copy (queued, or under way
+    and then started over) is saved before the target changes (``BatchApplier._retype``)."""
+    queue(state, checkpoint, [table], afresh=True)
+    checkpoint.save_start(state)
 
 
 def _follow_gtid(pipeline: Pipeline, checkpoint: CheckpointDir, state: StartState,

@@ -22,6 +22,7 @@ action is known, or a maintenance command recognised from its tokens, is ``NOTHI
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 from collections.abc import Sequence
@@ -101,9 +102,9 @@ def cannot_follow(tables: Sequence[str], where: str, intent: DdlIntent, sql: str
 def stop_error(tables: Sequence[str], where: str, step: Step, sql: str) -> EngineError:
     """The stop for a change the table's policy (or the engine) does not follow (``run``
     raises it; ``plan --ddl`` shows it)."""
-    kind = step.change.kind.value
+    kind = step.policy or step.change.kind.value
     others = [a for a in POLICY_CHOICES.get(kind, ()) if a != "stop"]
-    if step.action == "stop" and others and step.why == step.change.what:
+    if step.action == "stop" and others and step.by_policy:
         hint = (f"the pipeline's `schema_changes.{kind}` is stop; "
                 + " or ".join(f"`{kind}: {a}`" for a in others)
                 + " (pipeline-wide, or under the table) would go on; or re-copy the table: "
@@ -112,7 +113,7 @@ def stop_error(tables: Sequence[str], where: str, step: Step, sql: str) -> Engin
         hint = ("update the pipeline YAML if needed, then re-copy the table: "
                 "`replicator run PIPELINE.yaml --snapshot always`")
     return EngineError(f"schema change on {', '.join(tables)} at {where} stops the pipeline "
-                       f"({step.why}): {sql[:200]}", hint=hint)
+                       f"({step.why})" + (f": {sql[:200]}" if sql else ""), hint=hint)
 
 
 # The actions each kind allows (the JSON Schema's enums say the same; a unit test holds them
@@ -120,6 +121,7 @@ def stop_error(tables: Sequence[str], where: str, step: Step, sql: str) -> Engin
 POLICY_CHOICES: dict[str, tuple[str, ...]] = {
     "add_column": ("follow", "stop"),
     "widen_type": ("follow", "stop"),
+    "type_change": ("recopy", "stop"),
     "rename_column": ("follow", "stop"),
     "drop_column": ("ignore", "follow", "stop"),
     "key_change": ("stop", "ignore"),
@@ -132,7 +134,8 @@ POLICY_CHOICES: dict[str, tuple[str, ...]] = {
 @dataclass(frozen=True)
 class Step:
     """What the pipeline does about one change: ``follow`` (the target changes), ``ignore``
-    (logged; the target stays), ``nothing`` (nothing replicated changes) or ``stop``."""
+    (logged; the target stays), ``nothing`` (nothing replicated changes), ``recopy`` (the
+    target column is re-created in its new type and the table copied again) or ``stop``."""
 
     change: ColumnChange
     action: str
@@ -140,6 +143,11 @@ class Step:
     # follow of a TYPE_CHANGE: the target column and its new type (TargetType)
     target_column: str | None = None
     target_type: Any = None
+    # The `schema_changes:` key that decided it, where not the change's own kind
+    # (``type_change`` for a type change that is not a widening), and whether the policy's
+    # own choice is a stop (its hint then names the other choices).
+    policy: str | None = None
+    by_policy: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,6 +160,10 @@ class Decision:
 
     def following(self, kind: ChangeKind) -> list[Step]:
         return [step for step in self.steps if step.action == "follow" and step.change.kind is kind]
+
+    @property
+    def recopying(self) -> list[Step]:
+        return [step for step in self.steps if step.action == "recopy"]
 
 
 def decide(intent: DdlIntent, pipeline: Any, source: str, table: Any, *,
@@ -221,7 +233,7 @@ def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyi
             and table is not None and column is None and not _is_key(table, change.column):
         return Step(change, "nothing", f"{change.what}: the column is not replicated")
     if kind is ChangeKind.TYPE_CHANGE:
-        return _type_step(change, action, column, tinyint1)
+        return _type_step(change, policy, table, column, tinyint1)
     if kind is ChangeKind.RENAME_COLUMN and action == "follow" and table is not None:
         mapped = spec is not None and spec.mapping_for(change.column or "") is not None
         if mapped or (_is_key(table, change.column) and table.key_origin == "declared"):
@@ -235,7 +247,7 @@ def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyi
             and table.key_origin != "declared":
         return Step(change, "stop", f"{change.what}: key_change: ignore needs the table's key "
                     "declared in the YAML")
-    return Step(change, action, change.what)
+    return Step(change, action, change.what, by_policy=action == "stop")
 
 
 def _is_key(table: Any, source_column: str | None) -> bool:
@@ -244,12 +256,14 @@ def _is_key(table: Any, source_column: str | None) -> bool:
         for c in table.columns)
 
 
-def _type_step(change: ColumnChange, action: str, column: Any, tinyint1: str) -> Step:
+def _type_step(change: ColumnChange, policy: Any, table: Any, column: Any,
+               tinyint1: str) -> Step:
     from replicator.model.catalog import MySQLType, MySQLTypeError
     from replicator.plan.types import map_mysql_type
 
+    action = policy.widen_type
     if column is None:  # the table's columns are not known here
-        return Step(change, action, change.what)
+        return Step(change, action, change.what, by_policy=action == "stop")
     if column.declared_type:
         return Step(change, "nothing", f"{change.what}: the YAML declares the target type")
     try:
@@ -260,11 +274,44 @@ def _type_step(change: ColumnChange, action: str, column: Any, tinyint1: str) ->
     if new == old:
         return Step(change, "nothing", f"{change.what}: the target type stays {old.describe()}")
     if not widens(old, new):
-        return Step(change, "stop",
-                    f"{change.what}: {column.target_column} {old.describe()} -> {new.describe()} "
-                    "is not a widening the target can do in place")
+        return retype_step(change, policy.type_change, table,
+                           dataclasses.replace(column, target_type=new),
+                           f"{change.what}: {column.target_column} {old.describe()} -> "
+                           f"{new.describe()}")
     return Step(change, action, f"{change.what}: {column.target_column} {old.describe()} -> "
-                f"{new.describe()}", target_column=column.target_column, target_type=new)
+                f"{new.describe()}", target_column=column.target_column, target_type=new,
+                by_policy=action == "stop")
+
+
+def retype_step(change: ColumnChange, action: str, table: Any, column: Any, what: str) -> Step:
+    """A type change the target cannot do in place, by the table's `type_change` policy:
+    ``recopy`` where a copy rewrites every row (``recopy_refused`` says where not), else a
+    stop. ``column``: the planned column in its new type; ``what`` names both types."""
+    what = f"{what} is not a widening the target can do in place"
+    refused = recopy_refused(table, column) if action == "recopy" else None
+    if action == "recopy" and refused is None:
+        return Step(change, "recopy", f"{what}: the target column is re-created in the new type "
+                    "and the table copied again", target_column=column.target_column,
+                    target_type=column.target_type, policy="type_change")
+    return Step(change, "stop", what + (f" ({refused})" if refused else ""),
+                policy="type_change", by_policy=refused is None)
+
+
+def recopy_refused(table: Any, column: Any) -> str | None:
+    """Why a type change of ``column`` cannot re-copy ``table`` (its TablePlan), or None: a
+    copy rewrites every row of a merge-mode table, while a changelog, scd2 or log table would
+    lose the history the column held, an outbox's copy would emit its rows as events again,
+    and a key column cannot be dropped from under the rows it identifies."""
+    if table is None:
+        return None
+    if column.is_key:
+        return "a key column's type change needs the whole target rebuilt: --snapshot always"
+    if table.outbox is not None:
+        return "type_change: recopy does not copy an outbox table again"
+    if table.mode != "merge" or table.log_table is not None:
+        kind = "log table" if table.mode == "merge" else f"{table.mode} table"
+        return f"type_change: recopy re-copies merge-mode tables; a {kind} keeps its history"
+    return None
 
 
 def widens(old: Any, new: Any) -> bool:

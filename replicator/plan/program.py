@@ -18,6 +18,7 @@ is a field of the ``Dialect``; no function here branches on a dialect's name.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from typing import Any, Literal
 
 from replicator.plan import statements
 from replicator.plan.dialects import Dialect
-from replicator.plan.model import TablePlan
+from replicator.plan.model import PlannedColumn, TablePlan
 
 # What the sink does with a statement's result:
 #   run      nothing;
@@ -148,6 +149,19 @@ def column_changes(
         if have != {name.lower() for name, _ in statements.staging_columns(table)}:
             out.append(Statement("re-create the staging table in the plan's layout",
                                  statements.create_staging_table(table, dialect, replace=True)))
+    return out
+
+
+def retype_columns(table: TablePlan, columns: Sequence[PlannedColumn], dialect: Dialect
+                   ) -> list[Statement]:
+    """A type change the target cannot do in place (`type_change: recopy`): each column is
+    dropped and added again in its planned type, nullable and without a DEFAULT (its values
+    come back with the table's copy; until then it reads NULL)."""
+    out = [Statement("drop a column whose type changed in a way the target cannot follow",
+                     statements.drop_column(table, c.target_column, dialect)) for c in columns]
+    added = [dataclasses.replace(c, source_default=None, nullable=True) for c in columns]
+    out += [Statement("add it again in its new type (the table's copy fills it)", sql)
+            for sql in statements.add_columns(table, added, dialect)]
     return out
 
 

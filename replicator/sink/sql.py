@@ -219,6 +219,17 @@ class SQLSink:
             lambda cursor: {str(column[0]).lower() for column in cursor.description or ()},
             f"read the columns of {table.target_table}")
 
+    def described_columns(self, table: TablePlan) -> dict[str, str | None]:
+        """The target's columns, lower case, each with its type as ``described_type`` tells
+        it (None where the driver does not); {} while the table does not exist."""
+        from replicator.plan import statements
+
+        return self._read(
+            statements.read_columns(statements.target_name(table, self.dialect)), (),
+            lambda cursor: {str(column[0]).lower(): self.described_type(column)
+                            for column in cursor.description or ()},
+            f"read the column types of {table.target_table}", missing={})
+
     def execute(self, table: TablePlan, schema_statements: Sequence[Statement]) -> None:
         """Schema-change statements of a followed DDL (``plan --ddl`` shows them), each on
         its own: warehouse DDL commits by itself, and each is safe to run again."""

@@ -141,9 +141,13 @@ def _pipeline(policy=None, table_policy=None, key="[id]"):
     ("ALTER TABLE shop.orders ADD COLUMN x INT", "{add_column: stop}", ["stop"]),
     ("ALTER TABLE shop.orders MODIFY qty BIGINT", None, ["follow"]),
     ("ALTER TABLE shop.orders MODIFY qty BIGINT", "{widen_type: stop}", ["stop"]),
-    ("ALTER TABLE shop.orders MODIFY qty SMALLINT", None, ["stop"]),  # narrowing
+    # not widenings: re-created and copied again (type_change: recopy), or a stop
+    ("ALTER TABLE shop.orders MODIFY qty SMALLINT", None, ["recopy"]),  # narrowing
+    ("ALTER TABLE shop.orders MODIFY qty SMALLINT", "{type_change: stop}", ["stop"]),
+    ("ALTER TABLE shop.orders MODIFY qty VARCHAR(20)", None, ["recopy"]),
     ("ALTER TABLE shop.orders MODIFY price DECIMAL(14,2)", None, ["follow"]),
-    ("ALTER TABLE shop.orders MODIFY price DECIMAL(14,4)", None, ["stop"]),  # scale
+    ("ALTER TABLE shop.orders MODIFY price DECIMAL(14,4)", None, ["recopy"]),  # scale
+    ("ALTER TABLE shop.orders MODIFY id BIGINT UNSIGNED", None, ["stop"]),  # a key column
     ("ALTER TABLE shop.orders MODIFY note VARCHAR(500) NOT NULL", None, ["nothing"]),
     ("ALTER TABLE shop.orders DROP COLUMN note", None, ["ignore"]),
     ("ALTER TABLE shop.orders DROP COLUMN note", "{drop_column: follow}", ["follow"]),
@@ -166,6 +170,44 @@ def test_one_place_decides_each_change_by_the_policy(sql, policy, actions):
     plan = build_plan(pipeline, offline_catalog(pipeline))
     decision = decide(classify(sql), pipeline, "shop.orders", plan.tables[0])
     assert [step.action for step in decision.steps] == actions
+
+
+def test_a_type_change_the_target_cannot_follow_in_place_says_both_types_and_what_happens():
+    from replicator.engine.schema_changes import classify, decide, stop_error
+    from replicator.plan import build_plan, offline_catalog
+
+    pipeline = _pipeline()
+    table = build_plan(pipeline, offline_catalog(pipeline)).tables[0]
+    step = decide(classify("ALTER TABLE shop.orders MODIFY qty VARCHAR(20)"), pipeline,
+                  "shop.orders", table).recopying[0]
+    assert step.target_column == "QTY" and step.target_type.kind == "string"
+    assert step.why == ("modifies a column: QTY integer(10,0) -> string is not a widening the "
+                        "target can do in place: the target column is re-created in the new "
+                        "type and the table copied again")
+    # The policy's stop names the other choice; a key column's stop says why it cannot.
+    pipeline = _pipeline("{type_change: stop}")
+    stop = decide(classify("ALTER TABLE shop.orders MODIFY qty VARCHAR(20)"), pipeline,
+                  "shop.orders", table).stop
+    hint = stop_error(["shop.orders"], "mysql-bin.000001:4", stop, "").hint
+    assert "`schema_changes.type_change` is stop; `type_change: recopy`" in hint
+    key = decide(classify("ALTER TABLE shop.orders MODIFY id BIGINT UNSIGNED"), _pipeline(),
+                 "shop.orders", table).stop
+    assert key is not None and "a key column's type change" in key.why
+
+
+@pytest.mark.parametrize("mode", ["changelog", "scd2"])
+def test_a_type_change_stops_a_table_whose_history_a_copy_would_lose(mode):
+    import dataclasses
+
+    from replicator.engine.schema_changes import classify, decide
+    from replicator.plan import build_plan, offline_catalog
+
+    pipeline = _pipeline()
+    table = dataclasses.replace(build_plan(pipeline, offline_catalog(pipeline)).tables[0],
+                                mode=mode)
+    stop = decide(classify("ALTER TABLE shop.orders MODIFY qty VARCHAR(20)"), pipeline,
+                  "shop.orders", table).stop
+    assert stop is not None and f"a {mode} table keeps its history" in stop.why
 
 
 def test_a_table_override_wins_and_key_change_ignore_keeps_the_declared_key():
