@@ -593,8 +593,8 @@ class BatchApplier:
         before the batch's MERGE and only while the batch is not applied for the table (its
         state row), so a replay after a kill deletes again what the MERGE had not replaced,
         and never the rows a committed batch wrote after the TRUNCATE."""
-        from replicator.plan import statements
         from replicator.plan.program import Statement
+        from replicator.plan.statements import ddl
 
         self._truncated[table.source_name.lower()] = (BinlogPosition(row["file"], 0).sequence,
                                                       int(row["pos"]))
@@ -602,7 +602,7 @@ class BatchApplier:
         if applied is not None and int(applied["batch_id"]) >= self._batch_id:
             return
         self.sink.execute(table, [Statement("follow TRUNCATE TABLE",
-                                            statements.truncate_rows(table, self.sink.dialect))])
+                                            ddl.truncate_rows(table, self.sink.dialect))])
         self._notice(f"{table.source_name}: TRUNCATE followed: target rows deleted")
 
     def _rename_columns(self, old_plan: Plan) -> None:
@@ -610,9 +610,9 @@ class BatchApplier:
         new name as an empty column): the target column keeps its data under the new name.
         Only where the target still has the old name and not the new one (a replayed batch)."""
         from replicator.engine.schema_changes import ChangeKind
-        from replicator.plan import statements
         from replicator.plan.identifiers import target_identifier
         from replicator.plan.program import Statement
+        from replicator.plan.statements import ddl
 
         for name, decisions in self._evolving.items():
             table = next(t for t in old_plan.tables if not t.routed and t.reads(name))
@@ -629,8 +629,8 @@ class BatchApplier:
                         if old.lower() in have and new.lower() not in have:
                             self.sink.execute(table, [Statement(
                                 "follow a column rename",
-                                statements.rename_column(table, old, new, self.sink.dialect,
-                                                         log=log))])
+                                ddl.rename_column(table, old, new, self.sink.dialect,
+                                                  log=log))])
                             self._notice(f"{name}: target column {old} renamed to {new}")
 
     def _alter_columns(self, old_plan: Plan) -> None:
@@ -648,8 +648,8 @@ class BatchApplier:
             stop_error,
             widens,
         )
-        from replicator.plan import statements
         from replicator.plan.program import Statement
+        from replicator.plan.statements import ddl
 
         dialect = self.sink.dialect
         for name, decisions in self._evolving.items():
@@ -675,7 +675,7 @@ class BatchApplier:
                     if column.target_column.lower() not in have:
                         continue
                     if action == "follow":
-                        work.append(Statement("follow a dropped column", statements.drop_column(
+                        work.append(Statement("follow a dropped column", ddl.drop_column(
                             new, column.target_column, dialect)))
                     # ignore: the re-plan's setup relaxed its NOT NULL (program.column_changes)
                     continue

@@ -505,7 +505,7 @@ class DefaultFill:
     of those files."""
 
     source_column: str
-    value: str | None  # the DEFAULT's text (``plan.statements.default_value``), cast ...
+    value: str | None  # the DEFAULT's text (``plan.statements.ddl.default_value``), cast ...
     arrow_type: Any
     ranges: tuple[tuple[tuple[int, int], tuple[int, int]], ...]
     from_column: str | None = None  # ... or, for a renamed column, its old name's values
@@ -518,7 +518,7 @@ def default_fills(table: Any, files: Sequence[dict[str, Any]],
     target at start-up because the catalog was ahead of the binlog being applied -- and which
     renamed columns (``renamed``: new source name -> old) files written before the rename
     hold under the old name."""
-    from replicator.plan.statements import default_value
+    from replicator.plan.statements.ddl import default_value
     from replicator.source.arrow_types import source_arrow_type
 
     renamed = {new.lower(): old for new, old in (renamed or {}).items()}
