@@ -77,7 +77,7 @@ def check_transforms(document: LoadedDocument) -> None:
 def _source_types(document: LoadedDocument, table: dict[str, Any], tinyint1: Any):
     """Source column name -> Spark type, when the YAML declares the table's columns (any
     column with `source_type`); None when only the live catalog knows them."""
-    from replicator.plan.expressions import ANY, spark_type_of
+    from replicator.plan.expressions.spark_types import ANY, spark_type_of
 
     columns = _dict(table.get("columns"))
     source = {name: _dict(spec) for name, spec in columns.items() if "expression" not in _dict(spec)}
@@ -143,7 +143,8 @@ def _check_table(document: LoadedDocument, base: JsonPath, table: dict[str, Any]
 
 
 def _check_expression(document: LoadedDocument, path: JsonPath, text: str, types: Any) -> None:
-    from replicator.plan.expressions import ExpressionError, check_expression
+    from replicator.plan.expressions.compiler import check_expression
+    from replicator.plan.expressions.errors import ExpressionError
     from replicator.plan.transpile import Untranslatable, translate
 
     try:
@@ -162,7 +163,8 @@ def _report_expression(document: LoadedDocument, path: JsonPath, exc: Any) -> No
 
 
 def _check_filter(document: LoadedDocument, path: JsonPath, text: str, types: Any) -> None:
-    from replicator.plan.expressions import ExpressionError, compile_filter
+    from replicator.plan.expressions.compiler import compile_filter
+    from replicator.plan.expressions.errors import ExpressionError
     from replicator.plan.transpile import Untranslatable, translate
 
     try:

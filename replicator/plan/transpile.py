@@ -26,21 +26,18 @@ from decimal import Decimal
 from typing import Any
 
 from replicator.errors import PlanError
-from replicator.plan.expressions import (
+from replicator.plan.expressions.casts import parse_date, parse_timestamp
+from replicator.plan.expressions.compiler import Compiler
+from replicator.plan.expressions.errors import SUPPORTED_HINT, ExpressionError
+from replicator.plan.expressions.parsing import node_offset, parse
+from replicator.plan.expressions.spark_types import (
     DATE,
     DOUBLE,
     INT,
     NULL,
-    SUPPORTED_HINT,
     TIMESTAMP,
-    Compiler,
-    ExpressionError,
     SparkType,
     as_decimal_type,
-    node_offset,
-    parse,
-    parse_date,
-    parse_timestamp,
     wider_type,
 )
 from replicator.plan.identifiers import quote_identifier as q
