@@ -145,7 +145,8 @@ def _check_table(document: LoadedDocument, base: JsonPath, table: dict[str, Any]
 def _check_expression(document: LoadedDocument, path: JsonPath, text: str, types: Any) -> None:
     from replicator.plan.expressions.compiler import check_expression
     from replicator.plan.expressions.errors import ExpressionError
-    from replicator.plan.transpile import Untranslatable, translate
+    from replicator.plan.transpile.errors import Untranslatable
+    from replicator.plan.transpile.translator import translate
 
     try:
         check_expression(text, types)
@@ -165,7 +166,8 @@ def _report_expression(document: LoadedDocument, path: JsonPath, exc: Any) -> No
 def _check_filter(document: LoadedDocument, path: JsonPath, text: str, types: Any) -> None:
     from replicator.plan.expressions.compiler import compile_filter
     from replicator.plan.expressions.errors import ExpressionError
-    from replicator.plan.transpile import Untranslatable, translate
+    from replicator.plan.transpile.errors import Untranslatable
+    from replicator.plan.transpile.translator import translate
 
     try:
         compile_filter(text, types)

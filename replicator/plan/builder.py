@@ -258,7 +258,8 @@ def _plan_filter(pipeline: Pipeline, table: TablePipeline, source_table: SourceT
                           for c in source_table.columns)
     if table.routed:
         filter_inputs += ((SOURCE_TABLE_COLUMN, SPARK_STRING),)
-    from replicator.plan.transpile import Untranslatable, translate
+    from replicator.plan.transpile.errors import Untranslatable
+    from replicator.plan.transpile.translator import translate
 
     try:
         compile_filter(table.filter, dict(filter_inputs))
@@ -424,7 +425,8 @@ def _plan_computed(
         return None
     tinyint1 = pipeline.source.tinyint1
     types = {c.name: spark_type_of(c.mysql_type, tinyint1=tinyint1) for c in source_table.columns}
-    from replicator.plan.transpile import Untranslatable, translate
+    from replicator.plan.transpile.errors import Untranslatable
+    from replicator.plan.transpile.translator import translate
 
     try:
         target_type = parse_target_type(mapping.target_type)

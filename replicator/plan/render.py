@@ -51,7 +51,7 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
         parts[0] += (
             "\n-- sources: " + ", ".join(table.sources) if table.sources else
             "\n-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE")
-    from replicator.plan.transpile import describe_transforms
+    from replicator.plan.transpile.translator import describe_transforms
 
     transforms = describe_transforms(table)
     if transforms:

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from replicator.plan.transpile import Untranslatable, result_type, translate
+from replicator.plan.transpile.errors import Untranslatable
+from replicator.plan.transpile.translator import result_type, translate
 
 if TYPE_CHECKING:
     from replicator.errors import ReplicatorError

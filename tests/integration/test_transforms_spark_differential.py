@@ -33,7 +33,8 @@ from replicator.plan.expressions.spark_types import (
     TIMESTAMP,
     decimal,
 )
-from replicator.plan.transpile import Untranslatable, translate
+from replicator.plan.transpile.errors import Untranslatable
+from replicator.plan.transpile.translator import translate
 
 pytestmark = [pytest.mark.spark]
 
