@@ -115,6 +115,7 @@ def spark_value(value: Any, spark_type: SparkType) -> Any:
         return value_text(value, 0)  # TIME: hh:mm:ss, the fraction only when there is one
     return value
 
+
 # -- compiled nodes ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -65,7 +65,9 @@ def state_latest(table: TablePlan, dialect: Dialect, count: int = 1) -> str:
         f"ORDER BY {c('APPLIED_AT')} DESC, {c('BATCH_ID')} DESC LIMIT {int(count)}"
     )
 
+
 # -- dead letters: rows the target refused (on_error: dead_letter) ---------------------------
+
 DEAD_LETTER_COLUMNS: tuple[tuple[str, TargetType, bool], ...] = (
     ("PIPELINE", TargetType("string"), False),
     ("TABLE", TargetType("string"), False),
@@ -107,7 +109,9 @@ def dead_letter_count(table: TablePlan, dialect: Dialect) -> str:
     return (f"SELECT COUNT(*) FROM {dead_letter_name(table, dialect)} "
             f"WHERE {c('PIPELINE')} = {p} AND {c('TABLE')} = {p}")
 
+
 # -- the lease: one run of a pipeline applies batches (engine.lease) --------------------------
+
 LEASE_COLUMNS: tuple[tuple[str, TargetType], ...] = (
     ("PIPELINE", TargetType("string")),
     ("GENERATION", integer(19, 64)),

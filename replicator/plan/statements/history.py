@@ -52,6 +52,7 @@ def append_changes(table: TablePlan, dialect: Dialect, *, log: bool = False) -> 
         f"  ORDER BY {q(STAGE_SEQ)}"
     )
 
+
 # -- SCD type 2: versions ---------------------------------------------------------------------
 
 def _scd2_column(table: TablePlan, name: str) -> str:

@@ -12,7 +12,6 @@ from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
 from replicator.plan.statements.names import q, staging_name, staging_namespace
 
-# -- loading staging from Parquet files ---------------------------------------------------------
 
 def staging_stage(table: TablePlan, dialect: Dialect, folder: str = "") -> str:
     """The staging table's own stage (``@"DB"."SCHEMA".%TABLE``), or a folder in it.

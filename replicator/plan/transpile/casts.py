@@ -55,7 +55,9 @@ def literal_sql(value: Any, spark_type: SparkType) -> str:
         return f"unhex({string_literal(bytes(value).hex())})"
     raise Untranslatable(f"no literal of type {spark_type}")
 
+
 # -- implicit and explicit casts ------------------------------------------------------------
+
 # Spark's UTF8String.trimAll(), which casts to int, boolean and dates use: it tests each BYTE
 # for Java whitespace or ISO control, so only ASCII ones (0x00-0x20, DEL) go; a character
 # beyond ASCII (U+0085, U+00A0, U+3000) is kept and the cast fails (measured on Spark 4).
