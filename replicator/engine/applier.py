@@ -30,16 +30,10 @@ from typing import TYPE_CHECKING, Any
 from replicator.context import Context
 from replicator.engine import failpoints
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
+from replicator.engine.ddl_rows import after_position, default_fills, fill_defaults
 from replicator.engine.landing import FileFacts, landing_root, local_facts
 from replicator.engine.metrics import BatchReport, TableReport
-from replicator.engine.schema_changes import (
-    DdlEffect,
-    after_position,
-    cannot_follow,
-    classify,
-    default_fills,
-    fill_defaults,
-)
+from replicator.engine.schema_changes import DdlEffect, cannot_follow, classify
 from replicator.errors import ReplicatorError, SinkError
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.transform import file_staging, stage_batch
