@@ -274,7 +274,7 @@ class SQLSink:
 
     def recent_applied(self, table: TablePlan, count: int) -> list[dict[str, Any]]:
         """The table's newest ``count`` state rows, newest first (the checkpoint-less resume
-        needs the batch before the newest: engine.runner)."""
+        needs the batch before the newest: engine.start)."""
         from replicator.plan.statements import bookkeeping
 
         rows = self._read(bookkeeping.state_latest(table, self.dialect, count),
