@@ -117,9 +117,15 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
     """The target statements ``run`` executes for a DDL it follows (``BatchApplier`` runs the
     same functions), and a note per change it ignores."""
     from replicator.engine.schema_changes import ChangeKind
-    from replicator.plan import statements as sql
     from replicator.plan.identifiers import target_identifier
     from replicator.plan.program import retype_columns
+    from replicator.plan.statements.ddl import (
+        alter_column_type,
+        drop_column,
+        drop_not_null,
+        rename_column,
+        truncate_rows,
+    )
 
     targets = [".".join(t.target_parts) for t in readers]
     statements: list[str] = []
@@ -133,8 +139,8 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
                             if step.change.kind is ChangeKind.DROP_COLUMN else ""))
     for table in readers:
         for step in decision.following(ChangeKind.TYPE_CHANGE):
-            statements.append(sql.alter_column_type(table, step.target_column, step.target_type,
-                                                    dialect))
+            statements.append(alter_column_type(table, step.target_column, step.target_type,
+                                                dialect))
             done.append(step.why)
         for step in decision.recopying:
             column = next(c for c in table.columns if c.target_column == step.target_column)
@@ -147,23 +153,23 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
             if old is None:
                 continue
             new = target_identifier(step.change.new_name or "", table.identifier_case)
-            statements.append(sql.rename_column(table, old, new, dialect))
+            statements.append(rename_column(table, old, new, dialect))
             if table.log_table is not None:
-                statements.append(sql.rename_column(table, old, new, dialect, log=True))
+                statements.append(rename_column(table, old, new, dialect, log=True))
             done.append(f"renames {old} to {new}")
         for step in decision.following(ChangeKind.DROP_COLUMN):
             old = _target_of(table, step.change.column)
             if old is not None:
-                statements.append(sql.drop_column(table, old, dialect))
+                statements.append(drop_column(table, old, dialect))
                 done.append(f"drops {old} from the target")
         for step in decision.steps:
             if step.change.kind is ChangeKind.DROP_COLUMN and step.action == "ignore":
                 column = next((c for c in table.columns if c.target_column
                                == _target_of(table, step.change.column)), None)
                 if column is not None and not column.nullable:
-                    statements.append(sql.drop_not_null(table, column.target_column, dialect))
+                    statements.append(drop_not_null(table, column.target_column, dialect))
         for _ in decision.following(ChangeKind.TRUNCATE):
-            statements.append(sql.truncate_rows(table, dialect))
+            statements.append(truncate_rows(table, dialect))
             done.append("deletes the target rows in the batch's transaction, before its MERGE "
                         "of the changes after the TRUNCATE")
         for _ in decision.following(ChangeKind.RENAME_TABLE):
@@ -192,7 +198,7 @@ def _added_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
     from replicator.engine.schema_changes import added_columns
     from replicator.model.catalog import Catalog, MySQLType, MySQLTypeError, SourceColumn
     from replicator.plan import build_plan
-    from replicator.plan.statements import add_columns, default_literal
+    from replicator.plan.statements.ddl import add_columns, default_literal
 
     added = added_columns(ddl)
     database, table = name.split(".", 1)

@@ -30,16 +30,10 @@ from typing import TYPE_CHECKING, Any
 from replicator.context import Context
 from replicator.engine import failpoints
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
+from replicator.engine.ddl_rows import after_position, default_fills, fill_defaults
 from replicator.engine.landing import FileFacts, landing_root, local_facts
 from replicator.engine.metrics import BatchReport, TableReport
-from replicator.engine.schema_changes import (
-    DdlEffect,
-    after_position,
-    cannot_follow,
-    classify,
-    default_fills,
-    fill_defaults,
-)
+from replicator.engine.schema_changes import DdlEffect, cannot_follow, classify
 from replicator.errors import EngineError, ReplicatorError, SinkError
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.source.positions import current_position
@@ -614,15 +608,15 @@ class BatchApplier:
         before the batch's MERGE and only while the batch is not applied for the table (its
         state row), so a replay after a kill deletes again what the MERGE had not replaced,
         and never the rows a committed batch wrote after the TRUNCATE."""
-        from replicator.plan import statements
         from replicator.plan.program import Statement
+        from replicator.plan.statements import ddl
 
         self._cut[table.source_name.lower()] = _ddl_position(row)
         applied = self.sink.last_applied(table)
         if applied is not None and int(applied["batch_id"]) >= self._batch_id:
             return
         self.sink.execute(table, [Statement("follow TRUNCATE TABLE",
-                                            statements.truncate_rows(table, self.sink.dialect))])
+                                            ddl.truncate_rows(table, self.sink.dialect))])
         self._notice(f"{table.source_name}: TRUNCATE followed: target rows deleted")
 
     def _rename_columns(self, old_plan: Plan) -> None:
@@ -630,9 +624,9 @@ class BatchApplier:
         new name as an empty column): the target column keeps its data under the new name.
         Only where the target still has the old name and not the new one (a replayed batch)."""
         from replicator.engine.schema_changes import ChangeKind
-        from replicator.plan import statements
         from replicator.plan.identifiers import target_identifier
         from replicator.plan.program import Statement
+        from replicator.plan.statements import ddl
 
         for name, decisions in self._evolving.items():
             table = next(t for t in old_plan.tables if not t.routed and t.reads(name))
@@ -649,8 +643,8 @@ class BatchApplier:
                         if old.lower() in have and new.lower() not in have:
                             self.sink.execute(table, [Statement(
                                 "follow a column rename",
-                                statements.rename_column(table, old, new, self.sink.dialect,
-                                                         log=log))])
+                                ddl.rename_column(table, old, new, self.sink.dialect,
+                                                  log=log))])
                             self._notice(f"{name}: target column {old} renamed to {new}")
 
     def _alter_columns(self, old_plan: Plan) -> None:
@@ -669,8 +663,8 @@ class BatchApplier:
             stop_error,
             widens,
         )
-        from replicator.plan import statements
         from replicator.plan.program import Statement
+        from replicator.plan.statements import ddl
 
         dialect = self.sink.dialect
         for name, decisions in self._evolving.items():
@@ -697,7 +691,7 @@ class BatchApplier:
                     if column.target_column.lower() not in have:
                         continue
                     if action == "follow":
-                        work.append(Statement("follow a dropped column", statements.drop_column(
+                        work.append(Statement("follow a dropped column", ddl.drop_column(
                             new, column.target_column, dialect)))
                     # ignore: the re-plan's setup relaxed its NOT NULL (program.column_changes)
                     continue

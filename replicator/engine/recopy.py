@@ -20,7 +20,7 @@ snapshot gives, and needs no write to the source.)
 
 Rows deleted in MySQL while nothing followed them (the reason to re-copy) are removed when the
 last chunk is applied. A merged table with ``_SYNCED_AT`` deletes, in one statement, the rows
-that neither a chunk nor a stream batch wrote since the copy began (``statements.
+that neither a chunk nor a stream batch wrote since the copy began (``statements.merging.
 delete_not_rewritten``): the copy's first batch is an empty one (its *marker*) whose state row
 records the warehouse's time before any chunk. Every row the source still has was rewritten
 since (by its chunk, or, if it arrived after its chunk was read, by the stream: its insert is
@@ -49,7 +49,7 @@ from replicator.engine.checkpoint import (
 )
 from replicator.engine.snapshot import CHUNK_ROWS, TableCopy, prepare_copy, remove_absent_rows
 from replicator.errors import EngineError
-from replicator.plan import statements
+from replicator.plan.statements import merging
 
 if TYPE_CHECKING:
     from replicator.engine.applier import BatchApplier
@@ -226,7 +226,7 @@ class Recopier:
     def _finish(self, copy: TableCopy, position: Any) -> None:
         removed = 0
         for reader in copy.readers:
-            if statements.deletes_not_rewritten(reader):
+            if merging.deletes_not_rewritten(reader):
                 marker = self._number(copy, reader, MARKER)
                 removed += self.applier.sink.delete_not_rewritten(
                     reader, snapshot_batch_id(self.applier.epoch, marker))

@@ -1,6 +1,6 @@
 """One ``Dialect`` per warehouse: the differences between Snowflake and DuckDB, as data.
 
-Statement functions (``statements.py``) read these fields instead of branching on the dialect
+Statement functions (``plan.statements``) read these fields instead of branching on the dialect
 name. Differences measured on this machine (DuckDB 2.0, fakesnow 0.12.1, see DESIGN.md):
 DuckDB has no NUMBER / TIMESTAMP_NTZ names, its FLOAT is 4 bytes (DOUBLE is 8), JSON instead of
 VARIANT, one action per ALTER TABLE, unqualified column names in UPDATE SET, and TEMP tables

@@ -17,7 +17,7 @@ from replicator.model.selection import TableSelection
 from replicator.plan.types import TargetType
 
 if TYPE_CHECKING:
-    from replicator.plan.expressions import SparkType
+    from replicator.plan.expressions.spark_types import SparkType
 
 ColumnRole = Literal["data", "metadata", "soft_delete", "scd2"]
 ColumnOrigin = Literal["live", "yaml", "replicator"]
@@ -60,7 +60,7 @@ class PlannedColumn:
     mask_keep_last: int | None = None
     mask_length: int | None = None
     # A computed column: its Spark SQL expression and the source columns it reads, with the
-    # Spark type each reads as (plan.expressions.spark_type_of).
+    # Spark type each reads as (plan.expressions.spark_types.spark_type_of).
     expression: str | None = None
     expression_inputs: tuple[tuple[str, SparkType], ...] = ()
     # The MySQL column's DEFAULT as information_schema.COLUMNS shows it: a column added to
@@ -127,7 +127,7 @@ class TablePlan:
     filter: str | None = None
     excluded: tuple[str, ...] = ()  # source columns left out on purpose
     # The Spark type of every source column the filter may read (excluded ones too, and
-    # _SOURCE_TABLE of a routed table): plan.expressions.spark_type_of.
+    # _SOURCE_TABLE of a routed table): plan.expressions.spark_types.spark_type_of.
     filter_inputs: tuple[tuple[str, SparkType], ...] = ()
     mode: TableMode = "merge"
     # `log_table: true`: the <TARGET>_LOG table appended beside the merged target, and its

@@ -7,10 +7,11 @@ one batch, with a placeholder where the batch's Parquet files go.
 
 from __future__ import annotations
 
-from replicator.plan import program, statements
+from replicator.plan import program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
 from replicator.plan.program import StagingQuery, Statement
+from replicator.plan.statements import merging
 
 
 def table_statements(table: TablePlan, dialect: Dialect,
@@ -50,7 +51,7 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
         parts[0] += (
             "\n-- sources: " + ", ".join(table.sources) if table.sources else
             "\n-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE")
-    from replicator.plan.transpile import describe_transforms
+    from replicator.plan.transpile.translator import describe_transforms
 
     transforms = describe_transforms(table)
     if transforms:
@@ -78,18 +79,18 @@ def _fresh_copy(table: TablePlan, dialect: Dialect) -> list[Statement]:
     return [program.target_has_rows(table, dialect),
             Statement("in the MERGE's place, in each snapshot batch of a copy that began with "
                       "the target empty: insert the copied rows",
-                      statements.insert_copied(table, dialect))]
+                      merging.insert_copied(table, dialect))]
 
 
 def _recopy_end(table: TablePlan, dialect: Dialect) -> list[Statement]:
     """The end of a re-copy (``replicator snapshot --table``) of a table whose batches stamp
     every row they write; others find the rows to delete by comparing, as ``verify`` does."""
-    if not statements.deletes_not_rewritten(table):
+    if not merging.deletes_not_rewritten(table):
         return []
     return [Statement("after the last chunk of a re-copy (replicator snapshot --table; its "
                       "chunks run the snapshot batch program after an empty first batch): "
                       "delete the rows no batch wrote since that first batch",
-                      statements.delete_not_rewritten(table, dialect))]
+                      merging.delete_not_rewritten(table, dialect))]
 
 
 __all__ = ["Statement", "render_sql", "table_statements"]

@@ -27,7 +27,8 @@ Image = dict[str, Any]
 @lru_cache(maxsize=256)
 def expression_function(column: PlannedColumn) -> Callable[[Image], Any]:
     """Row image (source values as the readers decode them) -> the computed value."""
-    from replicator.plan.expressions import compile_expression, spark_value
+    from replicator.plan.expressions.compiler import compile_expression
+    from replicator.plan.expressions.spark_types import spark_value
 
     assert column.expression is not None
     inputs = column.expression_inputs
@@ -46,7 +47,8 @@ def row_filter(table: TablePlan) -> Callable[[Image], bool] | None:
     ``verify``."""
     if not table.filter:
         return None
-    from replicator.plan.expressions import compile_filter, spark_value
+    from replicator.plan.expressions.compiler import compile_filter
+    from replicator.plan.expressions.spark_types import spark_value
 
     inputs = table.filter_inputs
     compiled = compile_filter(table.filter, dict(inputs))
@@ -61,7 +63,7 @@ def add_computed(table: TablePlan, events: list[ChangeEvent]) -> list[ChangeEven
     columns = table.computed_columns
     if not columns:
         return events
-    from replicator.plan.expressions import EvaluationError
+    from replicator.plan.expressions.errors import EvaluationError
 
     functions = [(c, c.image_key, expression_function(c)) for c in columns]
 

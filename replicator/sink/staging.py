@@ -9,7 +9,7 @@ key (``model.compaction``); the row filter (a c/u/r whose after-image fails it b
 delete of its key, so a row that stops matching leaves the target); the column mapping
 (rename, exclude, mask, retype via ``sink.values``); metadata columns; and the internal
 columns the MERGE needs (op, sequence, commit time). The columns and Arrow types are exactly
-the staging table's (``plan.statements.staging_columns``).
+the staging table's (``plan.statements.tables.staging_columns``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from replicator.plan.model import (
     PlannedColumn,
     TablePlan,
 )
-from replicator.plan.statements import staging_columns
+from replicator.plan.statements.tables import staging_columns
 from replicator.plan.types import TargetType
 from replicator.sink.values import value_converter
 from replicator.sink.versions import ordered_changes, versions

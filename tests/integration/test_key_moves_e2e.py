@@ -18,7 +18,7 @@ import pytest
 from replicator.config import load_pipeline
 from replicator.model.pipeline import BatchPolicy, DuckDBTarget, EngineConfig, TargetConfig
 from replicator.plan import DUCKDB
-from replicator.plan.statements import log_name, target_name
+from replicator.plan.statements.names import log_name, target_name
 from replicator.verify.normalize import source_row_form, target_row_form
 from replicator.verify.source_side import SourceReader
 from tests.integration.e2e_support import run

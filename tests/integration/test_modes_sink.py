@@ -18,7 +18,7 @@ from replicator.config import load_pipeline
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget, TargetConfig
 from replicator.plan import DUCKDB, SNOWFLAKE, build_plan, offline_catalog
-from replicator.plan.statements import log_name, target_name
+from replicator.plan.statements.names import log_name, target_name
 from replicator.sink import open_sink
 from replicator.sink.staging import stage_changes
 from replicator.sink.values import mask_function

@@ -10,7 +10,7 @@ import pytest
 from replicator.config import load_pipeline
 from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget
 from replicator.plan import SNOWFLAKE, build_plan, offline_catalog
-from replicator.plan.statements import target_name
+from replicator.plan.statements.names import target_name
 from replicator.sink import open_sink
 from replicator.sink.outbox import flatten_outbox
 from replicator.sink.routing import with_source_table

@@ -76,7 +76,7 @@ def test_snowflake_refuses_an_oversize_text_naming_table_key_and_column():
 
 
 def count_rows(sink, table):
-    from replicator.plan.statements import target_name
+    from replicator.plan.statements.names import target_name
 
     cursor = sink.connection.cursor()
     cursor.execute(f"SELECT count(*) FROM {target_name(table, SNOWFLAKE)}")
@@ -95,7 +95,7 @@ def test_duckdb_takes_the_same_value(tmp_path):
         sink.prepare()
         staged = stage_changes(table, _with_big_value(table, source, "Mixed Case", BIG_TEXT))
         assert not sink.apply(table, 1, {"pos": 1}, iter([staged])).skipped
-        from replicator.plan.statements import target_name
+        from replicator.plan.statements.names import target_name
 
         column = next(c.target_column for c in table.columns if c.source_column == "Mixed Case")
         stored = sink.connection.execute(
@@ -132,7 +132,7 @@ def test_dead_letter_sets_the_row_aside_and_applies_the_rest_once():
         import snowflake.connector
 
         from replicator.plan import program as programs
-        from replicator.plan.statements import dead_letter_name
+        from replicator.plan.statements.bookkeeping import dead_letter_name
         from replicator.sink.snowflake import SnowflakeSink
 
         base = sample_pipeline("snowflake")

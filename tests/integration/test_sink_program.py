@@ -22,7 +22,7 @@ from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget
 from replicator.plan import DUCKDB, SNOWFLAKE, build_plan, offline_catalog
 from replicator.plan import program as programs
 from replicator.plan.program import BatchKey
-from replicator.plan.statements import target_name
+from replicator.plan.statements.names import target_name
 from replicator.sink import open_sink
 from replicator.sink.duckdb import DuckDBSink
 from replicator.sink.snowflake import SnowflakeSink

@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from replicator.plan import SNOWFLAKE, build_plan
-from replicator.plan.statements import target_name
+from replicator.plan.statements.names import target_name
 from replicator.sink import open_sink
 from tests.fixtures.sink_sample import (
     CATALOG,

@@ -237,7 +237,7 @@ def test_a_swap_onto_the_name_is_followed_and_a_rename_away_stops():
 def test_rows_landed_before_an_added_column_get_its_default_and_renames_their_old_value():
     import pyarrow as pa
 
-    from replicator.engine.schema_changes import default_fills, fill_defaults
+    from replicator.engine.ddl_rows import default_fills, fill_defaults
     from replicator.model import change_batch as cb
     from replicator.model.catalog import MySQLType
     from replicator.plan.model import PlannedColumn
@@ -284,7 +284,7 @@ def test_rows_landed_before_an_added_column_get_its_default_and_renames_their_ol
 def test_only_the_changes_after_a_followed_truncate_stay():
     import pyarrow as pa
 
-    from replicator.engine.schema_changes import after_position
+    from replicator.engine.ddl_rows import after_position
     from replicator.model import change_batch as cb
 
     batch = pa.table({"id": [1, 2, 3, 4], cb.FILE_SEQ: pa.array([1, 2, 2, 3], pa.int64()),

@@ -13,15 +13,9 @@ import pytest
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.text import time_text as mysql_time_text
 from replicator.plan import build_plan
-from replicator.plan.expressions import (
-    DATE,
-    INT,
-    STRING,
-    TIMESTAMP,
-    ExpressionError,
-    compile_filter,
-    decimal,
-)
+from replicator.plan.expressions.compiler import compile_filter
+from replicator.plan.expressions.errors import ExpressionError
+from replicator.plan.expressions.spark_types import DATE, INT, STRING, TIMESTAMP, decimal
 from replicator.sink.staging import stage_changes
 from replicator.sink.values import mask_function
 from tests.fixtures.sink_sample import AWKWARD, CATALOG, NULLS, sample_pipeline

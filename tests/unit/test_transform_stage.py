@@ -19,7 +19,7 @@ import pytest
 from replicator.config import load_pipeline
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.plan import build_plan, offline_catalog
-from replicator.plan.expressions import STRING as STRING_TYPE
+from replicator.plan.expressions.spark_types import STRING as STRING_TYPE
 from replicator.sink.adapt import adapt_events
 from replicator.sink.staging import stage_changes, staging_schema
 from replicator.transform import change_batch, stage_batch
@@ -227,7 +227,7 @@ def test_retyped_and_masked_columns_of_every_type_stage_the_same_values() -> Non
 def test_a_row_spark_would_fail_stops_the_batch_naming_table_column_and_key() -> None:
     import dataclasses
 
-    from replicator.plan.expressions import EvaluationError
+    from replicator.plan.expressions.errors import EvaluationError
 
     pipeline = load_pipeline(ROOT / "pipelines" / "transforms.yaml", environ={"PII_SALT": SALT})
     tables = []

@@ -17,15 +17,9 @@ from replicator.errors import PlanError
 from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.plan import build_plan, offline_catalog
-from replicator.plan.expressions import (
-    BIGINT,
-    INT,
-    STRING,
-    EvaluationError,
-    ExpressionError,
-    compile_expression,
-    decimal,
-)
+from replicator.plan.expressions.compiler import compile_expression
+from replicator.plan.expressions.errors import EvaluationError, ExpressionError
+from replicator.plan.expressions.spark_types import BIGINT, INT, STRING, decimal
 from replicator.sink.adapt import adapt_events
 from replicator.sink.staging import stage_changes
 from replicator.sink.values import value_converter
