@@ -26,6 +26,7 @@ from replicator.plan import program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import Plan, TablePlan
 from replicator.plan.program import BatchKey, StagingQuery, Statement
+from replicator.plan.statements import bookkeeping, merging, names, tables
 from replicator.sink import ApplyResult, parquet_files, slices_of, state_from_row
 from replicator.sink.limits import check_value_sizes
 
@@ -210,8 +211,6 @@ class SQLSink:
     def existing_columns(self, table: TablePlan, *, log: bool = False) -> set[str]:
         """The target's (or its log table's) column names, lower case: schema-change
         statements run only where still needed, so a replayed batch can run them again."""
-        from replicator.plan.statements import names, tables
-
         name = (names.log_name(table, self.dialect) if log
                 else names.target_name(table, self.dialect))
         return self._read(
@@ -222,10 +221,8 @@ class SQLSink:
     def described_columns(self, table: TablePlan) -> dict[str, str | None]:
         """The target's columns, lower case, each with its type as ``described_type`` tells
         it (None where the driver does not); {} while the table does not exist."""
-        from replicator.plan import statements
-
         return self._read(
-            statements.read_columns(statements.target_name(table, self.dialect)), (),
+            tables.read_columns(names.target_name(table, self.dialect)), (),
             lambda cursor: {str(column[0]).lower(): self.described_type(column)
                             for column in cursor.description or ()},
             f"read the column types of {table.target_table}", missing={})
@@ -257,8 +254,6 @@ class SQLSink:
     def lease_statement(self, name: str, params: list[Any]) -> Any:
         """Run one lease statement (``statements.bookkeeping.lease_<name>``) in its own transaction:
         the row read, or the number of rows updated."""
-        from replicator.plan.statements import bookkeeping
-
         render = getattr(bookkeeping, f"lease_{name}")
         with self._one_at_a_time():
             cursor = self._cursor()
@@ -286,8 +281,6 @@ class SQLSink:
     def recent_applied(self, table: TablePlan, count: int) -> list[dict[str, Any]]:
         """The table's newest ``count`` state rows, newest first (the checkpoint-less resume
         needs the batch before the newest: engine.start)."""
-        from replicator.plan.statements import bookkeeping
-
         rows = self._read(bookkeeping.state_latest(table, self.dialect, count),
                           (self.pipeline_name, table.target_table), lambda c: c.fetchall(),
                           "read the state table", missing=[])  # none yet: nothing applied
@@ -295,8 +288,6 @@ class SQLSink:
 
     def dead_letters(self, table: TablePlan) -> int:
         """Rows of ``table`` set aside in the dead-letter table (0 when it has none)."""
-        from replicator.plan.statements import bookkeeping
-
         if table.on_error != "dead_letter":
             return 0
         row = self._read(bookkeeping.dead_letter_count(table, self.dialect),
@@ -308,8 +299,6 @@ class SQLSink:
         """The end of a re-copy (``engine.recopy``): delete the rows no batch wrote since the
         copy's marker batch; how many. One statement: run again after a crash, it finds only
         rows that were stale already."""
-        from replicator.plan.statements import merging
-
         sql = merging.delete_not_rewritten(table, self.dialect)
         params = (self.pipeline_name, table.target_table, marker_batch_id)
         with self._one_at_a_time():
