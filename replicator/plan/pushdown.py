@@ -342,7 +342,10 @@ def pushdown(text: str, inputs: Mapping[str, SparkType], columns: Sequence[Sourc
     Spark types, read from these MySQL columns) that never drops a row the filter keeps,
     or None. A filter that does not compile pushes nothing (``validate`` reports it)."""
     try:
-        return _Pushdown(inputs, columns).superset(parse(text))
+        tree = parse(text)
+        translator = _Pushdown(inputs, columns)
+        translator.compiler.compile(tree)  # the filter as a whole type-checks
+        return translator.superset(tree)
     except PlanError:
         return None
 
