@@ -36,7 +36,7 @@ from replicator.engine.checkpoint import (
 )
 from replicator.errors import EngineError, ReplicatorError, SinkError
 from replicator.plan.program import fresh_copy
-from replicator.plan.pushdown import snapshot_predicate
+from replicator.plan.pushdown import readers_of, snapshot_predicate
 from replicator.source.snapshot import Chunk
 
 if TYPE_CHECKING:
@@ -311,8 +311,7 @@ def prepare_copy(applier: BatchApplier, catalog: Catalog, checkpoint: Checkpoint
     # Every plan reading this source table (the routes of an outbox; a routed target and a
     # named one) gets each chunk; progress is per source table, so a chunk counts as applied
     # once all of them have it.
-    readers = [t for t in applier.plan.tables
-               if any(n.lower() == name.lower() for n in t.source_names)]
+    readers = readers_of(applier.plan.tables, name)
     source_table = next((t for t in catalog.tables if t.name.lower() == name.lower()), None)
     if source_table is None:
         raise EngineError(

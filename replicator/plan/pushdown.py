@@ -362,6 +362,12 @@ def table_predicate(table: TablePlan, source: SourceTable) -> Any:
     return pushdown(table.filter, dict(table.filter_inputs), source.columns)
 
 
+def readers_of(tables: Sequence[TablePlan], source_name: str) -> list[TablePlan]:
+    """The plans reading source table ``db.table`` (an outbox's routes, a routed target and a
+    named one): one snapshot of it serves them all, so it reads what any of them keeps."""
+    return [t for t in tables if any(n.lower() == source_name.lower() for n in t.source_names)]
+
+
 def snapshot_predicate(readers: Sequence[TablePlan], source: SourceTable) -> str | None:
     """The MySQL predicate a snapshot chunk of ``source`` is read with: the OR of each
     reader's (a row any reader keeps is read), or None where one reader needs every row."""
@@ -374,4 +380,4 @@ def snapshot_predicate(readers: Sequence[TablePlan], source: SourceTable) -> str
     return str(exp.or_(*unique).sql(dialect="mysql"))
 
 
-__all__ = ["pushdown", "snapshot_predicate", "table_predicate"]
+__all__ = ["pushdown", "readers_of", "snapshot_predicate", "table_predicate"]

@@ -33,7 +33,7 @@ from replicator.errors import SourceError
 from replicator.model.catalog import SourceTable
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import MySQLSource
-from replicator.plan.pushdown import snapshot_predicate
+from replicator.plan.pushdown import readers_of, snapshot_predicate
 from replicator.source.connection import classify_error, connection_settings
 from replicator.source.snapshot_columns import (
     finish_column,
@@ -199,8 +199,7 @@ def chunk_select_preview(tables: Sequence[TablePlan], table: TablePlan,
     source = next((t for t in catalog.tables if t.name.lower() in names), None)
     if source is None:
         return None
-    readers = [t for t in tables if any(n.lower() == source.name.lower() for n in t.source_names)]
-    predicate = snapshot_predicate(readers, source)
+    predicate = snapshot_predicate(readers_of(tables, source.name), source)
     key = tuple(source.primary_key)
     bounds = tuple("?" for _ in key) if key else None
     chunk = Chunk(source.name, 0, key, bounds, bounds)
