@@ -48,7 +48,8 @@ Where the target may already hold rows (a re-copy, ``--snapshot always``), a mer
 turns a read row that fails the filter into a delete; unread rows are removed instead by
 the copy's end (``engine.snapshot.remove_absent_rows`` or the re-copy's closing DELETE),
 which needs a key that is not masked: tables without one get no pushdown
-(``table_predicate``).
+(``table_predicate``). A first copy into a target that already holds rows (a new checkpoint
+over an old target) removes no row MySQL no longer has, and now no row it does not read.
 """
 
 from __future__ import annotations
