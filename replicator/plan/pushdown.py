@@ -8,7 +8,8 @@ TRUE). Pushing down a *weaker* predicate (true on a superset of those rows) is a
 correct, because the transform step still applies the full filter to what is read; so an
 AND keeps only its pushable conjuncts, and where nothing is provably safe nothing is pushed.
 
-What is pushed, and why MySQL's result is Spark's (TRUE, FALSE or NULL, on every row):
+What is pushed, and why MySQL's result is Spark's (TRUE, FALSE or NULL) on every row (for
+temporal columns: on every row where Spark's is not NULL):
 
 - a column of an integer type (not BIT, YEAR or a TINYINT(1) read as BOOLEAN) or DECIMAL
   compared (= <> < <= > >= <=>) with a number the user wrote (an integer or decimal
@@ -20,8 +21,9 @@ What is pushed, and why MySQL's result is Spark's (TRUE, FALSE or NULL, on every
   string literals, as ``CAST(col AS BINARY) op x'<utf-8 hex>'``: Spark compares strings by
   code point, case-sensitively, with no trailing-space padding; the bytes of UTF-8 text
   compare in code-point order, and a binary comparison has no collation (no case folding,
-  no PAD SPACE). CHAR (padded), ENUM/SET, JSON and TIME columns and other character sets
-  are left out. The literal is hex: no sql_mode (NO_BACKSLASH_ESCAPES) changes its meaning;
+  no PAD SPACE). CHAR (sql_mode PAD_CHAR_TO_FULL_LENGTH pads it), ENUM/SET, JSON and TIME
+  columns and other character sets are left out. The literal is hex: no sql_mode
+  (NO_BACKSLASH_ESCAPES) changes its meaning;
 - a DATE, DATETIME or TIMESTAMP column compared with a date or timestamp literal (a string
   is parsed as Spark parses it when comparing, ``plan.expressions.parse_date`` /
   ``parse_timestamp``), rendered as its canonical text. The snapshot session reads in UTC
