@@ -213,7 +213,8 @@ class Recopier:
         from replicator.source.snapshot import read_chunk_batches
 
         batches = list(read_chunk_batches(self.applier.pipeline.source, copy.source_table,
-                                          copy.chunks[index], position=position))
+                                          copy.chunks[index], position=position,
+                                          predicate=copy.predicate))
         for reader in copy.readers:
             self.applier.apply_snapshot_batches(reader, copy.numbers[id(reader)](index),
                                                 batches, position, kind="recopy")

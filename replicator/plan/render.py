@@ -43,9 +43,12 @@ def _comment(statement: Statement) -> str:
     return comment
 
 
-def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None = None) -> str:
+def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None = None,
+               chunk_read: tuple[str, str | None] | None = None) -> str:
     """One table's statements as a SQL script, each preceded by a comment saying why;
-    ``snapshot``: also the program of a snapshot batch the warehouse stages itself."""
+    ``snapshot``: also the program of a snapshot batch the warehouse stages itself;
+    ``chunk_read``: the MySQL SELECT of a snapshot chunk and its pushed-down filter
+    (``source.snapshot.chunk_select_preview``), printed as comments (it is MySQL's SQL)."""
     parts = [f"-- {table.label} -> {'.'.join(table.target_parts)} ({dialect.name})"]
     if table.routed:
         parts[0] += (
@@ -57,6 +60,8 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
     if transforms:
         parts.append("-- transforms, evaluated by DuckDB over each change batch before staging "
                      "(Spark SQL translated):\n" + "\n".join(f"--   {line}" for line in transforms))
+    if chunk_read is not None:
+        parts.append(_chunk_read(table, *chunk_read))
     setup = [*program.setup_program(table, dialect), *program.setup_end(dialect)]
     parts += [f"{_comment(s)}\n{s.sql};" for s in setup]
     parts.append("-- each batch:")
@@ -69,6 +74,18 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
     parts += [f"{_comment(s)}\n{s.sql};" for s in _fresh_copy(table, dialect)]
     parts += [f"{_comment(s)}\n{s.sql};" for s in _recopy_end(table, dialect)]
     return "\n\n".join(parts) + "\n"
+
+
+def _chunk_read(table: TablePlan, select: str, predicate: str | None) -> str:
+    lines = ["-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):",
+             f"--   {select}"]
+    if predicate is not None:
+        lines.append("--   (the filter as far as MySQL decides it exactly as Spark does is pushed "
+                     f"down: {predicate}; the transform step applies the whole filter)")
+    elif table.filter:
+        lines.append("--   (no filter is pushed down: no part of it is provably exact in MySQL, "
+                     "or a table reading the same source needs every row)")
+    return "\n".join(lines)
 
 
 def _fresh_copy(table: TablePlan, dialect: Dialect) -> list[Statement]:

@@ -139,7 +139,9 @@ def _scenario(spark, root, database, pipeline, connect, dialect):
 
     _execute(root, database, SCHEMA + SEED)
     first = run(pipeline, spark)
-    assert first.snapshot_rows == 4  # the filter applies after reading: 4 read, 3 land
+    # kind <> 'test' is pushed into the chunk SELECT (plan.pushdown): the test account's row
+    # is never read (before, it was read and staged as a delete of a key the target lacks)
+    assert first.snapshot_rows == 3
     assert _contents(connect, pipeline, dialect) == [expected_row(k, v) for k, v in sorted(SNAPSHOT.items())]
     _execute(root, database, WORKLOAD)
     second = run(pipeline, spark)
