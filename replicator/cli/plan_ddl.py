@@ -143,6 +143,9 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
                                                 dialect))
             done.append(step.why)
         for step in decision.recopying:
+            if step.change.kind is ChangeKind.KEY_CHANGE:
+                done.append(step.why)
+                continue
             column = next(c for c in table.columns if c.target_column == step.target_column)
             retyped += [statement.sql for statement in retype_columns(
                 table, [dataclasses.replace(column, target_type=step.target_type)], dialect)]

@@ -123,9 +123,11 @@ class BatchApplier:
         # dropped: a followed TRUNCATE emptied it, or a re-copy rewrites it (_retype).
         self._cut: dict[str, tuple[int, int]] = {}
         self._ddl_at: dict[str, tuple[int, int]] = {}  # db.table (lower) -> its last DDL's
-        # db.table (lower) -> the source's head when start-up re-created a column of it and
-        # queued its copy (retype_lagging_columns): every change before it is the copy's.
-        self._retyped: dict[str, tuple[int, int]] = {}
+        # db.table (lower) -> the last position before the source's head when its copy was
+        # queued afresh, after its primary key changed (rekey) or at start-up for a column
+        # re-created in a new type (retype_lagging_columns): every change of it up to there
+        # is the copy's.
+        self._copied_from: dict[str, tuple[int, int]] = {}
         self._batch_id = 0
         self._pruned_at = float("-inf")  # when landed files were last pruned (monotonic)
         self.in_batch = False
@@ -189,7 +191,7 @@ class BatchApplier:
         ddl = sorted((r for r in manifest if r["kind"] == "ddl"),
                      key=lambda r: (int(r["part"]), int(r["seq"])))
         self._batch_id = sink_batch_id(self.epoch, spark_batch_id)
-        self._cut = dict(self._retyped)
+        self._cut = dict(self._copied_from)
         self._ddl_at = {}
         if ddl:
             self._follow_schema_changes(ddl, with_rows=files)
@@ -576,7 +578,7 @@ class BatchApplier:
                         where: str, row: dict[str, Any]) -> None:
         """Apply ``engine.schema_changes.decide`` to a DDL of replicated tables: raise its stop,
         log what it ignores; record the tables whose columns change (``_evolving``)."""
-        from replicator.engine.schema_changes import ChangeKind, decide, stop_error
+        from replicator.engine.schema_changes import ChangeKind, KeyChanged, decide, stop_error
 
         arriving = ({str(name).lower() for name in details.get("tables", [])[1::2]}
                     if details.get("kind") == "rename" else set())
@@ -586,7 +588,11 @@ class BatchApplier:
             stop = decision.stop
             if stop is not None:
                 raise stop_error([name], where, stop, sql)
-            self._ddl_at[name.lower()] = _ddl_position(row)
+            at = self._ddl_at[name.lower()] = _ddl_position(row)
+            if (any(step.change.kind is ChangeKind.KEY_CHANGE for step in decision.recopying)
+                    and not at <= self._copied_from.get(name.lower(), (-1, -1))):
+                # Not yet streamed with the key the catalog has: stop the query here (rekey).
+                raise KeyChanged([replicated[name.lower()].source_name], where, sql)
             if any(step.action in ("follow", "ignore", "recopy")
                    and step.change.kind.value in _COLUMN_KINDS for step in decision.steps):
                 # The target's columns change: re-plan, then _alter_columns does the rest.
@@ -760,8 +766,8 @@ class BatchApplier:
                 # Its changes before now are the copy's (it reads every row after this): the
                 # batches replaying them, its DDL's among them, leave them out, so no file
                 # in the old type is read (pyarrow cannot unify it with the new one).
-                head = current_position(self.pipeline.source)
-                self._retyped[table.source_name.lower()] = (head.sequence, head.pos)
+                self._copied_from[table.source_name.lower()] = _before(
+                    current_position(self.pipeline.source))
 
     def _retype(self, name: str, table: TablePlan, columns: list[PlannedColumn]) -> None:
         """`type_change: recopy`: the table's copy is queued afresh and saved (the runner's
@@ -788,6 +794,25 @@ class BatchApplier:
     def _notice(self, message: str) -> None:
         if self._on_notice:
             self._on_notice(message)
+
+    def rekey(self, tables: Sequence[str]) -> None:
+        """After ``KeyChanged`` (the runner then streams on, the decoders taking the new key):
+        the tables' copies are queued afresh and saved, their plans rebuilt from the live
+        catalog (a DuckDB target is rebuilt under the new key by the setup, ``program.
+        key_changes``), and their changes before the source's head, read before the catalog
+        so that every DDL up to it is in the plan, are left to the copies."""
+        head = current_position(self.pipeline.source)
+        if self._on_recopy is None:
+            raise EngineError(f"{', '.join(tables)}: a key change needs the table copied again, "
+                              "and this applier cannot queue a copy",
+                              hint="run the pipeline with `replicator run`")
+        for name in tables:
+            self._on_recopy(name)
+        self._evolve(handled={name.lower() for name in tables})
+        for name in tables:
+            self._copied_from[name.lower()] = _before(head)
+        self._notice(f"{', '.join(tables)}: primary key changed: streaming on with the new key "
+                     "and copying the table again chunk by chunk between stream batches")
 
     def _evolve(self, created: Sequence[str] = (), handled: set[str] | None = None) -> None:
         """Re-read the catalog, rebuild the plan, let the sink ALTER the target.
@@ -829,6 +854,12 @@ class BatchApplier:
             self.sink.on_retry = on_retry
         self.plan = new_plan
         self.sink.prepare()
+
+
+def _before(head: BinlogPosition) -> tuple[int, int]:
+    """The last position before ``head`` (a transaction starting at the head, the first one
+    after it, is at ``head`` itself), as ``ddl_rows.after_position`` takes it."""
+    return head.sequence, head.pos - 1
 
 
 def _ddl_position(row: dict[str, Any]) -> tuple[int, int]:

@@ -33,6 +33,9 @@ from replicator.context import Context
 from replicator.engine.checkpoint import CheckpointDir, StartState
 from replicator.engine.metrics import BatchReport
 from replicator.engine.recopy import Recopier, queue
+from replicator.engine.routing import SourcesToCopy
+from replicator.engine.schema_changes import KeyChanged
+from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
 from replicator.engine.start import (
     Notice,
     SnapshotMode,
@@ -155,7 +158,6 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     from replicator.engine.errors import quiet_task_failures
     from replicator.engine.lease import take_lease
     from replicator.engine.session import register_sources, spark_session
-    from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
     from replicator.sink import open_sink
     from replicator.source.positions import ensure_available
     from replicator.source.preflight import require_replication_settings
@@ -259,14 +261,12 @@ def _stream_and_copy_arrivals(
     notice: Notice, *, listed: Any = None, lease: Any = None,
 ) -> bool:
     """Stream until caught up or stopped, then finish the re-copies asked for; tables renamed
-    into a `sources:` selection mid-stream are copied first, then the stream goes on. False:
+    into a `sources:` selection mid-stream are copied first, then the stream goes on; a table
+    whose primary key changed is re-planned and queued for a copy, then the stream goes on. False:
     stopped while copying those tables (``result.stopped`` is set either way).
 
     ``cover_new_tables`` updates ``state`` in place, so the applier's callbacks, which read
     the caller's ``state``, see what it records."""
-    from replicator.engine.routing import SourcesToCopy
-    from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
-
     while True:
         try:
             _stream_with_retries(spark, pipeline, applier, checkpoint, state, options,
@@ -275,6 +275,11 @@ def _stream_and_copy_arrivals(
             if not result.stopped and not recopier.run_to_end(flag.is_set):
                 result.stopped = True
             return True
+        except KeyChanged as changed:
+            # A primary key changed: re-plan, queue the copy, and stream on from the same
+            # batch with the new key (the decoders take it at stream start).
+            applier.failure = None
+            applier.rekey(changed.tables)
         except SourcesToCopy as arrived:
             # Renamed into a `sources:` selection mid-stream: copy them as tables found
             # at start-up are, then stream on (the uncommitted batch is replayed).

@@ -127,7 +127,7 @@ POLICY_CHOICES: dict[str, tuple[str, ...]] = {
     "type_change": ("recopy", "stop"),
     "rename_column": ("follow", "stop"),
     "drop_column": ("ignore", "follow", "stop"),
-    "key_change": ("stop", "ignore"),
+    "key_change": ("recopy", "stop", "ignore"),
     "truncate": ("follow", "ignore", "stop"),
     "rename_table": ("follow", "stop"),
     "drop_table": ("ignore", "stop"),
@@ -246,6 +246,8 @@ def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyi
             and table.mode != "merge":
         return Step(change, "stop", f"{change.what}: truncate: follow empties merge-mode "
                     f"tables; a {table.mode} table keeps its history")
+    if kind is ChangeKind.KEY_CHANGE and action == "recopy":
+        return _rekey_step(change, table)
     if kind is ChangeKind.KEY_CHANGE and action == "ignore" and table is not None \
             and table.key_origin != "declared":
         return Step(change, "stop", f"{change.what}: key_change: ignore needs the table's key "
@@ -286,6 +288,32 @@ def _type_step(change: ColumnChange, policy: Any, table: Any, column: Any,
                 by_policy=action == "stop")
 
 
+def _rekey_step(change: ColumnChange, table: Any) -> Step:
+    """`key_change: recopy`: the stream restarts with the new key and the table is copied
+    again (``KeyChanged``); a declared key is kept (the MERGE never used MySQL's)."""
+    if table is not None and table.key_origin == "declared":
+        return Step(change, "nothing", f"{change.what}: the YAML declares the table's key, "
+                    "which the pipeline keeps merging by")
+    refused = recopy_refused(table, None, "key_change")
+    if refused is not None:
+        return Step(change, "stop", f"{change.what} ({refused})", policy="key_change")
+    return Step(change, "recopy", f"{change.what}: the stream restarts with the new key (a "
+                "DuckDB target is rebuilt under it) and the table is copied again",
+                policy="key_change")
+
+
+class KeyChanged(EngineError):
+    """A replicated table's primary key changed (`key_change: recopy`): the streaming query
+    stops at the batch holding the DDL (nothing of it applied); the runner re-plans, queues
+    the table's copy and streams on, so the decoders take the new key from then on."""
+
+    def __init__(self, tables: Sequence[str], where: str, sql: str) -> None:
+        super().__init__(f"the primary key of {', '.join(tables)} changed at {where}: "
+                         f"{sql[:200]}", hint="run the pipeline again: it restarts the stream "
+                         "with the new key and copies the table again")
+        self.tables = tuple(tables)
+
+
 def retype_step(change: ColumnChange, action: str, table: Any, column: Any, what: str) -> Step:
     """A type change the target cannot do in place, by the table's `type_change` policy:
     ``recopy`` where a copy rewrites every row (``recopy_refused`` says where not), else a
@@ -300,20 +328,21 @@ def retype_step(change: ColumnChange, action: str, table: Any, column: Any, what
                 policy="type_change", by_policy=refused is None)
 
 
-def recopy_refused(table: Any, column: Any) -> str | None:
-    """Why a type change of ``column`` cannot re-copy ``table`` (its TablePlan), or None: a
-    copy rewrites every row of a merge-mode table, while a changelog, scd2 or log table would
-    lose the history the column held, an outbox's copy would emit its rows as events again,
-    and a key column cannot be dropped from under the rows it identifies."""
+def recopy_refused(table: Any, column: Any, policy: str = "type_change") -> str | None:
+    """Why ``policy``'s recopy (a type change of ``column``, or a key change) cannot copy
+    ``table`` (its TablePlan) again, or None: a copy rewrites every row of a merge-mode table,
+    while a changelog, scd2 or log table would lose the history it holds, an outbox's copy
+    would emit its rows as events again, and a key column cannot be dropped from under the
+    rows it identifies."""
     if table is None:
         return None
-    if column.is_key:
+    if column is not None and column.is_key:
         return "a key column's type change needs the whole target rebuilt: --snapshot always"
     if table.outbox is not None:
-        return "type_change: recopy does not copy an outbox table again"
+        return f"{policy}: recopy does not copy an outbox table again"
     if table.mode != "merge" or table.log_table is not None:
         kind = "log table" if table.mode == "merge" else f"{table.mode} table"
-        return f"type_change: recopy re-copies merge-mode tables; a {kind} keeps its history"
+        return f"{policy}: recopy re-copies merge-mode tables; a {kind} keeps its history"
     return None
 
 

@@ -222,7 +222,8 @@ class SchemaChangePolicy:
     default + per-table override). The defaults are Flink CDC's LENIENT idea: additive and
     widening changes are followed, a dropped column stays in the target (NULL from then on),
     a type change the target cannot widen in place re-creates the column and copies the table
-    again while the others stream, destructive or ambiguous changes stop the pipeline. Which actions each kind allows is in
+    again while the others stream, and so does a changed primary key (the stream restarts with
+    it), destructive or ambiguous changes stop the pipeline. Which actions each kind allows is in
     ``engine.schema_changes.POLICY_CHOICES`` (and the JSON Schema)."""
 
     add_column: SchemaChangeAction = "follow"
@@ -230,7 +231,7 @@ class SchemaChangePolicy:
     type_change: SchemaChangeAction = "recopy"
     rename_column: SchemaChangeAction = "follow"
     drop_column: SchemaChangeAction = "ignore"
-    key_change: SchemaChangeAction = "stop"
+    key_change: SchemaChangeAction = "recopy"
     truncate: SchemaChangeAction = "stop"
     rename_table: SchemaChangeAction = "follow"
     drop_table: SchemaChangeAction = "stop"

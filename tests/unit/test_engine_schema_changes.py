@@ -154,8 +154,11 @@ def _pipeline(policy=None, table_policy=None, key="[id]"):
     # the YAML names `note` (its source_type): the mapping must be renamed first
     ("ALTER TABLE shop.orders RENAME COLUMN note TO remark", None, ["stop"]),
     ("ALTER TABLE shop.orders CHANGE note remark VARCHAR(20)", None, ["stop", "nothing"]),
+    # the YAML declares key [id]: the MERGE never used MySQL's key
     ("ALTER TABLE shop.orders DROP PRIMARY KEY, ADD PRIMARY KEY (id, qty)", None,
-     ["stop", "stop"]),
+     ["nothing", "nothing"]),
+    ("ALTER TABLE shop.orders DROP PRIMARY KEY, ADD PRIMARY KEY (id, qty)",
+     "{key_change: stop}", ["stop", "stop"]),
     ("TRUNCATE shop.orders", None, ["stop"]),
     ("TRUNCATE shop.orders", "{truncate: follow}", ["follow"]),
     ("TRUNCATE shop.orders", "{truncate: ignore}", ["ignore"]),
@@ -193,6 +196,25 @@ def test_a_type_change_the_target_cannot_follow_in_place_says_both_types_and_wha
     key = decide(classify("ALTER TABLE shop.orders MODIFY id BIGINT UNSIGNED"), _pipeline(),
                  "shop.orders", table).stop
     assert key is not None and "a key column's type change" in key.why
+
+
+def test_a_key_change_restarts_the_stream_and_copies_a_table_whose_key_mysql_gives():
+    import dataclasses
+
+    from replicator.engine.schema_changes import classify, decide
+    from replicator.plan import build_plan, offline_catalog
+
+    pipeline = _pipeline()  # offline, the key is the YAML's; live, MySQL's primary key:
+    table = dataclasses.replace(build_plan(pipeline, offline_catalog(pipeline)).tables[0],
+                                key_origin="primary key")
+    sql = "ALTER TABLE shop.orders DROP PRIMARY KEY, ADD PRIMARY KEY (id, qty)"
+    decision = decide(classify(sql), pipeline, "shop.orders", table)
+    assert [step.action for step in decision.steps] == ["recopy", "recopy"]
+    assert "the stream restarts with the new key" in decision.steps[0].why
+    changelog = decide(classify(sql), pipeline, "shop.orders",
+                       dataclasses.replace(table, mode="changelog"))
+    assert changelog.stop is not None
+    assert "key_change: recopy re-copies merge-mode tables" in changelog.stop.why
 
 
 @pytest.mark.parametrize("mode", ["changelog", "scd2"])
