@@ -20,7 +20,6 @@ import typer
 from replicator.cli import render
 from replicator.context import Context
 from replicator.errors import PlanError, UsageError
-from replicator.source.snapshot import chunk_select_preview
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -66,7 +65,10 @@ def command(
                      "(the target ALTERs, the stop, or nothing); runs nothing."),
     ] = None,
 ) -> None:
+    # The chunk SELECT brings the expression compiler (plan.pushdown, ~35 ms): kept off
+    # validate's start-up, which imports every command module.
     from replicator.plan import get_dialect
+    from replicator.source.snapshot import chunk_select_preview
 
     context = Context.load(file, offline=offline)
     pipeline = context.pipeline
@@ -214,6 +216,7 @@ def _say_where_columns_came_from(table_plan: TablePlan) -> None:
 def _table_json(table_plan: TablePlan, dialect: Dialect, catalog: Catalog,
                 tables: Sequence[TablePlan]) -> dict[str, Any]:
     from replicator.plan import table_statements
+    from replicator.source.snapshot import chunk_select_preview  # see command()
     from replicator.transform import snapshot_staging  # ~22 ms: kept off validate's start-up
 
     outbox = table_plan.outbox
