@@ -403,3 +403,26 @@ def test_a_batch_landed_with_the_old_key_only_still_splits_key_moves() -> None:
     staged = stage_batch(table_plan, batch).to_pydict()
     assert list(zip(staged["ID"], staged["_REPLICATOR_OP"], staged["NOTE"], strict=True)) == [
         (1, "d", "b"), (5, "c", "b")]
+
+
+def test_a_value_its_target_type_cannot_hold_names_the_table_column_and_row() -> None:
+    """The statement fails on a value that does not fit (DECIMAL(12,10)): DuckDB itself finds
+    the row (bisection) and the column (one statement per staged column)."""
+    import dataclasses
+
+    from replicator.errors import SinkError
+    from tests.fixtures.sink_sample import AWKWARD
+
+    items = build_plan(sample_pipeline("snowflake"), CATALOG).table("shop.Order Items")
+    narrow = dataclasses.replace(items, columns=tuple(
+        dataclasses.replace(c, target_type=dataclasses.replace(c.target_type, precision=12))
+        if c.target_column == "AMOUNT" else c for c in items.columns))
+    fitting = {**AWKWARD, "amount": Decimal("1.5")}
+    rows = [dict(fitting, id=n) for n in range(1, 30)] + [dict(AWKWARD, id=30)]
+    events = [_event("shop.Order Items", "c", None, row, 4, n) for n, row in enumerate(rows)]
+    batch = change_batch(events, _columns(CATALOG, "shop.Order Items"), batch_key(narrow))
+    with pytest.raises(SinkError) as caught:
+        stage_batch(narrow, batch)
+    assert "shop.Order Items" in caught.value.message and "AMOUNT" in caught.value.message
+    assert "fails on the row with id=30" in caught.value.message
+    assert "NUMBER" in caught.value.hint

@@ -23,7 +23,7 @@ from replicator.plan.expressions.spark_types import BIGINT, INT, STRING, decimal
 from replicator.sink.adapt import adapt_events
 from replicator.sink.staging import stage_changes
 from replicator.sink.values import value_converter
-from replicator.verify.normalize import source_row_form
+from replicator.verify.normalize import source_row_forms
 
 ROOT = Path(__file__).resolve().parents[2]
 SALT = "pepper 😀 'x'"
@@ -118,7 +118,9 @@ def test_verify_computes_the_same_values_from_source_rows() -> None:
     table = _plan()
     staged = stage_changes(table, adapt_events(table, [_event("r", after=ROW)])).to_pylist()[0]
     columns = table.data_columns
-    form = source_row_form(columns)(ROW)
+    source = offline_catalog(_pipeline()).table("crm", "customers").columns
+    [(form, passes)] = source_row_forms(table, columns, [ROW], [(c.name, c.mysql_type) for c in source])
+    assert passes
     assert form == tuple(staged[c.staging_name] for c in columns)
 
 
