@@ -87,8 +87,16 @@ def stage_batch(table: TablePlan, batch: pa.Table, *, first_seq: int = 0) -> pa.
     batch staged before these (``STAGE_SEQ`` continues across slices)."""
     from replicator.transform.expressions import translatable
 
-    if table.outbox is not None or not translatable(table):
+    if table.outbox is not None:  # no filter or computed column: sink.outbox flattens per event
         return _per_row(table, batch, first_seq)
+    if not translatable(table):
+        # The plan refuses what has no DuckDB form; a batch typed unlike the plan checked
+        # (a column's type changed under it) is not evaluated any other way.
+        from replicator.errors import PlanError
+
+        raise PlanError(f"{table.label}: the filter or a computed column cannot run over "
+                        "this batch's column types",
+                        hint="run `replicator plan` against the live schema")
     return _columnar(table, batch, first_seq)
 
 

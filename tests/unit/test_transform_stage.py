@@ -1,7 +1,8 @@
 """replicator.transform.stage_batch against sink.staging.stage_changes, table by table.
 
-The same changes go through both: as ChangeEvents into ``adapt_events`` + ``stage_changes``
-(the per-row path), and as a columnar change batch (``transform.change_batch``) into
+The same changes go through both: as ChangeEvents into ``tests.fixtures.row_transforms``'
+``reference_stage`` (the per-row path, filters and computed columns evaluated by the plan's
+compiled closures: an independent second implementation, for tests only), and as a columnar change batch (``transform.change_batch``) into
 ``stage_batch``. The staging tables must be equal: same columns, same Arrow types, same values
 in the same order, for every mode, the awkward values of ``tests/fixtures/sink_sample``, key
 updates, filters, masks and computed columns.
@@ -20,10 +21,10 @@ from replicator.config import load_pipeline
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.plan import build_plan, offline_catalog
 from replicator.plan.expressions.spark_types import STRING as STRING_TYPE
-from replicator.sink.adapt import adapt_events
-from replicator.sink.staging import stage_changes, staging_schema
+from replicator.sink.staging import staging_schema
 from replicator.transform import change_batch, stage_batch
 from replicator.transform.stage import batch_key
+from tests.fixtures.row_transforms import reference_stage
 from tests.fixtures.sink_sample import CATALOG, sample_pipeline, scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,8 +37,7 @@ def _columns(catalog, name):
 
 
 def _same(table_plan, catalog, events, first_seq=0):
-    expected = stage_changes(table_plan, adapt_events(table_plan, list(events)),
-                             first_seq=first_seq)
+    expected = reference_stage(table_plan, list(events), first_seq=first_seq)
     batch = change_batch(events, _columns(catalog, events[0].table), batch_key(table_plan))
     staged = stage_batch(table_plan, batch, first_seq=first_seq)
     assert staged.schema == staging_schema(table_plan)
