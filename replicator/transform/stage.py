@@ -245,10 +245,14 @@ def _run(table: TablePlan, batch: pa.Table, query: tuple[str, tuple[Any, ...]]) 
 
         row = _failing_row(batch, sql, params)
         key = {k: row.get(k) for k in batch_key(table)}
-        failure = evaluation_error(table, exc, key)
-        if failure is not None:
-            raise failure from None
+        # A source column's conversion (a value its target type cannot hold) is named as
+        # such, even when DuckDB's words ("out of range") read like an expression's failure;
+        # a computed column's or the filter's failure is Spark's error class.
         column = _failing_column(table, batch.slice(row[_ORD], 1)) if row else None
+        if column is None or column.expression is not None:
+            failure = evaluation_error(table, exc, key)
+            if failure is not None:
+                raise failure from None
         where = f" column {column.target_column} ({column.target_type.describe()})" if column else ""
         row_key = ", ".join(f"{k}={v!r}" for k, v in key.items()) or "no key"
         on = f" fails on the row with {row_key}" if row else " failed"
@@ -268,7 +272,8 @@ def _failing_column(table: TablePlan, row: pa.Table) -> PlannedColumn | None:
     connection = _connection()
     connection.register("batch", row)
     kinds = dict(_layout(row))
-    # No column at all first: a failure there is the filter's or a computed column's.
+    # No column at all first: a failure there is the filter's (every row's op depends on
+    # it; DuckDB drops the computed values no selected column reads).
     for columns in ((), *((column,) for column in table.staged_columns)):
         params = Params()
         sql = statement(table, kinds, params, columns=columns)
