@@ -2,8 +2,9 @@
 
 Per table: the source is read in key order, ``segment_rows`` rows at a time (keyset
 pagination); each page's key range ``(previous upper, this upper]`` is read from the target
-too. Both sides are brought to one canonical form (``normalize``: the source through the very
-converters staging uses, so masks, DECIMAL scale, TIMESTAMP UTC, TIME text, BIT bytes match)
+too. Both sides are brought to one canonical form (``normalize``: the source staged by the
+transform step's own DuckDB SQL, so the filter, computed columns, masks, DECIMAL scale,
+TIMESTAMP UTC, TIME text, BIT bytes match)
 and compared: equal ranges cost one pass over their rows; a range that differs is narrowed to
 its keys, each reported as missing, extra or different (with both values of each column).
 Keys whose order the warehouse does not share (strings under MySQL collations, masked keys)
