@@ -430,7 +430,10 @@ def _scd2_ctes(table: TablePlan) -> list[tuple[str, str]]:
     key = ", ".join(q(k) for k in table.source_key) or "NULL"
     order = ", ".join(q(c) for c in _ORDER)
     window = f"(PARTITION BY {key} ORDER BY {order})"
-    tracked = [q(c.image_key) for c in table.tracked_columns]
+    # A computed column is tracked by its value, which the judged step computed.
+    computed = {column: index for index, column in enumerate(table.computed_columns)}
+    tracked = [q(_COMPUTED + str(computed[c])) if c in computed else q(c.image_key)
+               for c in table.tracked_columns]
     op, final = q(cb.OP), q(_FINAL_OP)
     # change_seq(): binlog position as sortable text; a snapshot read (r) sorts first.
     seq = (f"printf('%010d.%020d.%d%010d', {q(cb.FILE_SEQ)}, {q(cb.POS)}, "

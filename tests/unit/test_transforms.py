@@ -214,3 +214,22 @@ def test_positions_point_inside_plain_quoted_and_block_scalars(tmp_path) -> None
     assert _diagnostics(tmp_path, "      a:\n        type: INT\n        expression: >\n"
                                   "          id +\n            nope\n") == [("R242", 13, 13)]
     assert _diagnostics(tmp_path, "      a: {expression: id + nope, type: INT}\n") == [("R242", 9, 28)]
+
+
+def test_scd2_tracks_computed_columns_by_their_value() -> None:
+    """scd2 versions compare the tracked columns, computed ones included: by the value the
+    transform step computed (they are no column of the change batch)."""
+    from tests.fixtures.row_transforms import reference_stage
+
+    pipeline = _pipeline()
+    pipeline = dataclasses.replace(pipeline, tables=tuple(
+        dataclasses.replace(t, mode="scd2") for t in pipeline.tables))
+    table = _plan(pipeline)
+    assert any(c.expression for c in table.tracked_columns)
+    renamed = dict(ROW, first_name="Zoe")  # FULL_NAME changes: a new version
+    same = dict(renamed)  # nothing tracked changes: folded into the version before
+    events = [_event("r", after=ROW), _event("u", before=ROW, after=renamed, index=1),
+              _event("u", before=renamed, after=same, index=2)]
+    staged = _staged(table, events)
+    assert staged.to_pylist() == reference_stage(table, events).to_pylist()
+    assert [r["FULL_NAME"] for r in staged.to_pylist()] == ["Zoë", "Zoe"]
