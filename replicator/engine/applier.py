@@ -36,6 +36,7 @@ from replicator.engine.metrics import BatchReport, TableReport
 from replicator.engine.schema_changes import DdlEffect, cannot_follow, classify
 from replicator.errors import EngineError, ReplicatorError, SinkError
 from replicator.model.changes import BinlogPosition, ChangeEvent
+from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 from replicator.source.positions import current_position
 from replicator.transform import file_staging, stage_batch
 
@@ -358,25 +359,21 @@ class BatchApplier:
         self, table_plan: TablePlan, events: list[ChangeEvent], report: TableReport, *,
         first_seq: int = 0,
     ) -> Any:
-        """Adapt, complete and stage some of a table's changes; counts them into ``report``."""
-        from replicator.sink.adapt import adapt_events
-        from replicator.sink.staging import stage_changes
+        """Some of a table's changes -> its staging rows, by the transform step (filters and
+        computed columns run in DuckDB only); counts them into ``report``."""
+        from replicator.transform.batch import change_batch
+        from replicator.transform.stage import batch_key
 
-        if table_plan.outbox is not None and table_plan.outbox.first:
-            from replicator.sink.outbox import count_unrouted
-
-            report.unrouted += count_unrouted(table_plan, events)
-        events = adapt_events(table_plan, events)
-        report.changes += len(events)
-        report.last_ts_ms = max(report.last_ts_ms, max((e.ts_ms for e in events), default=0))
         started = time.perf_counter()
-        source_columns = [c.source_column for c in table_plan.data_columns if c.source_column]
-        completed = _complete_images(events, source_columns)
-        staged_at = time.perf_counter()
-        report.seconds_transform += staged_at - started
-        table = stage_changes(table_plan, completed, first_seq=first_seq)
-        report.seconds_stage += time.perf_counter() - staged_at
-        return table
+        # The batch's columns: the source columns the plan reads, typed as the plan saw them
+        # (a routed table's _SOURCE_TABLE comes from the change's table, as in a stream batch).
+        columns = {c.source_column: c.mysql_type for c in table_plan.data_columns if c.source_column
+                   and not c.expression and c.source_column != SOURCE_TABLE_COLUMN}
+        columns.update({name: None for name in table_plan.excluded if name not in columns})
+        batch = change_batch(_complete_images(events, list(columns)), list(columns.items()),
+                             batch_key(table_plan))
+        report.seconds_transform += time.perf_counter() - started
+        return self._stage_batch(table_plan, batch, report, first_seq=first_seq)
 
     # -- snapshot chunks -------------------------------------------------------------------
 

@@ -70,7 +70,8 @@ class PlannedColumn:
     @property
     def image_key(self) -> str:
         """Where the column's value is in a row image: its source column, or (computed) the
-        key ``sink.computed`` adds the computed value under (no MySQL name can equal it)."""
+        key a per-row image carries the computed value under (scd2's tracked columns; the
+        tests' per-row reference) — no MySQL name can equal it."""
         if self.expression is not None:
             return COMPUTED_IMAGE_PREFIX + self.target_column
         return self.source_column or ""

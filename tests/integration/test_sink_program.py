@@ -26,7 +26,7 @@ from replicator.plan.statements.names import target_name
 from replicator.sink import open_sink
 from replicator.sink.duckdb import DuckDBSink
 from replicator.sink.snowflake import SnowflakeSink
-from replicator.sink.staging import stage_changes
+from tests.fixtures.row_transforms import staged_per_row
 from tests.fixtures.sink_sample import CATALOG, sample_events, sample_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -176,7 +176,7 @@ def test_a_run_executes_exactly_the_planned_program(target, pipeline_kind, tmp_p
 
         for table in plan.tables:
             source = catalog.table(table.source_database, table.source_table)
-            staged = stage_changes(table, sample_events(table, source))
+            staged = staged_per_row(table, sample_events(table, source))
             # 1. Arrow slices (the second empty, as a drained slice source may end).
             key = BatchKey(pipeline.name, table.target_table, 7, {"file": "f", "pos": 7})
             result = sink.apply(table, 7, dict(key.end_offset), iter([staged, staged.slice(0, 0)]))

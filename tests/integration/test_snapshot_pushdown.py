@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 
 from replicator.model.changes import BinlogPosition
 from replicator.plan.expressions.compiler import compile_filter
-from replicator.plan.expressions.spark_types import spark_type_of, spark_value
+from replicator.plan.expressions.spark_types import spark_type_of
 from replicator.plan.pushdown import pushdown
 from replicator.source.catalog import read_catalog
 from replicator.source.snapshot import Chunk, read_chunk_batch
+from tests.fixtures.row_transforms import spark_value
 
 pytestmark = pytest.mark.mysql
 

@@ -1,6 +1,5 @@
 """Spark types and values: the types of Spark's analyzer as the compiler reasons about them,
-the Spark type a MySQL column reads as, a source value in the Python form of its Spark type,
-a compiled node (a closure and its type), and Spark's decimal and integer arithmetic rules.
+the Spark type a MySQL column reads as, a compiled node (a closure and its type), and Spark's decimal and integer arithmetic rules.
 
 Source columns have the Spark type their MySQL type reads as (``spark_type_of``): integers
 up to INT as INT, INT UNSIGNED and BIGINT as BIGINT, BIGINT UNSIGNED as DECIMAL(20,0),
@@ -11,14 +10,12 @@ TINYINT(1) as BOOLEAN (under ``tinyint1: boolean``).
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
-from replicator.model.text import value_text
 from replicator.plan.expressions.errors import ExpressionError, fail_evaluation
 
 Row = dict[str, Any]
@@ -84,36 +81,6 @@ def spark_type_of(mysql_type: Any, *, tinyint1: str = "boolean") -> SparkType:
     if name == "bit":
         return BIGINT
     return STRING  # char, varchar, text, enum, set, json, time, geometry as text
-
-
-def spark_value(value: Any, spark_type: SparkType) -> Any:
-    """A source value (as the readers decode it) in the Python form of its Spark type."""
-    if value is None:
-        return None
-    kind = spark_type.kind
-    if kind == "boolean":
-        return bool(value)
-    if kind in ("int", "bigint"):
-        if isinstance(value, (bytes, bytearray)):
-            return int.from_bytes(value, "big")
-        return int(value)
-    if kind == "decimal":
-        return value if isinstance(value, Decimal) else Decimal(int(value))
-    if kind == "double":
-        return float(value)
-    if kind == "timestamp":
-        if isinstance(value, dt.datetime) and value.tzinfo is not None:
-            return value.astimezone(dt.UTC).replace(tzinfo=None)
-        return value
-    if kind == "binary":
-        return bytes(value)
-    if kind == "string" and not isinstance(value, str):
-        if isinstance(value, (dict, list)):
-            import json
-
-            return json.dumps(value)
-        return value_text(value, 0)  # TIME: hh:mm:ss, the fraction only when there is one
-    return value
 
 
 # -- compiled nodes ---------------------------------------------------------------------------
