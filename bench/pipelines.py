@@ -39,6 +39,7 @@ def pipeline_yaml(
     mode: str = "merge",
     also: Sequence[tuple[str, TableSpec]] = (),  # (database, table) of other databases
     atomic: bool | None = None,  # target.atomic (None: the default)
+    row_filter: str | None = None,  # every table's `filter:` (Spark SQL)
 ) -> str:
     if isinstance(start, BinlogPosition):
         start_text = f"{{file: {start.file}, pos: {start.pos}}}"
@@ -85,6 +86,8 @@ def pipeline_yaml(
         lines.append(f"    key: [{spec.key}]")
         if mode != "merge":
             lines.append(f"    mode: {mode}")
+        if row_filter is not None:
+            lines.append(f"    filter: {_quote(row_filter)}")
         lines.append("    columns:")
         for column, mysql_type in spec.columns:
             lines.append(f"      {column}: {{source_type: {_quote(mysql_type)}}}")

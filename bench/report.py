@@ -124,6 +124,18 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
             yield ("latency", f"p50 / p95 / p99 at {latency['achieved_rate']:.0f}/s",
                    f"{latency['p50_s']} / {latency['p95_s']} / {latency['p99_s']} s",
                    f"max_delay {latency['max_delay']} (target p50 <= 1 s, p99 <= 3 s: issue 15)")
+    recopy = results.get("recopy")
+    if recopy:
+        if "error" in recopy:
+            yield ("recopy", "run", "error", _cause(recopy))
+        else:
+            during = recopy["during"]
+            yield ("recopy", f"{recopy['copied_rows']:,} rows copied again",
+                   f"{recopy['copy_seconds']} s, {_fmt(recopy['rows_per_s'], 'rows/s')}",
+                   f"while the others stream at {recopy['rate']:.0f} changes/s")
+            yield ("recopy", "others' lag during the copy p50 / p99 / max",
+                   f"{during['p50_s']} / {during['p99_s']} / {during['max_s']} s",
+                   f"before it: p99 {recopy['before']['p99_s']} s (target < 5 s: issue 18)")
     snapshot = results.get("snapshot")
     if snapshot:
         if "error" in snapshot:

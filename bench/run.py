@@ -6,7 +6,7 @@
     bench/run --changes 100000 --out /tmp/result.json
 
 Sections (all by default): decode, profile, e2e, partitions, latency, snapshot, bigtxn, recopy,
-startup, transforms, peer (Debezium embedded on the e2e range, bench/peer.py), atomic (the e2e
+pushdown, startup, transforms, peer (Debezium embedded on the e2e range, bench/peer.py), atomic (the e2e
 run with target.atomic on and off). A failing section
 is recorded with its error and the others still run; the exit status is 1 if any failed.
 See bench/README.md for what each number means.
@@ -35,7 +35,7 @@ from bench.report import RESULTS_DIR, render_table, write_charts, write_json
 from bench.tables import TABLES
 
 SECTIONS = ("decode", "profile", "e2e", "partitions", "latency", "snapshot", "bigtxn", "recopy",
-            "startup", "transforms", "peer", "atomic")
+            "pushdown", "startup", "transforms", "peer", "atomic")
 # The server for the benchmark: a bigger buffer pool than the test default so the 1M-row
 # table is not disk-bound.
 SERVER_ARGS = ("--innodb-buffer-pool-size=512M",)
@@ -217,7 +217,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 from bench.latency import run_latency
 
                 _section(results, "latency", lambda: run_latency(ctx))
-            if {"snapshot", "bigtxn", "recopy"} & set(sections):
+            if {"snapshot", "bigtxn", "recopy", "pushdown"} & set(sections):
                 from bench import snapshot
 
                 filled = snapshot.fill_table(ctx, sizes.snapshot_rows)
@@ -237,6 +237,10 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                     from bench.recopy import run_recopy
 
                     _section(results, "recopy", lambda: run_recopy(ctx, sizes.snapshot_rows))
+                if "pushdown" in sections:  # reads the table, changes none
+                    from bench.pushdown import run_pushdown
+
+                    _section(results, "pushdown", lambda: run_pushdown(ctx, sizes.snapshot_rows))
             if "transforms" in sections:  # no server needed: a generated change batch
                 from bench.transforms import run_transforms
 

@@ -7,8 +7,9 @@ deletes: the OLTP shape of the workload, generated here without a server), stage
 - ``plain``: ``replicator.transform.stage_batch`` for the table without transforms;
 - ``transforms``: the same table with one computed column (``round(amount * 1.2, 2)``), one
   filter (``status <> 'cancelled'``) and one mask (salted sha256 of ``note``);
-- ``per_row``: the per-row path it replaces (``adapt_events`` + ``stage_changes``) on the same
-  transformed table, from ChangeEvents (the bridge from the batch is not timed);
+- ``per_row``: the per-row path it replaced (``adapt_events`` + closures + ``stage_changes``,
+  kept only as the tests' reference: ``tests.fixtures.row_transforms.reference_stage``) on
+  the same transformed table, from ChangeEvents (the bridge from the batch is not timed);
 - ``spark_sql``: the alternative engine of issue 17, Spark SQL over the same batch
   (``createDataFrame(arrow)`` + ``selectExpr`` of the three transforms + ``toArrow``) in a
   ``local[2]`` session already started (its start-up is not counted).
@@ -129,10 +130,9 @@ def _spark_sql(batch: Any, repeats: int) -> dict[str, Any]:
 
 
 def run_transforms(rows: int = 50_000, repeats: int = 9, *, spark: bool = True) -> dict[str, Any]:
-    from replicator.sink.adapt import adapt_events
-    from replicator.sink.staging import stage_changes
     from replicator.transform import change_batch, stage_batch
     from replicator.transform.stage import batch_key
+    from tests.fixtures.row_transforms import reference_stage
 
     plain, transformed, source = _plans()
     events = _events(rows)
@@ -158,13 +158,13 @@ def run_transforms(rows: int = 50_000, repeats: int = 9, *, spark: bool = True) 
 
     def old_path() -> None:
         nonlocal staged_rows
-        staged_rows = stage_changes(transformed, adapt_events(transformed, list(events))).num_rows
+        staged_rows = reference_stage(transformed, list(events)).num_rows
 
     per_row = _median_seconds(old_path, max(1, repeats // 2))
     out["per_row"] = {"seconds": round(per_row, 4), "rows_per_s": round(rows / per_row),
                       "staged_rows": staged_rows}
     out["same_rows_as_per_row"] = (
-        stage_changes(transformed, adapt_events(transformed, list(events))).to_pylist()
+        reference_stage(transformed, list(events)).to_pylist()
         == staged["transforms"].to_pylist())
     if spark:
         out["spark_sql"] = _spark_sql(batch, repeats)

@@ -22,6 +22,8 @@ from replicator.context import Context
 from replicator.errors import PlanError, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from replicator.model.catalog import Catalog
     from replicator.model.pipeline import Pipeline
     from replicator.plan import Dialect, Plan, TablePlan
@@ -63,7 +65,10 @@ def command(
                      "(the target ALTERs, the stop, or nothing); runs nothing."),
     ] = None,
 ) -> None:
+    # The chunk SELECT brings the expression compiler (plan.pushdown, ~35 ms): kept off
+    # validate's start-up, which imports every command module.
     from replicator.plan import atomic_statements, get_dialect
+    from replicator.source.snapshot import chunk_select_preview
 
     context = Context.load(file, offline=offline)
     pipeline = context.pipeline
@@ -92,7 +97,7 @@ def command(
             "pipeline": plan.pipeline_name,
             "dialect": sql_dialect.name,
             "offline": offline,
-            "tables": [_table_json(t, sql_dialect, catalog) for t in tables],
+            "tables": [_table_json(t, sql_dialect, catalog, plan.tables) for t in tables],
             "atomic": pipeline.target.atomic,
             # target.atomic: what a stream batch that changed several tables runs.
             "atomic_batch": [{"purpose": s.purpose, "sql": s.sql}
@@ -108,7 +113,8 @@ def command(
         if not offline:
             _say_where_columns_came_from(table_plan)
         render.print_sql(render_sql(table_plan, sql_dialect,
-                                    snapshot_staging(table_plan, catalog, sql_dialect)))
+                                    snapshot_staging(table_plan, catalog, sql_dialect),
+                                    chunk_select_preview(plan.tables, table_plan, catalog)))
     if pipeline.target.atomic and len(tables) > 1:
         render.print_sql(render_atomic_sql(tables, sql_dialect))
 
@@ -214,8 +220,10 @@ def _say_where_columns_came_from(table_plan: TablePlan) -> None:
     render.info("%s columns %s", table_plan.source_name, "; ".join(parts) or "(none)")
 
 
-def _table_json(table_plan: TablePlan, dialect: Dialect, catalog: Catalog) -> dict[str, Any]:
+def _table_json(table_plan: TablePlan, dialect: Dialect, catalog: Catalog,
+                tables: Sequence[TablePlan]) -> dict[str, Any]:
     from replicator.plan import table_statements
+    from replicator.source.snapshot import chunk_select_preview  # see command()
     from replicator.transform import snapshot_staging  # ~22 ms: kept off validate's start-up
 
     outbox = table_plan.outbox
@@ -237,6 +245,7 @@ def _table_json(table_plan: TablePlan, dialect: Dialect, catalog: Catalog) -> di
         "key_origin": table_plan.key_origin,
         "deletes": table_plan.deletes,
         "filter": table_plan.filter,
+        **_chunk_read_json(chunk_select_preview(tables, table_plan, catalog)),
         "excluded": list(table_plan.excluded),
         "columns": [
             {
@@ -261,3 +270,10 @@ def _table_json(table_plan: TablePlan, dialect: Dialect, catalog: Catalog) -> di
                 table_plan, dialect, snapshot_staging(table_plan, catalog, dialect))
         ],
     }
+
+
+def _chunk_read_json(chunk_read: tuple[str, str | None] | None) -> dict[str, Any]:
+    """The snapshot's chunk SELECT on MySQL and its pushed-down filter (None: none)."""
+    if chunk_read is None:
+        return {}
+    return {"snapshot_select": chunk_read[0], "snapshot_pushdown": chunk_read[1]}

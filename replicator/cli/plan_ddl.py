@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 class DdlEffectOnTable:
     source: str  # db.table the DDL touches
     targets: list[str]  # the target tables reading it (empty: not replicated)
-    action: str  # follow | ignore | stop | not_replicated
+    action: str  # follow | recopy | ignore | stop | not_replicated
     what: str
     statements: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
@@ -117,13 +117,21 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
     """The target statements ``run`` executes for a DDL it follows (``BatchApplier`` runs the
     same functions), and a note per change it ignores."""
     from replicator.engine.schema_changes import ChangeKind
-    from replicator.plan import statements as sql
     from replicator.plan.identifiers import target_identifier
+    from replicator.plan.program import retype_columns
+    from replicator.plan.statements.ddl import (
+        alter_column_type,
+        drop_column,
+        drop_not_null,
+        rename_column,
+        truncate_rows,
+    )
 
     targets = [".".join(t.target_parts) for t in readers]
     statements: list[str] = []
     notes: list[str] = []
     done: list[str] = []
+    retyped: list[str] = []
     for step in decision.steps:
         if step.action in ("ignore", "nothing"):
             notes.append(f"{step.why}: {'ignored (policy)' if step.action == 'ignore' else 'no change'}"
@@ -131,31 +139,40 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
                             if step.change.kind is ChangeKind.DROP_COLUMN else ""))
     for table in readers:
         for step in decision.following(ChangeKind.TYPE_CHANGE):
-            statements.append(sql.alter_column_type(table, step.target_column, step.target_type,
-                                                    dialect))
+            statements.append(alter_column_type(table, step.target_column, step.target_type,
+                                                dialect))
             done.append(step.why)
+        for step in decision.recopying:
+            if step.change.kind is ChangeKind.KEY_CHANGE:
+                done.append(step.why)
+                continue
+            column = next(c for c in table.columns if c.target_column == step.target_column)
+            retyped += [statement.sql for statement in retype_columns(
+                table, [dataclasses.replace(column, target_type=step.target_type)], dialect)]
+            done.append(f"{step.why}: its changes before the DDL are left to the copy, which "
+                        "runs chunk by chunk between stream batches (the other tables stream on)")
         for step in decision.following(ChangeKind.RENAME_COLUMN):
             old = _target_of(table, step.change.column)
             if old is None:
                 continue
             new = target_identifier(step.change.new_name or "", table.identifier_case)
-            statements.append(sql.rename_column(table, old, new, dialect))
+            statements.append(rename_column(table, old, new, dialect))
             if table.log_table is not None:
-                statements.append(sql.rename_column(table, old, new, dialect, log=True))
+                statements.append(rename_column(table, old, new, dialect, log=True))
             done.append(f"renames {old} to {new}")
         for step in decision.following(ChangeKind.DROP_COLUMN):
             old = _target_of(table, step.change.column)
             if old is not None:
-                statements.append(sql.drop_column(table, old, dialect))
+                statements.append(drop_column(table, old, dialect))
                 done.append(f"drops {old} from the target")
         for step in decision.steps:
             if step.change.kind is ChangeKind.DROP_COLUMN and step.action == "ignore":
                 column = next((c for c in table.columns if c.target_column
                                == _target_of(table, step.change.column)), None)
                 if column is not None and not column.nullable:
-                    statements.append(sql.drop_not_null(table, column.target_column, dialect))
+                    statements.append(drop_not_null(table, column.target_column, dialect))
         for _ in decision.following(ChangeKind.TRUNCATE):
-            statements.append(sql.truncate_rows(table, dialect))
+            statements.append(truncate_rows(table, dialect))
             done.append("deletes the target rows in the batch's transaction, before its MERGE "
                         "of the changes after the TRUNCATE")
         for _ in decision.following(ChangeKind.RENAME_TABLE):
@@ -166,8 +183,10 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
         statements += added.statements
         notes += added.notes
         done.insert(0, added.what)
-    return DdlEffectOnTable(name, targets, "follow", "; ".join(done) or "nothing in the target "
-                            "changes", statements=statements, notes=notes)
+    statements += retyped  # after the re-plan's ADD COLUMNs, as the run does (_alter_columns)
+    return DdlEffectOnTable(name, targets, "recopy" if decision.recopying else "follow",
+                            "; ".join(done) or "nothing in the target changes",
+                            statements=statements, notes=notes)
 
 
 def _target_of(table: TablePlan, source_column: str | None) -> str | None:
@@ -182,7 +201,7 @@ def _added_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
     from replicator.engine.schema_changes import added_columns
     from replicator.model.catalog import Catalog, MySQLType, MySQLTypeError, SourceColumn
     from replicator.plan import build_plan
-    from replicator.plan.statements import add_columns, default_literal
+    from replicator.plan.statements.ddl import add_columns, default_literal
 
     added = added_columns(ddl)
     database, table = name.split(".", 1)

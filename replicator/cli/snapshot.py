@@ -3,7 +3,8 @@
 The request is a file in the pipeline's checkpoint directory; the running run takes it within
 a second and copies the table chunk by chunk between its stream batches, the next run does if
 none is running (``engine.recopy``). Rows the source no longer has are removed when the copy
-ends. Progress shows in the run's log, ``replicator status`` and the metrics.
+ends; with ``--where`` only the rows the condition selects are copied, and none is removed
+(Debezium's incremental snapshot with ``additional-conditions`` does the same). Progress shows in the run's log, ``replicator status`` and the metrics.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -34,6 +35,12 @@ def command(
         list[str], typer.Option("--table", "-t", help="A source table (db.table) of the "
                                 "pipeline; repeat for several.", show_default=False)
     ],
+    where: Annotated[
+        str | None, typer.Option("--where", help="Copy only the rows this MySQL condition "
+                                 "over the table's columns selects (upserts; nothing is "
+                                 "removed), e.g. \"id BETWEEN 1000 AND 2000\".",
+                                 show_default=False)
+    ] = None,
     output_format: Annotated[
         OutputFormat, typer.Option("--format", "-f", help="text or json.")
     ] = OutputFormat.text,
@@ -62,15 +69,30 @@ def command(
             "as events again", hint="an outbox table is not re-copied")
     checkpoint = CheckpointDir(pipeline.checkpoint_dir)
     names = [planned[name.lower()] for name in tables]
+    conditions = {name: _condition(context, name, where) for name in names}
     for name in names:
-        request(checkpoint, name)
+        request(checkpoint, name, conditions[name])
     holder = lock_holder(checkpoint.path)
     if output_format is OutputFormat.json:
         sys.stdout.write(json.dumps({"pipeline": pipeline.name, "tables": names,
-                                     "running_pid": holder}) + "\n")
+                                     "where": where, "running_pid": holder}) + "\n")
         return
     when = (f"the running run (PID {holder}) copies it" if holder is not None
             else "the next `replicator run` copies it")
     for name in names:
-        render.print_text(f"{name}: re-copy requested; {when} chunk by chunk while the other "
-                          "tables stream")
+        rows = f" (the rows where {conditions[name]}; none removed)" if where else ""
+        render.print_text(f"{name}: re-copy requested{rows}; {when} chunk by chunk while the "
+                          "other tables stream")
+
+
+def _condition(context: Any, table: str, where: str | None) -> str | None:
+    """``--where`` checked against the table's live columns (``source.conditions``)."""
+    if where is None:
+        return None
+    from replicator.source.conditions import condition_sql
+
+    database, name = table.split(".", 1)
+    source = context.catalog.table(database, name)
+    if source is None:
+        raise ConfigError(f"{table}: not found in MySQL", hint="create it, or check the name")
+    return condition_sql(where, source)

@@ -263,10 +263,12 @@ def _report_alternatives(document: LoadedDocument, path: JsonPath, error: Any) -
 
     instance = error.instance
     branches = error.validator_value
-    matching = [
-        branch for branch in branches
-        if Draft7Validator(branch).is_type(instance, branch.get("type", "object"))
-    ]
+    def has_type(branch: dict[str, Any]) -> bool:
+        wanted = branch.get("type", "object")  # a JSON Schema type, or a list of them
+        return any(Draft7Validator(branch).is_type(instance, kind)
+                   for kind in ([wanted] if isinstance(wanted, str) else wanted))
+
+    matching = [branch for branch in branches if has_type(branch)]
     if len(matching) == 1:
         before = len(document.diagnostics)
         for sub in Draft7Validator(matching[0]).iter_errors(instance):

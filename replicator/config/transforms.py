@@ -77,7 +77,7 @@ def check_transforms(document: LoadedDocument) -> None:
 def _source_types(document: LoadedDocument, table: dict[str, Any], tinyint1: Any):
     """Source column name -> Spark type, when the YAML declares the table's columns (any
     column with `source_type`); None when only the live catalog knows them."""
-    from replicator.plan.expressions import ANY, spark_type_of
+    from replicator.plan.expressions.spark_types import ANY, spark_type_of
 
     columns = _dict(table.get("columns"))
     source = {name: _dict(spec) for name, spec in columns.items() if "expression" not in _dict(spec)}
@@ -143,8 +143,10 @@ def _check_table(document: LoadedDocument, base: JsonPath, table: dict[str, Any]
 
 
 def _check_expression(document: LoadedDocument, path: JsonPath, text: str, types: Any) -> None:
-    from replicator.plan.expressions import ExpressionError, check_expression
-    from replicator.plan.transpile import Untranslatable, translate
+    from replicator.plan.expressions.compiler import check_expression
+    from replicator.plan.expressions.errors import ExpressionError
+    from replicator.plan.transpile.errors import Untranslatable
+    from replicator.plan.transpile.translator import translate
 
     try:
         check_expression(text, types)
@@ -162,8 +164,10 @@ def _report_expression(document: LoadedDocument, path: JsonPath, exc: Any) -> No
 
 
 def _check_filter(document: LoadedDocument, path: JsonPath, text: str, types: Any) -> None:
-    from replicator.plan.expressions import ExpressionError, compile_filter
-    from replicator.plan.transpile import Untranslatable, translate
+    from replicator.plan.expressions.compiler import compile_filter
+    from replicator.plan.expressions.errors import ExpressionError
+    from replicator.plan.transpile.errors import Untranslatable
+    from replicator.plan.transpile.translator import translate
 
     try:
         compile_filter(text, types)

@@ -32,24 +32,20 @@ from typing import TYPE_CHECKING, Any
 from replicator.context import Context
 from replicator.engine import failpoints
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
+from replicator.engine.ddl_rows import after_position, default_fills, fill_defaults
 from replicator.engine.landing import FileFacts, key_moves, landing_root, local_facts
 from replicator.engine.metrics import BatchReport, TableReport
-from replicator.engine.schema_changes import (
-    DdlEffect,
-    after_position,
-    cannot_follow,
-    classify,
-    default_fills,
-    fill_defaults,
-)
-from replicator.errors import ReplicatorError, SinkError
+from replicator.engine.schema_changes import DdlEffect, cannot_follow, classify
+from replicator.errors import EngineError, ReplicatorError, SinkError
 from replicator.model.changes import BinlogPosition, ChangeEvent
+from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 from replicator.sink import TableBatch
+from replicator.source.positions import current_position
 from replicator.transform import file_staging, stage_batch
 
 if TYPE_CHECKING:
     from replicator.model.pipeline import Pipeline
-    from replicator.plan.model import Plan, TablePlan
+    from replicator.plan.model import Plan, PlannedColumn, TablePlan
     from replicator.plan.program import StagingQuery
 
 ReportCallback = Callable[[BatchReport], None]
@@ -96,6 +92,7 @@ class BatchApplier:
         on_report: ReportCallback | None = None,
         on_notice: Notice | None = None,
         on_new_sources: Callable[[list[str]], None] | None = None,
+        on_recopy: Callable[[str], None] | None = None,
         covers: Callable[[str], bool] | None = None,
     ) -> None:
         self.pipeline = pipeline
@@ -109,6 +106,9 @@ class BatchApplier:
         # Called with the source tables a `sources:` selection starts matching mid-stream
         # (the runner records them as covered: streamed from their CREATE, no copy needed).
         self._on_new_sources = on_new_sources
+        # Called with a source table whose target column a type change re-created: the runner
+        # queues its copy afresh (engine.recopy.queue) and saves that before the target changes.
+        self._on_recopy = on_recopy
         # Whether a source table is covered (copied, or streamed from its creation): the
         # runner's start state answers. Never the plan's sources: the plan is built from the
         # LIVE catalog, which is ahead of the binlog being applied, so it already lists a table
@@ -123,7 +123,15 @@ class BatchApplier:
         # landed before the rename hold the value under the old name (default_fills).
         self.renamed_columns: dict[str, dict[str, str]] = {}
         self._evolving: dict[str, Any] = {}  # db.table (lower) -> Decisions (_follow_decided)
-        self._truncated: dict[str, tuple[int, int]] = {}  # db.table -> a followed TRUNCATE's
+        # db.table (lower) -> the position before which this batch's changes of the table are
+        # dropped: a followed TRUNCATE emptied it, or a re-copy rewrites it (_retype).
+        self._cut: dict[str, tuple[int, int]] = {}
+        self._ddl_at: dict[str, tuple[int, int]] = {}  # db.table (lower) -> its last DDL's
+        # db.table (lower) -> the last position before the source's head when its copy was
+        # queued afresh, after its primary key changed (rekey) or at start-up for a column
+        # re-created in a new type (retype_lagging_columns): every change of it up to there
+        # is the copy's.
+        self._copied_from: dict[str, tuple[int, int]] = {}
         self._batch_id = 0
         self._pruned_at = float("-inf")  # when landed files were last pruned (monotonic)
         self.in_batch = False
@@ -187,7 +195,8 @@ class BatchApplier:
         ddl = sorted((r for r in manifest if r["kind"] == "ddl"),
                      key=lambda r: (int(r["part"]), int(r["seq"])))
         self._batch_id = sink_batch_id(self.epoch, spark_batch_id)
-        self._truncated: dict[str, tuple[int, int]] = {}  # db.table -> TRUNCATE's position
+        self._cut = dict(self._copied_from)
+        self._ddl_at = {}
         if ddl:
             self._follow_schema_changes(ddl, with_rows=files)
         self._plan_unplanned_sources(files)
@@ -196,8 +205,9 @@ class BatchApplier:
         # One source table can feed several targets (outbox routes) and one target can read
         # several source tables (routing): each plan takes the files it reads.
         work = [(table_plan, table_files) for table_plan in self.plan.tables
-                for table_files in [[row for name, rows_of in files.items()
-                                     if table_plan.reads(name) for row in rows_of]]
+                for table_files in [self._after_cut(table_plan, [
+                    row for name, rows_of in files.items()
+                    if table_plan.reads(name) for row in rows_of])]
                 if table_files]
         if len(work) > 1 and self.atomic:
             report.tables += self.apply_atomic(work, report.batch_id, end_offset)
@@ -289,13 +299,23 @@ class BatchApplier:
         driver's). None where the driver stages them."""
         simple = (len({row["table"].lower() for row in files}) == 1 and not table_plan.routed
                   and self._whole(table_plan, files) and not self._fills(table_plan, files)
-                  and self._truncated.get(table_plan.source_name.lower()) is None)
+                  and self._cut.get(table_plan.source_name.lower()) is None)
         paths = [row["path"] for row in files]
         staging = self.warehouse_staging(table_plan, paths, snapshot=False) if simple else None
         if staging is None:
             return None
         query, facts = staging
         return TableBatch(table_plan, paths, query), facts
+
+    def _after_cut(self, table_plan: TablePlan, files: list[dict[str, Any]]
+                   ) -> list[dict[str, Any]]:
+        """The files not wholly before the table's cut (``_cut``): a re-created column's old
+        type may not even unify with its new one (a landed file holds one schema)."""
+        cut = self._cut.get(table_plan.source_name.lower())
+        if cut is None:
+            return files
+        return [row for row in files if row.get("last_file") is None
+                or (BinlogPosition(row["last_file"], 0).sequence, int(row["last_pos"])) > cut]
 
     def _whole(self, table_plan: TablePlan, files: list[dict[str, Any]]) -> bool:
         """Whether the table's batch is staged in one piece, not in slices: a routed target's
@@ -339,13 +359,14 @@ class BatchApplier:
                 f"landed file(s): applying them in slices of {SLICE_ROWS:,} changes"
                 + (f" ({buckets} slices by key)" if by_key else ""))
         fills = self._fills(table_plan, files)
-        truncated = self._truncated.get(table_plan.source_name.lower())
+        cut = self._cut.get(table_plan.source_name.lower())
 
         def followed(batch: Any) -> Any:
             """Defaults and renamed values filled in; the changes before a followed TRUNCATE
-            dropped (the table was emptied after them)."""
+            (the table was emptied after them) or a re-created column (the table's re-copy
+            rewrites every row) dropped."""
             batch = fill_defaults(batch, fills)
-            return batch if truncated is None else after_position(batch, truncated)
+            return batch if cut is None else after_position(batch, cut)
 
         def batches() -> Iterator[Any]:
             if whole:
@@ -414,25 +435,21 @@ class BatchApplier:
         self, table_plan: TablePlan, events: list[ChangeEvent], report: TableReport, *,
         first_seq: int = 0,
     ) -> Any:
-        """Adapt, complete and stage some of a table's changes; counts them into ``report``."""
-        from replicator.sink.adapt import adapt_events
-        from replicator.sink.staging import stage_changes
+        """Some of a table's changes -> its staging rows, by the transform step (filters and
+        computed columns run in DuckDB only); counts them into ``report``."""
+        from replicator.transform.batch import change_batch
+        from replicator.transform.stage import batch_key
 
-        if table_plan.outbox is not None and table_plan.outbox.first:
-            from replicator.sink.outbox import count_unrouted
-
-            report.unrouted += count_unrouted(table_plan, events)
-        events = adapt_events(table_plan, events)
-        report.changes += len(events)
-        report.last_ts_ms = max(report.last_ts_ms, max((e.ts_ms for e in events), default=0))
         started = time.perf_counter()
-        source_columns = [c.source_column for c in table_plan.data_columns if c.source_column]
-        completed = _complete_images(events, source_columns)
-        staged_at = time.perf_counter()
-        report.seconds_transform += staged_at - started
-        table = stage_changes(table_plan, completed, first_seq=first_seq)
-        report.seconds_stage += time.perf_counter() - staged_at
-        return table
+        # The batch's columns: the source columns the plan reads, typed as the plan saw them
+        # (a routed table's _SOURCE_TABLE comes from the change's table, as in a stream batch).
+        columns = {c.source_column: c.mysql_type for c in table_plan.data_columns if c.source_column
+                   and not c.expression and c.source_column != SOURCE_TABLE_COLUMN}
+        columns.update({name: None for name in table_plan.excluded if name not in columns})
+        batch = change_batch(_complete_images(events, list(columns)), list(columns.items()),
+                             batch_key(table_plan))
+        report.seconds_transform += time.perf_counter() - started
+        return self._stage_batch(table_plan, batch, report, first_seq=first_seq)
 
     # -- snapshot chunks -------------------------------------------------------------------
 
@@ -634,7 +651,7 @@ class BatchApplier:
                         where: str, row: dict[str, Any]) -> None:
         """Apply ``engine.schema_changes.decide`` to a DDL of replicated tables: raise its stop,
         log what it ignores; record the tables whose columns change (``_evolving``)."""
-        from replicator.engine.schema_changes import ChangeKind, decide, stop_error
+        from replicator.engine.schema_changes import ChangeKind, KeyChanged, decide, stop_error
 
         arriving = ({str(name).lower() for name in details.get("tables", [])[1::2]}
                     if details.get("kind") == "rename" else set())
@@ -644,8 +661,13 @@ class BatchApplier:
             stop = decision.stop
             if stop is not None:
                 raise stop_error([name], where, stop, sql)
-            if any(step.action in ("follow", "ignore") and step.change.kind.value in _COLUMN_KINDS
-                   for step in decision.steps):
+            at = self._ddl_at[name.lower()] = _ddl_position(row)
+            if (any(step.change.kind is ChangeKind.KEY_CHANGE for step in decision.recopying)
+                    and not at <= self._copied_from.get(name.lower(), (-1, -1))):
+                # Not yet streamed with the key the catalog has: stop the query here (rekey).
+                raise KeyChanged([replicated[name.lower()].source_name], where, sql)
+            if any(step.action in ("follow", "ignore", "recopy")
+                   and step.change.kind.value in _COLUMN_KINDS for step in decision.steps):
                 # The target's columns change: re-plan, then _alter_columns does the rest.
                 self._evolving.setdefault(name.lower(), []).append(decision)
             for step in decision.following(ChangeKind.RENAME_COLUMN):
@@ -665,16 +687,15 @@ class BatchApplier:
         before the batch's MERGE and only while the batch is not applied for the table (its
         state row), so a replay after a kill deletes again what the MERGE had not replaced,
         and never the rows a committed batch wrote after the TRUNCATE."""
-        from replicator.plan import statements
         from replicator.plan.program import Statement
+        from replicator.plan.statements import ddl
 
-        self._truncated[table.source_name.lower()] = (BinlogPosition(row["file"], 0).sequence,
-                                                      int(row["pos"]))
+        self._cut[table.source_name.lower()] = _ddl_position(row)
         applied = self.sink.last_applied(table)
         if applied is not None and int(applied["batch_id"]) >= self._batch_id:
             return
         self.sink.execute(table, [Statement("follow TRUNCATE TABLE",
-                                            statements.truncate_rows(table, self.sink.dialect))])
+                                            ddl.truncate_rows(table, self.sink.dialect))])
         self._notice(f"{table.source_name}: TRUNCATE followed: target rows deleted")
 
     def _rename_columns(self, old_plan: Plan) -> None:
@@ -682,9 +703,9 @@ class BatchApplier:
         new name as an empty column): the target column keeps its data under the new name.
         Only where the target still has the old name and not the new one (a replayed batch)."""
         from replicator.engine.schema_changes import ChangeKind
-        from replicator.plan import statements
         from replicator.plan.identifiers import target_identifier
         from replicator.plan.program import Statement
+        from replicator.plan.statements import ddl
 
         for name, decisions in self._evolving.items():
             table = next(t for t in old_plan.tables if not t.routed and t.reads(name))
@@ -701,8 +722,8 @@ class BatchApplier:
                         if old.lower() in have and new.lower() not in have:
                             self.sink.execute(table, [Statement(
                                 "follow a column rename",
-                                statements.rename_column(table, old, new, self.sink.dialect,
-                                                         log=log))])
+                                ddl.rename_column(table, old, new, self.sink.dialect,
+                                                  log=log))])
                             self._notice(f"{name}: target column {old} renamed to {new}")
 
     def _alter_columns(self, old_plan: Plan) -> None:
@@ -717,11 +738,12 @@ class BatchApplier:
             ColumnChange,
             Step,
             policy_for,
+            retype_step,
             stop_error,
             widens,
         )
-        from replicator.plan import statements
         from replicator.plan.program import Statement
+        from replicator.plan.statements import ddl
 
         dialect = self.sink.dialect
         for name, decisions in self._evolving.items():
@@ -731,6 +753,7 @@ class BatchApplier:
                        for s in d.following(ChangeKind.RENAME_COLUMN)}
             have = self.sink.existing_columns(new)
             work: list[Statement] = []
+            retyped: list[PlannedColumn] = []
             new_columns = {c.target_column: c for c in new.columns}
             for column in old.columns:
                 if column.role != "data" or column.expression is not None:
@@ -747,7 +770,7 @@ class BatchApplier:
                     if column.target_column.lower() not in have:
                         continue
                     if action == "follow":
-                        work.append(Statement("follow a dropped column", statements.drop_column(
+                        work.append(Statement("follow a dropped column", ddl.drop_column(
                             new, column.target_column, dialect)))
                     # ignore: the re-plan's setup relaxed its NOT NULL (program.column_changes)
                     continue
@@ -756,9 +779,13 @@ class BatchApplier:
                 what = (f"changes column {column.source_column}: {column.target_column} "
                         f"{column.target_type.describe()} -> {after.target_type.describe()}")
                 if not widens(column.target_type, after.target_type):
-                    raise stop_error([name], "this batch", Step(ColumnChange(
-                        ChangeKind.TYPE_CHANGE, what), "stop",
-                        f"{what} is not a widening the target can do in place"), "")
+                    step = retype_step(ColumnChange(ChangeKind.TYPE_CHANGE, what),
+                                       policy_for(self.pipeline, name).type_change, new, after,
+                                       what)
+                    if step.action == "stop":
+                        raise stop_error([name], "this batch", step, "")
+                    retyped.append(after)
+                    continue
                 if policy_for(self.pipeline, name).widen_type != "follow":
                     raise stop_error([name], "this batch", Step(ColumnChange(
                         ChangeKind.TYPE_CHANGE, what), "stop", what), "")
@@ -766,10 +793,99 @@ class BatchApplier:
             self.sink.execute(new, work)
             for statement in work:
                 self._notice(f"{name}: {statement.purpose}: {statement.sql}")
+            if retyped:
+                self._retype(name, new, retyped)
+
+    def retype_lagging_columns(self) -> None:
+        """At start-up: a target column that cannot hold the plan's values
+        (``plan.types.lags_plan``: the column's type changed in MySQL while no run
+        followed it, or a run stopped inside that DDL's batch; the plan is built from the
+        live catalog, so the DDL's batch finds nothing left to change) goes the way of the
+        table's `type_change` policy, as the DDL's batch would have sent it."""
+        from replicator.engine.schema_changes import (
+            ChangeKind,
+            ColumnChange,
+            policy_for,
+            retype_step,
+            stop_error,
+        )
+        from replicator.plan.types import lags_plan
+
+        dialect = self.sink.dialect
+        for table in self.plan.tables:
+            if table.routed or table.outbox is not None:
+                continue
+            described = self.sink.described_columns(table)
+            retyped = []
+            for column in table.columns:
+                have = described.get(column.target_column.lower())
+                # A type declared in the YAML is the user's: a change of it applies to the
+                # rows written from then on (docs/guarantees.md), as it always did.
+                if (column.role != "data" or column.source_column is None or have is None
+                        or column.declared_type
+                        or not lags_plan(have, column.target_type, dialect)):
+                    continue
+                what = (f"column {column.source_column} changed type while no run followed it: "
+                        f"target column {column.target_column} is {have}, the plan's "
+                        f"{column.target_type.describe()}")
+                step = retype_step(ColumnChange(ChangeKind.TYPE_CHANGE, what),
+                                   policy_for(self.pipeline, table.source_name).type_change,
+                                   table, column, what)
+                if step.action == "stop":
+                    raise stop_error([table.source_name], "start-up", step, "")
+                retyped.append(column)
+            if retyped:
+                self._retype(table.source_name.lower(), table, retyped)
+                # Its changes before now are the copy's (it reads every row after this): the
+                # batches replaying them, its DDL's among them, leave them out, so no file
+                # in the old type is read (pyarrow cannot unify it with the new one).
+                self._copied_from[table.source_name.lower()] = _before(
+                    current_position(self.pipeline.source))
+
+    def _retype(self, name: str, table: TablePlan, columns: list[PlannedColumn]) -> None:
+        """`type_change: recopy`: the table's copy is queued afresh and saved (the runner's
+        ``on_recopy``) before anything changes, so a crash from here on still copies it; then
+        the target columns are re-created in their new type (NULL until the copy rewrites each
+        row), and this batch's changes of the table before its DDL are dropped: the copy
+        reads every row as it is now, and an old value may not convert to the new type."""
+        from replicator.plan.program import retype_columns
+
+        if self._on_recopy is None:
+            raise EngineError(f"{name}: a type change needs the table copied again, and this "
+                              "applier cannot queue a copy",
+                              hint="run the pipeline with `replicator run`")
+        self._on_recopy(table.source_name)
+        work = retype_columns(table, columns, self.sink.dialect)
+        self.sink.execute(table, work)
+        at = self._ddl_at.get(name)
+        if at is not None:
+            self._cut[name] = max(self._cut.get(name, at), at)
+        self._notice(f"{name}: column(s) {', '.join(c.target_column for c in columns)} "
+                     "re-created in the new type; copying the table again chunk by chunk "
+                     "between stream batches")
 
     def _notice(self, message: str) -> None:
         if self._on_notice:
             self._on_notice(message)
+
+    def rekey(self, tables: Sequence[str]) -> None:
+        """After ``KeyChanged`` (the runner then streams on, the decoders taking the new key):
+        the tables' copies are queued afresh and saved, their plans rebuilt from the live
+        catalog (a DuckDB target is rebuilt under the new key by the setup, ``program.
+        key_changes``), and their changes before the source's head, read before the catalog
+        so that every DDL up to it is in the plan, are left to the copies."""
+        head = current_position(self.pipeline.source)
+        if self._on_recopy is None:
+            raise EngineError(f"{', '.join(tables)}: a key change needs the table copied again, "
+                              "and this applier cannot queue a copy",
+                              hint="run the pipeline with `replicator run`")
+        for name in tables:
+            self._on_recopy(name)
+        self._evolve(handled={name.lower() for name in tables})
+        for name in tables:
+            self._copied_from[name.lower()] = _before(head)
+        self._notice(f"{', '.join(tables)}: primary key changed: streaming on with the new key "
+                     "and copying the table again chunk by chunk between stream batches")
 
     def _evolve(self, created: Sequence[str] = (), handled: set[str] | None = None) -> None:
         """Re-read the catalog, rebuild the plan, let the sink ALTER the target.
@@ -811,6 +927,17 @@ class BatchApplier:
             self.sink.on_retry = on_retry
         self.plan = new_plan
         self.sink.prepare()
+
+
+def _before(head: BinlogPosition) -> tuple[int, int]:
+    """The last position before ``head`` (a transaction starting at the head, the first one
+    after it, is at ``head`` itself), as ``ddl_rows.after_position`` takes it."""
+    return head.sequence, head.pos - 1
+
+
+def _ddl_position(row: dict[str, Any]) -> tuple[int, int]:
+    """A DDL manifest row's binlog position, as ``schema_changes.after_position`` takes it."""
+    return BinlogPosition(row["file"], 0).sequence, int(row["pos"])
 
 
 def _ddl_details(row: dict[str, Any]) -> dict[str, Any]:

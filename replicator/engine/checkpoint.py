@@ -97,6 +97,9 @@ class StartState:
     # order asked: the first is in progress (its chunks, ``chunks_applied`` and copy number as
     # for a snapshot's table), the others wait for it.
     recopies: list[str] = field(default_factory=list)
+    # lower-case table -> the condition its queued copy reads (`snapshot --where`): only the
+    # rows it selects are upserted, and nothing is removed.
+    recopy_where: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -115,6 +118,7 @@ class StartState:
             "copy_slots": self.copy_slots,
             "fresh": self.fresh,
             "recopies": self.recopies,
+            "recopy_where": self.recopy_where,
         }
 
     @classmethod
@@ -135,6 +139,7 @@ class StartState:
             copy_slots={k: int(v) for k, v in data.get("copy_slots", {}).items()},
             fresh=[str(name) for name in data.get("fresh", [])],
             recopies=[str(name) for name in data.get("recopies", [])],
+            recopy_where={str(k): str(v) for k, v in data.get("recopy_where", {}).items()},
         )
 
     def covers(self, table: str) -> bool:

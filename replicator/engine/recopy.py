@@ -20,7 +20,7 @@ snapshot gives, and needs no write to the source.)
 
 Rows deleted in MySQL while nothing followed them (the reason to re-copy) are removed when the
 last chunk is applied. A merged table with ``_SYNCED_AT`` deletes, in one statement, the rows
-that neither a chunk nor a stream batch wrote since the copy began (``statements.
+that neither a chunk nor a stream batch wrote since the copy began (``statements.merging.
 delete_not_rewritten``): the copy's first batch is an empty one (its *marker*) whose state row
 records the warehouse's time before any chunk. Every row the source still has was rewritten
 since (by its chunk, or, if it arrived after its chunk was read, by the stream: its insert is
@@ -31,6 +31,7 @@ find the missing keys by comparing source and target, as ``--snapshot always`` d
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -49,7 +50,7 @@ from replicator.engine.checkpoint import (
 )
 from replicator.engine.snapshot import CHUNK_ROWS, TableCopy, prepare_copy, remove_absent_rows
 from replicator.errors import EngineError
-from replicator.plan import statements
+from replicator.plan.statements import merging
 
 if TYPE_CHECKING:
     from replicator.engine.applier import BatchApplier
@@ -63,17 +64,32 @@ MARKER = 2
 ABSENT = 1
 
 
-def request(checkpoint: CheckpointDir, table: str) -> Path:
+def request(checkpoint: CheckpointDir, table: str, where: str | None = None) -> Path:
     """Ask a run of the pipeline to copy ``table`` (``db.table``) again: a file the running
     run takes within a second (or the next run, when none is running). Asking twice is one
-    request."""
+    request (the later one's condition). ``where``: a condition checked by
+    ``source.conditions.condition_sql``; only the rows it selects are copied."""
     checkpoint.create()
     checkpoint.recopy_dir.mkdir(mode=0o700, exist_ok=True)
-    path = checkpoint.recopy_dir / f"{quote(table.lower(), safe='')}.json"
+    path = _request_path(checkpoint, table)
     scratch = path.with_name(f".{path.name}.{os.getpid()}")
-    write_private(scratch, json.dumps({"table": table, "requested_at": time.time()}).encode())
+    write_private(scratch, json.dumps({"table": table, "requested_at": time.time(),
+                                       "where": where}).encode())
     os.replace(scratch, path)
     return path
+
+
+def _request_path(checkpoint: CheckpointDir, table: str) -> Path:
+    return checkpoint.recopy_dir / f"{quote(table.lower(), safe='')}.json"
+
+
+def _condition(checkpoint: CheckpointDir, table: str) -> str | None:
+    """The condition of a request found in the checkpoint (None: the whole table)."""
+    try:
+        where = json.loads(_request_path(checkpoint, table).read_text()).get("where")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(where) if where else None
 
 
 def requested(checkpoint: CheckpointDir) -> list[str]:
@@ -84,6 +100,37 @@ def requested(checkpoint: CheckpointDir) -> list[str]:
     except FileNotFoundError:
         return []
     return [unquote(p.stem) for p in sorted(files, key=lambda p: p.stat().st_mtime)]
+
+
+def queue(state: StartState, checkpoint: CheckpointDir, tables: list[str], *,
+          afresh: bool = False, where: str | None = None) -> list[str]:
+    """Queue copies of ``tables`` (not saved: the caller saves the state); those not queued
+    already. Each is a copy of its own: the last copy's chunk plan and progress are forgotten
+    (the table has grown or shrunk since). ``afresh``: a copy already queued or under way
+    starts over too, under the next copy number (its batch ids are spent), because the rows
+    it wrote lack a target column re-created since (``BatchApplier._retype``), and it copies
+    the whole table. ``where``: only the rows it selects are copied (a queued copy keeps its
+    own)."""
+    queued = []
+    for table in tables:
+        waiting = next((t for t in state.recopies if t.lower() == table.lower()), None)
+        if waiting is not None and not afresh:
+            continue
+        if waiting is None:
+            state.recopies.append(table)
+        else:
+            table = waiting
+            if table in state.chunks_applied:  # begun (Recopier._prepare): ids are taken
+                state.copies[table.lower()] = state.copies.get(table.lower(), 0) + 1
+        state.chunks_applied.pop(table, None)
+        state.forget_slots(table)
+        checkpoint.forget_chunks(table)
+        if where and not afresh:
+            state.recopy_where[table.lower()] = where
+        else:
+            state.recopy_where.pop(table.lower(), None)
+        queued.append(table)
+    return queued
 
 
 class Recopier:
@@ -114,21 +161,17 @@ class Recopier:
         planned = {name.lower(): name for name in self.applier.plan.source_names()}
         for name in names:
             table = planned.get(name.lower())
+            where = _condition(self.checkpoint, name)
             if table is None:
                 self._notice(f"re-copy of {name} asked, but the pipeline has no such source "
                              "table now: request dropped")
-            elif table.lower() not in (t.lower() for t in self.state.recopies):
-                # A copy of its own: the last copy's chunk plan and progress are forgotten
-                # (the table has grown or shrunk since).
-                self.state.recopies.append(table)
-                self.state.chunks_applied.pop(table, None)
-                self.state.forget_slots(table)
-                self.checkpoint.forget_chunks(table)
-                self._notice(f"re-copy of {table} asked: copying it chunk by chunk between "
-                             "stream batches")
+            elif queue(self.state, self.checkpoint, [table], where=where):
+                self._notice(f"re-copy of {table} asked: copying "
+                             + (f"its rows where {where}" if where else "it")
+                             + " chunk by chunk between stream batches")
         self.checkpoint.save_start(self.state)
         for name in names:
-            (self.checkpoint.recopy_dir / f"{quote(name, safe='')}.json").unlink(missing_ok=True)
+            _request_path(self.checkpoint, name).unlink(missing_ok=True)
 
     def step(self) -> bool:
         """Copy the next chunk of the table in progress (or finish it). False: nothing to do.
@@ -176,6 +219,10 @@ class Recopier:
                     "events again",
                     hint="an outbox table is not re-copied; its routes' targets follow its "
                     "inserts")
+            where = self.state.recopy_where.get(name.lower())
+            if where:  # `snapshot --where`: read only the rows it selects
+                copy = dataclasses.replace(copy, predicate=f"({copy.predicate}) AND ({where})"
+                                           if copy.predicate else where)
             self.checkpoint.save_start(self.state)  # a routed reader's slot, taken above
             self._copy = copy
         return self._copy
@@ -194,7 +241,8 @@ class Recopier:
         from replicator.source.snapshot import read_chunk_batches
 
         batches = list(read_chunk_batches(self.applier.pipeline.source, copy.source_table,
-                                          copy.chunks[index], position=position))
+                                          copy.chunks[index], position=position,
+                                          predicate=copy.predicate))
         for reader in copy.readers:
             self.applier.apply_snapshot_batches(reader, copy.numbers[id(reader)](index),
                                                 batches, position, kind="recopy")
@@ -205,9 +253,10 @@ class Recopier:
             self._notice(f"re-copy of {copy.name}: {index + 1}/{total} chunk(s)")
 
     def _finish(self, copy: TableCopy, position: Any) -> None:
+        where = self.state.recopy_where.get(copy.name.lower())
         removed = 0
-        for reader in copy.readers:
-            if statements.deletes_not_rewritten(reader):
+        for reader in [] if where else copy.readers:  # a condition's copy removes nothing
+            if merging.deletes_not_rewritten(reader):
                 marker = self._number(copy, reader, MARKER)
                 removed += self.applier.sink.delete_not_rewritten(
                     reader, snapshot_batch_id(self.applier.epoch, marker))
@@ -218,10 +267,12 @@ class Recopier:
         self.state.copies[key] = self.state.copies.get(key, 0) + 1
         self._drop(copy.name)
         self._notice(f"re-copy of {copy.name} done: {len(copy.chunks)} chunk(s), "
-                     f"{removed} row(s) the source no longer has removed")
+                     + (f"the rows where {where} upserted, none removed" if where else
+                        f"{removed} row(s) the source no longer has removed"))
 
     def _drop(self, name: str) -> None:
         self.state.recopies = [t for t in self.state.recopies if t.lower() != name.lower()]
+        self.state.recopy_where.pop(name.lower(), None)
         self.state.chunks_applied.pop(name, None)
         self.state.forget_slots(name)
         self.checkpoint.forget_chunks(name)

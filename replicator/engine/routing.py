@@ -8,7 +8,7 @@ Tables come and go under a selection by design; what each kind of DDL means:
   CREATE ... SELECT logs its rows after the CREATE in a ROW binlog).
 - RENAME TABLE of another table INTO a matching name: its rows were written under the old
   name, so it needs a copy. ``SourcesToCopy`` stops the streaming query (the batch is not
-  committed); the runner re-plans, copies the table (``runner._cover_new_tables``, as for a
+  committed); the runner re-plans, copies the table (``start.cover_new_tables``, as for a
   table created while the pipeline was stopped) and streams on: the batch is replayed, and
   its RENAME is then known.
 - DROP TABLE / RENAME AWAY / DROP DATABASE of a matched table: it stops being read; its rows

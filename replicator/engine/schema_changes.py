@@ -18,10 +18,15 @@ Three answers (``classify``):
 
 A statement sqlglot cannot parse is never taken as harmless: only a parsed ALTER whose every
 action is known, or a maintenance command recognised from its tokens, is ``NOTHING``.
+
+``decide`` then says, change by change, what the pipeline does about it (the table's
+``schema_changes:`` policy). What a followed change does to a batch's rows (an added
+column's DEFAULT, a TRUNCATE's cut) is ``engine.ddl_rows``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 from collections.abc import Sequence
@@ -30,7 +35,6 @@ from functools import lru_cache
 from typing import Any
 
 from replicator.errors import EngineError, ReplicatorError
-from replicator.model.changes import BinlogPosition
 
 
 class DdlEffect(enum.Enum):
@@ -101,9 +105,9 @@ def cannot_follow(tables: Sequence[str], where: str, intent: DdlIntent, sql: str
 def stop_error(tables: Sequence[str], where: str, step: Step, sql: str) -> EngineError:
     """The stop for a change the table's policy (or the engine) does not follow (``run``
     raises it; ``plan --ddl`` shows it)."""
-    kind = step.change.kind.value
+    kind = step.policy or step.change.kind.value
     others = [a for a in POLICY_CHOICES.get(kind, ()) if a != "stop"]
-    if step.action == "stop" and others and step.why == step.change.what:
+    if step.action == "stop" and others and step.by_policy:
         hint = (f"the pipeline's `schema_changes.{kind}` is stop; "
                 + " or ".join(f"`{kind}: {a}`" for a in others)
                 + " (pipeline-wide, or under the table) would go on; or re-copy the table: "
@@ -112,7 +116,7 @@ def stop_error(tables: Sequence[str], where: str, step: Step, sql: str) -> Engin
         hint = ("update the pipeline YAML if needed, then re-copy the table: "
                 "`replicator run PIPELINE.yaml --snapshot always`")
     return EngineError(f"schema change on {', '.join(tables)} at {where} stops the pipeline "
-                       f"({step.why}): {sql[:200]}", hint=hint)
+                       f"({step.why})" + (f": {sql[:200]}" if sql else ""), hint=hint)
 
 
 # The actions each kind allows (the JSON Schema's enums say the same; a unit test holds them
@@ -120,9 +124,10 @@ def stop_error(tables: Sequence[str], where: str, step: Step, sql: str) -> Engin
 POLICY_CHOICES: dict[str, tuple[str, ...]] = {
     "add_column": ("follow", "stop"),
     "widen_type": ("follow", "stop"),
+    "type_change": ("recopy", "stop"),
     "rename_column": ("follow", "stop"),
     "drop_column": ("ignore", "follow", "stop"),
-    "key_change": ("stop", "ignore"),
+    "key_change": ("recopy", "stop", "ignore"),
     "truncate": ("follow", "ignore", "stop"),
     "rename_table": ("follow", "stop"),
     "drop_table": ("ignore", "stop"),
@@ -132,7 +137,8 @@ POLICY_CHOICES: dict[str, tuple[str, ...]] = {
 @dataclass(frozen=True)
 class Step:
     """What the pipeline does about one change: ``follow`` (the target changes), ``ignore``
-    (logged; the target stays), ``nothing`` (nothing replicated changes) or ``stop``."""
+    (logged; the target stays), ``nothing`` (nothing replicated changes), ``recopy`` (the
+    target column is re-created in its new type and the table copied again) or ``stop``."""
 
     change: ColumnChange
     action: str
@@ -140,6 +146,11 @@ class Step:
     # follow of a TYPE_CHANGE: the target column and its new type (TargetType)
     target_column: str | None = None
     target_type: Any = None
+    # The `schema_changes:` key that decided it, where not the change's own kind
+    # (``type_change`` for a type change that is not a widening), and whether the policy's
+    # own choice is a stop (its hint then names the other choices).
+    policy: str | None = None
+    by_policy: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,6 +163,10 @@ class Decision:
 
     def following(self, kind: ChangeKind) -> list[Step]:
         return [step for step in self.steps if step.action == "follow" and step.change.kind is kind]
+
+    @property
+    def recopying(self) -> list[Step]:
+        return [step for step in self.steps if step.action == "recopy"]
 
 
 def decide(intent: DdlIntent, pipeline: Any, source: str, table: Any, *,
@@ -221,7 +236,7 @@ def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyi
             and table is not None and column is None and not _is_key(table, change.column):
         return Step(change, "nothing", f"{change.what}: the column is not replicated")
     if kind is ChangeKind.TYPE_CHANGE:
-        return _type_step(change, action, column, tinyint1)
+        return _type_step(change, policy, table, column, tinyint1)
     if kind is ChangeKind.RENAME_COLUMN and action == "follow" and table is not None:
         mapped = spec is not None and spec.mapping_for(change.column or "") is not None
         if mapped or (_is_key(table, change.column) and table.key_origin == "declared"):
@@ -231,11 +246,13 @@ def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyi
             and table.mode != "merge":
         return Step(change, "stop", f"{change.what}: truncate: follow empties merge-mode "
                     f"tables; a {table.mode} table keeps its history")
+    if kind is ChangeKind.KEY_CHANGE and action == "recopy":
+        return _rekey_step(change, table)
     if kind is ChangeKind.KEY_CHANGE and action == "ignore" and table is not None \
             and table.key_origin != "declared":
         return Step(change, "stop", f"{change.what}: key_change: ignore needs the table's key "
                     "declared in the YAML")
-    return Step(change, action, change.what)
+    return Step(change, action, change.what, by_policy=action == "stop")
 
 
 def _is_key(table: Any, source_column: str | None) -> bool:
@@ -244,12 +261,14 @@ def _is_key(table: Any, source_column: str | None) -> bool:
         for c in table.columns)
 
 
-def _type_step(change: ColumnChange, action: str, column: Any, tinyint1: str) -> Step:
+def _type_step(change: ColumnChange, policy: Any, table: Any, column: Any,
+               tinyint1: str) -> Step:
     from replicator.model.catalog import MySQLType, MySQLTypeError
     from replicator.plan.types import map_mysql_type
 
+    action = policy.widen_type
     if column is None:  # the table's columns are not known here
-        return Step(change, action, change.what)
+        return Step(change, action, change.what, by_policy=action == "stop")
     if column.declared_type:
         return Step(change, "nothing", f"{change.what}: the YAML declares the target type")
     try:
@@ -260,11 +279,71 @@ def _type_step(change: ColumnChange, action: str, column: Any, tinyint1: str) ->
     if new == old:
         return Step(change, "nothing", f"{change.what}: the target type stays {old.describe()}")
     if not widens(old, new):
-        return Step(change, "stop",
-                    f"{change.what}: {column.target_column} {old.describe()} -> {new.describe()} "
-                    "is not a widening the target can do in place")
+        return retype_step(change, policy.type_change, table,
+                           dataclasses.replace(column, target_type=new),
+                           f"{change.what}: {column.target_column} {old.describe()} -> "
+                           f"{new.describe()}")
     return Step(change, action, f"{change.what}: {column.target_column} {old.describe()} -> "
-                f"{new.describe()}", target_column=column.target_column, target_type=new)
+                f"{new.describe()}", target_column=column.target_column, target_type=new,
+                by_policy=action == "stop")
+
+
+def _rekey_step(change: ColumnChange, table: Any) -> Step:
+    """`key_change: recopy`: the stream restarts with the new key and the table is copied
+    again (``KeyChanged``); a declared key is kept (the MERGE never used MySQL's)."""
+    if table is not None and table.key_origin == "declared":
+        return Step(change, "nothing", f"{change.what}: the YAML declares the table's key, "
+                    "which the pipeline keeps merging by")
+    refused = recopy_refused(table, None, "key_change")
+    if refused is not None:
+        return Step(change, "stop", f"{change.what} ({refused})", policy="key_change")
+    return Step(change, "recopy", f"{change.what}: the stream restarts with the new key (a "
+                "DuckDB target is rebuilt under it) and the table is copied again",
+                policy="key_change")
+
+
+class KeyChanged(EngineError):
+    """A replicated table's primary key changed (`key_change: recopy`): the streaming query
+    stops at the batch holding the DDL (nothing of it applied); the runner re-plans, queues
+    the table's copy and streams on, so the decoders take the new key from then on."""
+
+    def __init__(self, tables: Sequence[str], where: str, sql: str) -> None:
+        super().__init__(f"the primary key of {', '.join(tables)} changed at {where}: "
+                         f"{sql[:200]}", hint="run the pipeline again: it restarts the stream "
+                         "with the new key and copies the table again")
+        self.tables = tuple(tables)
+
+
+def retype_step(change: ColumnChange, action: str, table: Any, column: Any, what: str) -> Step:
+    """A type change the target cannot do in place, by the table's `type_change` policy:
+    ``recopy`` where a copy rewrites every row (``recopy_refused`` says where not), else a
+    stop. ``column``: the planned column in its new type; ``what`` names both types."""
+    what = f"{what} is not a widening the target can do in place"
+    refused = recopy_refused(table, column) if action == "recopy" else None
+    if action == "recopy" and refused is None:
+        return Step(change, "recopy", f"{what}: the target column is re-created in the new type "
+                    "and the table copied again", target_column=column.target_column,
+                    target_type=column.target_type, policy="type_change")
+    return Step(change, "stop", what + (f" ({refused})" if refused else ""),
+                policy="type_change", by_policy=refused is None)
+
+
+def recopy_refused(table: Any, column: Any, policy: str = "type_change") -> str | None:
+    """Why ``policy``'s recopy (a type change of ``column``, or a key change) cannot copy
+    ``table`` (its TablePlan) again, or None: a copy rewrites every row of a merge-mode table,
+    while a changelog, scd2 or log table would lose the history it holds, an outbox's copy
+    would emit its rows as events again, and a key column cannot be dropped from under the
+    rows it identifies."""
+    if table is None:
+        return None
+    if column is not None and column.is_key:
+        return "a key column's type change needs the whole target rebuilt: --snapshot always"
+    if table.outbox is not None:
+        return f"{policy}: recopy does not copy an outbox table again"
+    if table.mode != "merge" or table.log_table is not None:
+        kind = "log table" if table.mode == "merge" else f"{table.mode} table"
+        return f"{policy}: recopy re-copies merge-mode tables; a {kind} keeps its history"
+    return None
 
 
 def widens(old: Any, new: Any) -> bool:
@@ -495,108 +574,3 @@ def _default(definition: Any) -> str | None:
     default = next((c.args["kind"].this for c in definition.args.get("constraints") or []
                     if isinstance(c.args.get("kind"), exp.DefaultColumnConstraint)), None)
     return None if default is None else str(default.sql("mysql"))
-
-
-@dataclass(frozen=True)
-class DefaultFill:
-    """Rows of landed files written before ``source_column`` existed: MySQL shows them with
-    the column's DEFAULT now, so they carry it into the target (not the NULL a file without
-    the column reads back as). ``ranges``: the (file_seq, pos) first..last transaction starts
-    of those files."""
-
-    source_column: str
-    value: str | None  # the DEFAULT's text (``plan.statements.default_value``), cast ...
-    arrow_type: Any
-    ranges: tuple[tuple[tuple[int, int], tuple[int, int]], ...]
-    from_column: str | None = None  # ... or, for a renamed column, its old name's values
-
-
-def default_fills(table: Any, files: Sequence[dict[str, Any]],
-                  renamed: dict[str, str] | None = None) -> list[DefaultFill]:
-    """Which planned columns with a constant DEFAULT some of ``files`` (manifest rows of one
-    batch) lack, by the file's schema fingerprint -- also when the column was added to the
-    target at start-up because the catalog was ahead of the binlog being applied -- and which
-    renamed columns (``renamed``: new source name -> old) files written before the rename
-    hold under the old name."""
-    from replicator.plan.statements import default_value
-    from replicator.source.arrow_types import source_arrow_type
-
-    renamed = {new.lower(): old for new, old in (renamed or {}).items()}
-    fills = []
-    for column in table.columns:
-        if column.source_column is None or column.mysql_type is None or column.role != "data":
-            continue
-        old = renamed.get(column.source_column.lower())
-        value = None if old is not None else default_value(column)
-        if value is None and old is None:
-            continue
-        lacking = [row for row in files
-                   if column.source_column not in _fingerprint_columns(str(row.get("fingerprint")))
-                   and (old is None or old in _fingerprint_columns(str(row.get("fingerprint"))))]
-        if lacking:
-            fills.append(DefaultFill(
-                column.source_column, value, source_arrow_type(column.mysql_type),
-                tuple(((BinlogPosition(row["file"], 0).sequence, int(row["pos"])),
-                       (BinlogPosition(row["last_file"], 0).sequence, int(row["last_pos"]))) for row in lacking),
-                from_column=old))
-    return fills
-
-
-def fill_defaults(batch: Any, fills: Sequence[DefaultFill]) -> Any:
-    """``batch`` (a change batch) with each fill's DEFAULT in its rows from files without the
-    column (columnar: one mask per fill)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from replicator.model import change_batch as cb
-
-    if not fills or not batch.num_rows:
-        return batch
-    seq, pos = batch.column(cb.FILE_SEQ), batch.column(cb.POS)
-    for fill in fills:
-        mask = None
-        for (first_seq, first_pos), (last_seq, last_pos) in fill.ranges:
-            after_first = pc.or_(pc.greater(seq, first_seq),
-                                 pc.and_(pc.equal(seq, first_seq), pc.greater_equal(pos, first_pos)))
-            before_last = pc.or_(pc.less(seq, last_seq),
-                                 pc.and_(pc.equal(seq, last_seq), pc.less_equal(pos, last_pos)))
-            inside = pc.and_(after_first, before_last)
-            mask = inside if mask is None else pc.or_(mask, inside)
-        index = batch.schema.get_field_index(fill.source_column)
-        if index < 0:
-            batch = batch.append_column(fill.source_column,
-                                        pa.nulls(batch.num_rows, type=fill.arrow_type))
-            index = batch.schema.get_field_index(fill.source_column)
-        current = batch.column(index)
-        if fill.from_column is not None:
-            value = batch.column(fill.from_column).cast(current.type)
-        else:
-            value = pa.scalar(fill.value).cast(current.type)
-        batch = batch.set_column(index, batch.schema.field(index),
-                                 pc.if_else(mask, value, current))
-    return batch
-
-
-def after_position(batch: Any, position: tuple[int, int]) -> Any:
-    """The changes of ``batch`` after ``position`` (a followed TRUNCATE's: the ones before it
-    were emptied with the table)."""
-    import pyarrow.compute as pc
-
-    from replicator.model import change_batch as cb
-
-    if not batch.num_rows:
-        return batch
-    seq, pos = batch.column(cb.FILE_SEQ), batch.column(cb.POS)
-    return batch.filter(pc.or_(pc.greater(seq, position[0]),
-                               pc.and_(pc.equal(seq, position[0]), pc.greater(pos, position[1]))))
-
-
-@lru_cache(maxsize=256)
-def _fingerprint_columns(fingerprint: str) -> frozenset[str]:
-    """The column names in a landed file's fingerprint: the stream's decoder writes
-    ``name:type|name:type`` (``source.fast.columnar``), a file landed from Arrow writes
-    ``str(pyarrow.Schema)`` (one ``name: type`` line per column, nested fields indented)."""
-    if "\n" in fingerprint or ": " in fingerprint:
-        return frozenset(line.split(":", 1)[0] for line in fingerprint.splitlines()
-                         if line and not line[0].isspace() and ":" in line)
-    return frozenset(part.rsplit(":", 1)[0] for part in fingerprint.split("|") if ":" in part)

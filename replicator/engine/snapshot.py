@@ -36,6 +36,7 @@ from replicator.engine.checkpoint import (
 )
 from replicator.errors import EngineError, ReplicatorError, SinkError
 from replicator.plan.program import fresh_copy
+from replicator.plan.pushdown import readers_of, snapshot_predicate
 from replicator.source.snapshot import Chunk
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ class ChunkTask:
     table: SourceTable
     chunk: Chunk
     path: str
+    predicate: str | None = None  # the pushed-down filter (TableCopy.predicate)
 
 
 def landing_dir(pipeline: Pipeline, checkpoint: CheckpointDir) -> str:
@@ -119,7 +121,8 @@ def write_chunk_file(source: MySQLSource, task: ChunkTask, position: BinlogPosit
         writer = None
         try:
             # Batch by batch: a keyless table is one chunk, and no task holds it whole.
-            for batch in read_chunk_batches(source, task.table, task.chunk, position=position):
+            for batch in read_chunk_batches(source, task.table, task.chunk, position=position,
+                                            predicate=task.predicate):
                 if writer is None:
                     writer = pq.ParquetWriter(scratch, batch.schema, compression="lz4",
                                               filesystem=filesystem)
@@ -292,6 +295,9 @@ class TableCopy:
     copy: int
     numbers: dict[int, Callable[[int], int]]
     done: int  # chunks applied before this run
+    # The readers' filters as far as MySQL decides them exactly (plan.pushdown): every chunk
+    # is read with it, so rows no reader keeps are never read. None: every row is read.
+    predicate: str | None = None
 
     def groups(self) -> list[range]:
         starts = range(self.done, len(self.chunks), APPLY_GROUP)
@@ -305,8 +311,7 @@ def prepare_copy(applier: BatchApplier, catalog: Catalog, checkpoint: Checkpoint
     # Every plan reading this source table (the routes of an outbox; a routed target and a
     # named one) gets each chunk; progress is per source table, so a chunk counts as applied
     # once all of them have it.
-    readers = [t for t in applier.plan.tables
-               if any(n.lower() == name.lower() for n in t.source_names)]
+    readers = readers_of(applier.plan.tables, name)
     source_table = next((t for t in catalog.tables if t.name.lower() == name.lower()), None)
     if source_table is None:
         raise EngineError(
@@ -333,7 +338,7 @@ def prepare_copy(applier: BatchApplier, catalog: Catalog, checkpoint: Checkpoint
         else:
             numbers[id(reader)] = lambda index, copy=copy: snapshot_chunk_number(copy, index)
     return TableCopy(name, source_table, readers, chunks, copy, numbers,
-                      state.chunks_applied.get(name, 0))
+                      state.chunks_applied.get(name, 0), snapshot_predicate(readers, source_table))
 
 
 def run_snapshot(
@@ -373,7 +378,8 @@ def run_snapshot(
             # A file left by a run that stopped is from before this read: this run's task
             # rewrites it, and the driver must not take the old one for the new.
             _remove(path(copy, index))
-            tasks.append(ChunkTask(copy.source_table, copy.chunks[index], path(copy, index)))
+            tasks.append(ChunkTask(copy.source_table, copy.chunks[index], path(copy, index),
+                                   copy.predicate))
     job = _ReadJob(spark, applier.pipeline.source, tasks, position)
     try:
         for copy in copies:

@@ -37,7 +37,7 @@ SslMode = Literal["DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDEN
 SSL_MODES: tuple[str, ...] = ("DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
 # What a run does on one kind of schema change of a replicated table (issue 18): follow it in
 # the target, ignore it (keep the target as it is), or stop with a message.
-SchemaChangeAction = Literal["follow", "ignore", "stop"]
+SchemaChangeAction = Literal["follow", "ignore", "stop", "recopy"]
 
 # Metadata a table can ask for in its target (``metadata: [op, ts, ...]``), and the target
 # columns each one adds. The plan decides the warehouse types.
@@ -224,14 +224,17 @@ class SchemaChangePolicy:
     """What a run does on each kind of DDL of a replicated table (`schema_changes:`, pipeline
     default + per-table override). The defaults are Flink CDC's LENIENT idea: additive and
     widening changes are followed, a dropped column stays in the target (NULL from then on),
-    destructive or ambiguous changes stop the pipeline. Which actions each kind allows is in
+    a type change the target cannot widen in place re-creates the column and copies the table
+    again while the others stream, and so does a changed primary key (the stream restarts with
+    it), destructive or ambiguous changes stop the pipeline. Which actions each kind allows is in
     ``engine.schema_changes.POLICY_CHOICES`` (and the JSON Schema)."""
 
     add_column: SchemaChangeAction = "follow"
     widen_type: SchemaChangeAction = "follow"
+    type_change: SchemaChangeAction = "recopy"
     rename_column: SchemaChangeAction = "follow"
     drop_column: SchemaChangeAction = "ignore"
-    key_change: SchemaChangeAction = "stop"
+    key_change: SchemaChangeAction = "recopy"
     truncate: SchemaChangeAction = "stop"
     rename_table: SchemaChangeAction = "follow"
     drop_table: SchemaChangeAction = "stop"

@@ -248,15 +248,18 @@ def _plan_filter(pipeline: Pipeline, table: TablePipeline, source_table: SourceT
     if not table.filter:
         return ()
     name = table.source_name
-    from replicator.plan.expressions import STRING as SPARK_STRING
-    from replicator.plan.expressions import ExpressionError, compile_filter, spark_type_of
+    from replicator.plan.expressions.compiler import compile_filter
+    from replicator.plan.expressions.errors import ExpressionError
+    from replicator.plan.expressions.spark_types import STRING as SPARK_STRING
+    from replicator.plan.expressions.spark_types import spark_type_of
 
     tinyint1 = pipeline.source.tinyint1
     filter_inputs = tuple((c.name, spark_type_of(c.mysql_type, tinyint1=tinyint1))
                           for c in source_table.columns)
     if table.routed:
         filter_inputs += ((SOURCE_TABLE_COLUMN, SPARK_STRING),)
-    from replicator.plan.transpile import Untranslatable, translate
+    from replicator.plan.transpile.errors import Untranslatable
+    from replicator.plan.transpile.translator import translate
 
     try:
         compile_filter(table.filter, dict(filter_inputs))
@@ -402,7 +405,9 @@ def _plan_computed(
     problems: PlanProblems,
 ) -> PlannedColumn | None:
     """A computed column: its expression compiled against the live (or declared) columns."""
-    from replicator.plan.expressions import ExpressionError, compile_expression, spark_type_of
+    from replicator.plan.expressions.compiler import compile_expression
+    from replicator.plan.expressions.errors import ExpressionError
+    from replicator.plan.expressions.spark_types import spark_type_of
 
     name = mapping.source_column
     where = _yaml_location(pipeline, table, "columns", name)
@@ -420,7 +425,8 @@ def _plan_computed(
         return None
     tinyint1 = pipeline.source.tinyint1
     types = {c.name: spark_type_of(c.mysql_type, tinyint1=tinyint1) for c in source_table.columns}
-    from replicator.plan.transpile import Untranslatable, translate
+    from replicator.plan.transpile.errors import Untranslatable
+    from replicator.plan.transpile.translator import translate
 
     try:
         target_type = parse_target_type(mapping.target_type)
@@ -435,7 +441,7 @@ def _plan_computed(
         problems.add(f"{table.source_name}: computed column {name!r}: {exc.message} ({where}.type)",
                      exc.hint, code="R244", at=("columns", name, "type"))
         return None
-    from replicator.plan.expressions import referenced_columns
+    from replicator.plan.expressions.parsing import referenced_columns
 
     wanted = {n.lower() for n in referenced_columns(mapping.expression)}
     inputs = tuple((c.name, types[c.name]) for c in source_table.columns if c.name.lower() in wanted)

@@ -1,6 +1,6 @@
 """One ``Dialect`` per warehouse: the differences between Snowflake and DuckDB, as data.
 
-Statement functions (``statements.py``) read these fields instead of branching on the dialect
+Statement functions (``plan.statements``) read these fields instead of branching on the dialect
 name. Differences measured on this machine (DuckDB 2.0, fakesnow 0.12.1, see DESIGN.md):
 DuckDB has no NUMBER / TIMESTAMP_NTZ names, its FLOAT is 4 bytes (DOUBLE is 8), JSON instead of
 VARIANT, one action per ALTER TABLE, unqualified column names in UPDATE SET, and TEMP tables
@@ -58,6 +58,10 @@ class Dialect:
     # statement of a transaction (DESIGN.md); staging holds only this batch, so it is the
     # same on Snowflake.
     commit_after_load: bool = False
+    # The driver describes every column's type exactly as ``type_name`` wrote it (DuckDB:
+    # tests/unit/test_plan_types.py holds it), so a column whose type changed in MySQL while
+    # no run followed it is found by its arguments too (``types.lags_plan``).
+    exact_described_types: bool = False
     # Does the sink create the target schema itself? (Snowflake schemas are the admin's.)
     create_schema: bool = False
     # How many parts qualify a table name before its own: database.schema (2) or schema (1).
@@ -151,6 +155,7 @@ DUCKDB = Dialect(
     create_schema=True,
     namespace_depth=1,
     enforces_primary_key=True,
+    exact_described_types=True,
     change_files=("SELECT * EXCLUDE (file_row_number), file_row_number AS {ord} "
                   "FROM read_parquet(?, file_row_number = true)"),
     utc_session="SET TimeZone = 'UTC'",

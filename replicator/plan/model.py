@@ -17,7 +17,7 @@ from replicator.model.selection import TableSelection
 from replicator.plan.types import TargetType
 
 if TYPE_CHECKING:
-    from replicator.plan.expressions import SparkType
+    from replicator.plan.expressions.spark_types import SparkType
 
 ColumnRole = Literal["data", "metadata", "soft_delete", "scd2"]
 ColumnOrigin = Literal["live", "yaml", "replicator"]
@@ -60,7 +60,7 @@ class PlannedColumn:
     mask_keep_last: int | None = None
     mask_length: int | None = None
     # A computed column: its Spark SQL expression and the source columns it reads, with the
-    # Spark type each reads as (plan.expressions.spark_type_of).
+    # Spark type each reads as (plan.expressions.spark_types.spark_type_of).
     expression: str | None = None
     expression_inputs: tuple[tuple[str, SparkType], ...] = ()
     # The MySQL column's DEFAULT as information_schema.COLUMNS shows it: a column added to
@@ -70,7 +70,8 @@ class PlannedColumn:
     @property
     def image_key(self) -> str:
         """Where the column's value is in a row image: its source column, or (computed) the
-        key ``sink.computed`` adds the computed value under (no MySQL name can equal it)."""
+        key a per-row image carries the computed value under (scd2's tracked columns; the
+        tests' per-row reference) — no MySQL name can equal it."""
         if self.expression is not None:
             return COMPUTED_IMAGE_PREFIX + self.target_column
         return self.source_column or ""
@@ -127,7 +128,7 @@ class TablePlan:
     filter: str | None = None
     excluded: tuple[str, ...] = ()  # source columns left out on purpose
     # The Spark type of every source column the filter may read (excluded ones too, and
-    # _SOURCE_TABLE of a routed table): plan.expressions.spark_type_of.
+    # _SOURCE_TABLE of a routed table): plan.expressions.spark_types.spark_type_of.
     filter_inputs: tuple[tuple[str, SparkType], ...] = ()
     mode: TableMode = "merge"
     # `log_table: true`: the <TARGET>_LOG table appended beside the merged target, and its

@@ -22,14 +22,15 @@ is a field of the ``Dialect``; no function here branches on a dialect's name.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from replicator.plan import statements
 from replicator.plan.dialects import Dialect
-from replicator.plan.model import TablePlan
+from replicator.plan.model import PlannedColumn, TablePlan
+from replicator.plan.statements import batch, bookkeeping, ddl, loading, merging, names, tables
 
 # What the sink does with a statement's result:
 #   run      nothing;
@@ -96,33 +97,33 @@ class StagingQuery:
 def setup_program(table: TablePlan, dialect: Dialect) -> list[Statement]:
     """CREATE what is missing, then read the existing columns (``column_changes`` decides)."""
     out = []
-    schema = statements.create_schema(table, dialect)
+    schema = tables.create_schema(table, dialect)
     if schema:
         out.append(Statement("create schema", schema))
-    out.append(Statement("create target table", statements.create_target_table(table, dialect)))
+    out.append(Statement("create target table", tables.create_target_table(table, dialect)))
     if table.log_table:
-        out.append(Statement("create log table", statements.create_log_table(table, dialect)))
-    out.append(Statement("create state table", statements.create_state_table(table, dialect)))
+        out.append(Statement("create log table", tables.create_log_table(table, dialect)))
+    out.append(Statement("create state table", bookkeeping.create_state_table(table, dialect)))
     if table.on_error == "dead_letter":
         out.append(Statement("create dead-letter table",
-                             statements.create_dead_letter_table(table, dialect)))
+                             bookkeeping.create_dead_letter_table(table, dialect)))
     if not dialect.staging_per_batch:
         out.append(Statement("create staging table",
-                             statements.create_staging_table(table, dialect)))
+                             tables.create_staging_table(table, dialect)))
     out.append(Statement("read the target's columns",
-                         statements.read_columns(statements.target_name(table, dialect)),
+                         tables.read_columns(names.target_name(table, dialect)),
                          role="columns", subject="target"))
-    if dialect.enforces_primary_key and statements.primary_key(table):
-        sql, params = statements.read_primary_key(table, dialect)
+    if dialect.enforces_primary_key and tables.primary_key(table):
+        sql, params = tables.read_primary_key(table, dialect)
         out.append(Statement("read the target's primary key", sql, params, role="key",
                              subject="target"))
     if table.log_table:
         out.append(Statement("read the log table's columns",
-                             statements.read_columns(statements.log_name(table, dialect)),
+                             tables.read_columns(names.log_name(table, dialect)),
                              role="columns", subject="log"))
     if not dialect.staging_per_batch:
         out.append(Statement("read the staging table's columns",
-                             statements.read_columns(statements.staging_name(table, dialect)),
+                             tables.read_columns(names.staging_name(table, dialect)),
                              role="columns", subject="staging"))
     return out
 
@@ -144,14 +145,27 @@ def column_changes(
             continue
         have = {name.lower() for name in existing[subject]}
         missing = [c for c in columns if c.target_column.lower() not in have]
-        for sql in statements.add_columns(table, missing, dialect, log=subject == "log"):
+        for sql in ddl.add_columns(table, missing, dialect, log=subject == "log"):
             out.append(Statement(f"add columns the {subject} table lacks", sql))
     out += _target_follows_plan(table, dialect, existing.get("target"), described or {})
     if "staging" in existing:
         have = {name.lower() for name in existing["staging"]}
-        if have != {name.lower() for name, _ in statements.staging_columns(table)}:
+        if have != {name.lower() for name, _ in tables.staging_columns(table)}:
             out.append(Statement("re-create the staging table in the plan's layout",
-                                 statements.create_staging_table(table, dialect, replace=True)))
+                                 tables.create_staging_table(table, dialect, replace=True)))
+    return out
+
+
+def retype_columns(table: TablePlan, columns: Sequence[PlannedColumn], dialect: Dialect
+                   ) -> list[Statement]:
+    """A type change the target cannot do in place (`type_change: recopy`): each column is
+    dropped and added again in its planned type, nullable and without a DEFAULT (its values
+    come back with the table's copy; until then it reads NULL)."""
+    out = [Statement("drop a column whose type changed in a way the target cannot follow",
+                     ddl.drop_column(table, c.target_column, dialect)) for c in columns]
+    added = [dataclasses.replace(c, source_default=None, nullable=True) for c in columns]
+    out += [Statement("add it again in its new type (the table's copy fills it)", sql)
+            for sql in ddl.add_columns(table, added, dialect)]
     return out
 
 
@@ -174,14 +188,14 @@ def _target_follows_plan(table: TablePlan, dialect: Dialect, existing: set[str] 
         have = described.get(column.target_column.lower())
         if have and widened_from(have, column.target_type, dialect):
             out.append(Statement("widen a target column the source widened",
-                                 statements.alter_column_type(table, column.target_column,
-                                                              column.target_type, dialect)))
+                                 ddl.alter_column_type(table, column.target_column,
+                                                       column.target_type, dialect)))
     for name in sorted(existing):
         if name.lower() not in planned:
             out.append(Statement("relax NOT NULL of a column the plan no longer writes",
-                                 statements.drop_not_null(table, name, dialect)))
+                                 ddl.drop_not_null(table, name, dialect)))
             out.append(Statement("drop the DEFAULT of a column the plan no longer writes",
-                                 statements.drop_default(table, name, dialect)))
+                                 ddl.drop_default(table, name, dialect)))
     return out
 
 
@@ -191,12 +205,12 @@ def key_changes(table: TablePlan, dialect: Dialect, existing: Sequence[str] | No
     (``existing``: its key columns as the setup's ``key`` statement read them; None: it has
     none). A key changed in MySQL, followed by a re-copy (`--snapshot always`), or every
     batch would break the old key's uniqueness."""
-    planned = statements.primary_key(table)
+    planned = tables.primary_key(table)
     if existing is None or not planned or [n.lower() for n in existing] == [
             n.lower() for n in planned]:
         return []
     return [Statement("rebuild the target under the plan's primary key", sql)
-            for sql in statements.rekey_target(table, dialect)]
+            for sql in tables.rekey_target(table, dialect)]
 
 
 def setup_end(dialect: Dialect) -> list[Statement]:
@@ -221,7 +235,7 @@ def transaction_begin(dialect: Dialect) -> list[Statement]:
 
 def lookup(table: TablePlan, dialect: Dialect, key: BatchKey | None = None) -> Statement:
     """The exactly-once check: a row means the table's batch is applied already."""
-    return Statement("skip a batch already applied", statements.state_lookup(table, dialect),
+    return Statement("skip a batch already applied", bookkeeping.state_lookup(table, dialect),
                      params=key.lookup if key else (), role="skip")
 
 
@@ -229,8 +243,8 @@ def staging_head(table: TablePlan, dialect: Dialect) -> list[Statement]:
     out = []
     if dialect.staging_per_batch:
         out.append(Statement("create staging table",
-                             statements.create_staging_table(table, dialect)))
-    out.append(Statement("clear staging", statements.clear_staging(table, dialect)))
+                             tables.create_staging_table(table, dialect)))
+    out.append(Statement("clear staging", loading.clear_staging(table, dialect)))
     return out
 
 
@@ -258,21 +272,21 @@ def load_statements(
         # `plan` shows no parameters (a mask's salt is one).
         params = (list(files), *query.params) if files is not None else ()
         out.append(Statement("stage the batch's change files: the transform step, run by "
-                             "the warehouse", statements.insert_staging(table, dialect, query.sql),
+                             "the warehouse", loading.insert_staging(table, dialect, query.sql),
                              params=params, role="load"))
         return out
     if dialect.load_through_stage:
         folder = folder or FOLDER_PLACEHOLDER
         put = [
             Statement("upload a Parquet file to the staging table's stage",
-                      statements.put_file(table, dialect, path, folder))
+                      loading.put_file(table, dialect, path, folder))
             for path in (files if files is not None else [FILE_PLACEHOLDER])
         ]
         return [*put, Statement("load staging from the uploaded files",
-                                statements.copy_into_staging(table, dialect, folder),
+                                loading.copy_into_staging(table, dialect, folder),
                                 role="load")]
     return [Statement("load staging from the batch's Parquet files",
-                      statements.insert_staging_from_files(table, dialect),
+                      loading.insert_staging_from_files(table, dialect),
                       params=(list(files),) if files is not None else (), role="load")]
 
 
@@ -302,9 +316,9 @@ def table_changes(table: TablePlan, dialect: Dialect, key: BatchKey | None = Non
     """One table's writes of a batch, from its loaded staging: MERGE (or its mode's
     statements), dead letters, the state row."""
     out = [Statement(purpose, sql)
-           for purpose, sql in statements.batch_statements(table, dialect, fresh=fresh)]
+           for purpose, sql in batch.batch_statements(table, dialect, fresh=fresh)]
     if table.on_error == "dead_letter":
-        insert = statements.dead_letter_insert(table, dialect)
+        insert = bookkeeping.dead_letter_insert(table, dialect)
         offset = dict(key.end_offset) if key else {}
         where = (offset.get("file"), offset.get("pos"))
         rows = dead_letters if dead_letters is not None else ([] if key else [()])
@@ -312,7 +326,7 @@ def table_changes(table: TablePlan, dialect: Dialect, key: BatchKey | None = Non
             params = (*key.lookup, *row, *where) if key and row else ()
             out.append(Statement("set aside a row the target refuses (dead letter)", insert,
                                  params=params))
-    out.append(Statement("record the batch", statements.state_insert(table, dialect),
+    out.append(Statement("record the batch", bookkeeping.state_insert(table, dialect),
                          params=key.record if key else ()))
     return out
 
@@ -325,7 +339,7 @@ def batch_end(table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
     if key is None or generation is not None:
         # Last before COMMIT: a concurrent take-over waits for this batch to end.
         out.append(Statement("renew the run's lease (no row updated: another run took it, "
-                             "roll back and stop)", statements.lease_renew(table, dialect),
+                             "roll back and stop)", bookkeeping.lease_renew(table, dialect),
                              params=(key.pipeline, generation) if key else (), role="fence"))
     out.append(Statement("commit the batch", COMMIT))
     return out
@@ -402,7 +416,7 @@ def fresh_copy(table: TablePlan) -> bool:
 def target_has_rows(table: TablePlan, dialect: Dialect) -> Statement:
     """Read before a table's copy begins: no row means ``fresh`` batches for the copy."""
     return Statement("does the target hold rows? (none: the copy inserts instead of merging)",
-                     statements.target_has_rows(table, dialect))
+                     merging.target_has_rows(table, dialect))
 
 
 __all__ = [

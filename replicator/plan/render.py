@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replicator.plan import program, statements
+from replicator.plan import program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
 from replicator.plan.program import StagingQuery, Statement
+from replicator.plan.statements import merging
 
 
 def table_statements(table: TablePlan, dialect: Dialect,
@@ -45,20 +46,25 @@ def _comment(statement: Statement, *, atomic: bool = False) -> str:
     return comment
 
 
-def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None = None) -> str:
+def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None = None,
+               chunk_read: tuple[str, str | None] | None = None) -> str:
     """One table's statements as a SQL script, each preceded by a comment saying why;
-    ``snapshot``: also the program of a snapshot batch the warehouse stages itself."""
+    ``snapshot``: also the program of a snapshot batch the warehouse stages itself;
+    ``chunk_read``: the MySQL SELECT of a snapshot chunk and its pushed-down filter
+    (``source.snapshot.chunk_select_preview``), printed as comments (it is MySQL's SQL)."""
     parts = [f"-- {table.label} -> {'.'.join(table.target_parts)} ({dialect.name})"]
     if table.routed:
         parts[0] += (
             "\n-- sources: " + ", ".join(table.sources) if table.sources else
             "\n-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE")
-    from replicator.plan.transpile import describe_transforms
+    from replicator.plan.transpile.translator import describe_transforms
 
     transforms = describe_transforms(table)
     if transforms:
         parts.append("-- transforms, evaluated by DuckDB over each change batch before staging "
                      "(Spark SQL translated):\n" + "\n".join(f"--   {line}" for line in transforms))
+    if chunk_read is not None:
+        parts.append(_chunk_read(table, *chunk_read))
     setup = [*program.setup_program(table, dialect), *program.setup_end(dialect)]
     parts += [f"{_comment(s)}\n{s.sql};" for s in setup]
     parts.append("-- each batch:")
@@ -88,6 +94,18 @@ def render_atomic_sql(tables: Sequence[TablePlan], dialect: Dialect) -> str:
     return "\n\n".join([head, *body]) + "\n"
 
 
+def _chunk_read(table: TablePlan, select: str, predicate: str | None) -> str:
+    lines = ["-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):",
+             f"--   {select}"]
+    if predicate is not None:
+        lines.append("--   (the filter as far as MySQL decides it exactly as Spark does is pushed "
+                     f"down: {predicate}; the transform step applies the whole filter)")
+    elif table.filter:
+        lines.append("--   (no filter is pushed down: no part of it is provably exact in MySQL, "
+                     "or a table reading the same source needs every row)")
+    return "\n".join(lines)
+
+
 def _fresh_copy(table: TablePlan, dialect: Dialect) -> list[Statement]:
     """A copy into a target that held no row as it began: read once before its first batch,
     then each of its batches runs the INSERT in the MERGE's place."""
@@ -96,18 +114,18 @@ def _fresh_copy(table: TablePlan, dialect: Dialect) -> list[Statement]:
     return [program.target_has_rows(table, dialect),
             Statement("in the MERGE's place, in each snapshot batch of a copy that began with "
                       "the target empty: insert the copied rows",
-                      statements.insert_copied(table, dialect))]
+                      merging.insert_copied(table, dialect))]
 
 
 def _recopy_end(table: TablePlan, dialect: Dialect) -> list[Statement]:
     """The end of a re-copy (``replicator snapshot --table``) of a table whose batches stamp
     every row they write; others find the rows to delete by comparing, as ``verify`` does."""
-    if not statements.deletes_not_rewritten(table):
+    if not merging.deletes_not_rewritten(table):
         return []
     return [Statement("after the last chunk of a re-copy (replicator snapshot --table; its "
                       "chunks run the snapshot batch program after an empty first batch): "
                       "delete the rows no batch wrote since that first batch",
-                      statements.delete_not_rewritten(table, dialect))]
+                      merging.delete_not_rewritten(table, dialect))]
 
 
 __all__ = ["Statement", "atomic_statements", "render_atomic_sql", "render_sql", "table_statements"]

@@ -197,6 +197,36 @@ def parse_target_type(text: str) -> TargetType:
 _DESCRIBED_NUMBER = re.compile(r"^(?:NUMBER|DECIMAL|NUMERIC)\((\d+),\s*(\d+)\)$")
 
 
+# Type names DuckDB describes columns with that differ from the names it was created with.
+_DESCRIBED_ALIASES = {"TIMESTAMP WITH TIME ZONE": "TIMESTAMPTZ"}
+
+
+def lags_plan(described: str, planned: TargetType, dialect: Any) -> bool:
+    """Whether a target column of type ``described`` (as the driver describes it) cannot
+    hold ``planned``'s values and is not widened to it in place (``widened_from``): another
+    kind of type (its name, arguments left out, is not the planned type's, nor, for
+    integers, another integer width), or, where the driver describes types exactly, other
+    arguments (a DECIMAL's scale). Found at start-up when a column's type changed in MySQL
+    while no run followed it; a wrong answer costs the table a copy."""
+    def base(name: str) -> str:
+        name = name.upper().split("(", 1)[0].strip()
+        return _DESCRIBED_ALIASES.get(name, name)
+
+    family = {base(dialect.type_name(planned))}
+    if planned.kind == "integer" and dialect.integer_names:
+        family |= {name.upper() for name in dialect.integer_names.values()}
+    if base(described) not in family:
+        return True
+    if not dialect.exact_described_types:
+        return False
+    def exact(name: str) -> str:
+        name = name.upper().strip()
+        return _DESCRIBED_ALIASES.get(name, name).replace(" ", "")
+
+    return (exact(described) != exact(dialect.type_name(planned))
+            and not widened_from(described, planned, dialect))
+
+
 def widened_from(described: str, planned: TargetType, dialect: Any) -> bool:
     """Whether a target column of type ``described`` (as ``dialect.type_name`` writes types)
     is narrower than ``planned`` in a way both warehouses widen in place: an integer of fewer

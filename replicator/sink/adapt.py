@@ -2,8 +2,9 @@
 
 The one place where a table's plan reshapes change events before ``stage_changes``: both the
 stream (``engine.applier.BatchApplier.apply_manifest``) and the snapshot chunks go through it,
-so a mode that needs it (routing many source tables into one target, outbox flattening,
-computed columns) is applied the same way to copied and streamed rows.
+so a mode that needs it (routing many source tables into one target, outbox flattening) is
+applied the same way to copied and streamed rows. Computed columns are not a step: the
+transform step's DuckDB statement computes them (``transform.stage_batch``).
 
 Each step is a pure function ``(TablePlan, list[ChangeEvent]) -> list[ChangeEvent]`` living
 in its own module and listed in ``_STEPS`` in the order they apply; a step returns its input
@@ -24,11 +25,10 @@ Step = Callable[["TablePlan", "list[ChangeEvent]"], "list[ChangeEvent]"]
 
 def _steps() -> tuple[Step, ...]:
     # Imported lazily: the steps pull in sqlglot/json helpers that `validate` never needs.
-    from replicator.sink.computed import add_computed
     from replicator.sink.outbox import flatten_outbox
     from replicator.sink.routing import with_source_table
 
-    return (with_source_table, flatten_outbox, add_computed)
+    return (with_source_table, flatten_outbox)
 
 
 def adapt_events(table: TablePlan, events: list[ChangeEvent]) -> list[ChangeEvent]:

@@ -28,6 +28,7 @@ from replicator.plan import program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import Plan, TablePlan
 from replicator.plan.program import BatchKey, StagingQuery, Statement
+from replicator.plan.statements import bookkeeping, merging, names, tables
 from replicator.sink import (
     ApplyResult,
     TableBatch,
@@ -296,14 +297,21 @@ class SQLSink:
     def existing_columns(self, table: TablePlan, *, log: bool = False) -> set[str]:
         """The target's (or its log table's) column names, lower case: schema-change
         statements run only where still needed, so a replayed batch can run them again."""
-        from replicator.plan import statements
-
-        name = (statements.log_name(table, self.dialect) if log
-                else statements.target_name(table, self.dialect))
+        name = (names.log_name(table, self.dialect) if log
+                else names.target_name(table, self.dialect))
         return self._read(
-            statements.read_columns(name), (),
+            tables.read_columns(name), (),
             lambda cursor: {str(column[0]).lower() for column in cursor.description or ()},
             f"read the columns of {table.target_table}")
+
+    def described_columns(self, table: TablePlan) -> dict[str, str | None]:
+        """The target's columns, lower case, each with its type as ``described_type`` tells
+        it (None where the driver does not); {} while the table does not exist."""
+        return self._read(
+            tables.read_columns(names.target_name(table, self.dialect)), (),
+            lambda cursor: {str(column[0]).lower(): self.described_type(column)
+                            for column in cursor.description or ()},
+            f"read the column types of {table.target_table}", missing={})
 
     def execute(self, table: TablePlan, schema_statements: Sequence[Statement]) -> None:
         """Schema-change statements of a followed DDL (``plan --ddl`` shows them), each on
@@ -330,17 +338,15 @@ class SQLSink:
     generation: int | None = None
 
     def lease_statement(self, name: str, params: list[Any]) -> Any:
-        """Run one lease statement (``statements.lease_<name>``) in its own transaction:
+        """Run one lease statement (``statements.bookkeeping.lease_<name>``) in its own transaction:
         the row read, or the number of rows updated."""
-        from replicator.plan import statements
-
-        render = getattr(statements, f"lease_{name}")
+        render = getattr(bookkeeping, f"lease_{name}")
         with self._one_at_a_time():
             cursor = self._cursor()
             try:
                 if name == "read":
-                    cursor.execute(statements.create_lease_table(self.plan.tables[0],
-                                                                 self.dialect))
+                    cursor.execute(bookkeeping.create_lease_table(self.plan.tables[0],
+                                                                  self.dialect))
                 cursor.execute(render(self.plan.tables[0], self.dialect), params)
                 result = cursor.fetchone() if name == "read" else _updated(cursor)
                 if self.dialect.implicit_transactions:
@@ -360,21 +366,17 @@ class SQLSink:
 
     def recent_applied(self, table: TablePlan, count: int) -> list[dict[str, Any]]:
         """The table's newest ``count`` state rows, newest first (the checkpoint-less resume
-        needs the batch before the newest: engine.runner)."""
-        from replicator.plan import statements
-
-        rows = self._read(statements.state_latest(table, self.dialect, count),
+        needs the batch before the newest: engine.start)."""
+        rows = self._read(bookkeeping.state_latest(table, self.dialect, count),
                           (self.pipeline_name, table.target_table), lambda c: c.fetchall(),
                           "read the state table", missing=[])  # none yet: nothing applied
         return [state for state in map(state_from_row, rows) if state is not None]
 
     def dead_letters(self, table: TablePlan) -> int:
         """Rows of ``table`` set aside in the dead-letter table (0 when it has none)."""
-        from replicator.plan import statements
-
         if table.on_error != "dead_letter":
             return 0
-        row = self._read(statements.dead_letter_count(table, self.dialect),
+        row = self._read(bookkeeping.dead_letter_count(table, self.dialect),
                          (self.pipeline_name, table.target_table), lambda c: c.fetchone(),
                          "read the dead-letter table", missing=None)  # none yet: none set aside
         return int(row[0]) if row else 0
@@ -383,9 +385,7 @@ class SQLSink:
         """The end of a re-copy (``engine.recopy``): delete the rows no batch wrote since the
         copy's marker batch; how many. One statement: run again after a crash, it finds only
         rows that were stale already."""
-        from replicator.plan import statements
-
-        sql = statements.delete_not_rewritten(table, self.dialect)
+        sql = merging.delete_not_rewritten(table, self.dialect)
         params = (self.pipeline_name, table.target_table, marker_batch_id)
         with self._one_at_a_time():
             cursor = self._cursor()

@@ -5,11 +5,12 @@ change (changelog, and merge with ``log_table``: the MERGE then picks the last c
 itself), or one version of a key (scd2, ``sink.versions``).
 
 ``stage_changes`` applies, in order: key-update split and compaction to the last change per
-key (``model.compaction``); the row filter (a c/u/r whose after-image fails it becomes a
-delete of its key, so a row that stops matching leaves the target); the column mapping
+key (``model.compaction``); the row filter, when the caller gives one (a c/u/r whose
+after-image fails it becomes a delete of its key, so a row that stops matching leaves the
+target); the column mapping
 (rename, exclude, mask, retype via ``sink.values``); metadata columns; and the internal
 columns the MERGE needs (op, sequence, commit time). The columns and Arrow types are exactly
-the staging table's (``plan.statements.staging_columns``).
+the staging table's (``plan.statements.tables.staging_columns``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from replicator.plan.model import (
     PlannedColumn,
     TablePlan,
 )
-from replicator.plan.statements import staging_columns
+from replicator.plan.statements.tables import staging_columns
 from replicator.plan.types import TargetType
 from replicator.sink.values import value_converter
 from replicator.sink.versions import ordered_changes, versions
@@ -90,23 +91,25 @@ def _metadata_value(column: PlannedColumn) -> Callable[[ChangeEvent], Any]:
     return METADATA_VALUES[column.target_column.upper()]
 
 
-def _row_filter(table: TablePlan) -> Callable[[dict[str, Any]], bool] | None:
-    from replicator.sink.computed import row_filter
-
-    return row_filter(table)
-
-
 def _ms_time(ms: int | None) -> dt.datetime | None:
     return None if ms is None else _EPOCH + dt.timedelta(milliseconds=ms)
 
 
 def stage_changes(
-    table: TablePlan, events: Sequence[ChangeEvent], *, first_seq: int = 0
+    table: TablePlan, events: Sequence[ChangeEvent], *, first_seq: int = 0,
+    passes: Callable[[dict[str, Any]], bool] | None = None,
 ) -> pa.Table:
     """The staging rows of ``events``; ``first_seq``: the batch's staged rows before these (a
     big batch is staged in slices and the MERGE orders a key's changes by ``STAGE_SEQ``
-    across all of them)."""
-    passes = _row_filter(table)
+    across all of them).
+
+    Filters and computed columns are evaluated by one engine, DuckDB, in the transform step
+    (``transform.stage_batch``), never here: this per-row path stages outbox routes, which
+    have neither. ``passes`` (tests): the filter, and the images already carry the computed
+    values under ``PlannedColumn.image_key``."""
+    if table.filter and passes is None:
+        raise ValueError(f"{table.label}: stage_changes does not evaluate filters "
+                         "(transform.stage_batch does)")
     extra: dict[str, list[Any]] = {}
     if table.mode == "scd2":
         tracked = [c.image_key for c in table.tracked_columns]

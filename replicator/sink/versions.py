@@ -10,7 +10,7 @@ track_history_column_list=...)``, sequenced by binlog position:
 
 Only the batch is known here. Whether the key's *first* version of the batch continues the
 target's current version (equal tracked columns) or replaces it is decided by the SQL
-(``plan.statements.scd2_statements``), which compares it with the target row.
+(``plan.statements.history``), which compares it with the target row.
 """
 
 from __future__ import annotations

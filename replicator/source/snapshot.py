@@ -33,6 +33,7 @@ from replicator.errors import SourceError
 from replicator.model.catalog import SourceTable
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import MySQLSource
+from replicator.plan.pushdown import readers_of, snapshot_predicate
 from replicator.source.connection import classify_error, connection_settings
 from replicator.source.snapshot_columns import (
     finish_column,
@@ -45,6 +46,9 @@ from replicator.source.values import ValueStats, ZeroDates, parse_time
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from replicator.model.catalog import Catalog
+    from replicator.plan.model import TablePlan
+
 # Row indexes of one chunk live in their own band, so (position, row_index) stays a total
 # order over a whole snapshot however many rows a chunk ends up with.
 ROW_INDEX_BAND = 1 << 32
@@ -55,6 +59,8 @@ _UTC_SESSION = "SET SESSION time_zone = '+00:00'"
 __all__ = [
     "ROW_INDEX_BAND",
     "Chunk",
+    "chunk_select",
+    "chunk_select_preview",
     "plan_chunks",
     "quote_mysql_identifier",
     "read_chunk",
@@ -163,15 +169,41 @@ def plan_chunks(source: MySQLSource, table: SourceTable, *, chunk_rows: int) -> 
         raise classify_error(exc, source, doing=f"planning snapshot chunks of {table.name}") from exc
 
 
-def _chunk_select(table: SourceTable, chunk: Chunk, bind: Callable[[Any], str]) -> str:
+def chunk_select(table: SourceTable, chunk: Chunk, bind: Callable[[Any], str],
+                 predicate: str | None = None) -> str:
+    """The SELECT reading one chunk. ``predicate``: the part of the tables' filters MySQL
+    decides exactly (``plan.pushdown.snapshot_predicate``; MySQL text built from what the
+    user wrote, never from row values), so rows it rules out are never read; the transform
+    step still applies the whole filter to the rows read."""
     sql = (f"SELECT {', '.join(select_expression(c) for c in table.columns)}"
            f" FROM {_table_sql(table)}")
-    where = key_range_sql(chunk.key_columns, chunk.lower, chunk.upper, bind)
-    if where:
-        sql += " WHERE " + where
+    conditions = [f"({predicate})"] if predicate else []
+    key_range = key_range_sql(chunk.key_columns, chunk.lower, chunk.upper, bind)
+    if key_range:
+        conditions.append(key_range)
+    if conditions:
+        sql += " WHERE " + " AND ".join(conditions)
     if chunk.key_columns:
         sql += " ORDER BY " + ", ".join(quote_mysql_identifier(c) for c in chunk.key_columns)
     return sql
+
+
+def chunk_select_preview(tables: Sequence[TablePlan], table: TablePlan,
+                         catalog: Catalog) -> tuple[str, str | None] | None:
+    """``replicator plan``'s view of how ``table``'s snapshot reads MySQL: the chunk SELECT
+    ``run`` executes (``?`` for the chunk's key bounds) and the pushed-down predicate, built
+    as the engine builds it (``engine.snapshot.prepare_copy``: every plan in ``tables``
+    reading the same source table). None: the source table is not in the catalog. A routed
+    table: its first source."""
+    names = {name.lower() for name in table.source_names}
+    source = next((t for t in catalog.tables if t.name.lower() in names), None)
+    if source is None:
+        return None
+    predicate = snapshot_predicate(readers_of(tables, source.name), source)
+    key = tuple(source.primary_key)
+    bounds = tuple("?" for _ in key) if key else None
+    chunk = Chunk(source.name, 0, key, bounds, bounds)
+    return chunk_select(source, chunk, str, predicate), predicate
 
 
 # Rows per Arrow batch a chunk is read in: a chunk (or a keyless table, which is one chunk)
@@ -188,20 +220,23 @@ def read_chunk_batches(
     stats: ValueStats | None = None,
     ts_ms: int | None = None,
     batch_rows: int = STREAM_ROWS,
+    predicate: str | None = None,
 ) -> Iterator[pa.Table]:
     """The rows of one chunk as Arrow change batches (``model.change_batch``, op ``r``,
     schema ``arrow_types.change_batch_schema(table, before=False)``) of up to about ``batch_rows`` rows,
-    typed like the binlog path; at least one (maybe empty) batch."""
+    typed like the binlog path; at least one (maybe empty) batch. ``predicate``: the
+    pushed-down filter (``chunk_select``)."""
     zero_dates = ZeroDates(source.zero_dates, stats)
     doing = f"reading a snapshot chunk of {table.name}"
     stamp = int(time.time() * 1000) if ts_ms is None else ts_ms
     if source.tls_mode != "DISABLED":
         # connectorx's URL cannot carry a CA file or a client certificate: TLS sources read
         # through PyMySQL, which connects with the exact TLS settings (source.connection).
-        raw, mariadb = _read_pymysql(source, table, chunk, doing=doing, batch_rows=batch_rows)
+        raw, mariadb = _read_pymysql(source, table, chunk, doing=doing, batch_rows=batch_rows,
+                                     predicate=predicate)
     else:
         raw, mariadb = _read_connectorx(source, table, chunk, doing=doing,
-                                        batch_rows=batch_rows)
+                                        batch_rows=batch_rows, predicate=predicate)
     offset = 0
     for piece in raw:
         yield _change_batch(table, chunk, piece, offset, position=position, ts_ms=stamp,
@@ -222,12 +257,13 @@ def read_chunk_batch(
     position: BinlogPosition,
     stats: ValueStats | None = None,
     ts_ms: int | None = None,
+    predicate: str | None = None,
 ) -> pa.Table:
     """The rows of one chunk as ONE Arrow change batch (see ``read_chunk_batches``)."""
     import pyarrow as pa
 
     return pa.concat_tables(read_chunk_batches(source, table, chunk, position=position,
-                                               stats=stats, ts_ms=ts_ms))
+                                               stats=stats, ts_ms=ts_ms, predicate=predicate))
 
 
 def _change_batch(table: SourceTable, chunk: Chunk, raw: Any, offset: int, *,
@@ -301,10 +337,10 @@ def _connectorx_error(exc: BaseException, source: MySQLSource, doing: str) -> So
 
 
 def _read_connectorx(source: MySQLSource, table: SourceTable, chunk: Chunk, *, doing: str,
-                     batch_rows: int) -> tuple[Iterator[Any], bool]:
+                     batch_rows: int, predicate: str | None) -> tuple[Iterator[Any], bool]:
     import connectorx
 
-    sql = _chunk_select(table, chunk, sql_literal)
+    sql = chunk_select(table, chunk, sql_literal, predicate)
     url = connectorx_url(source)
 
     def guarded(call: Callable[[], Any]) -> Any:
@@ -340,7 +376,7 @@ def _read_connectorx(source: MySQLSource, table: SourceTable, chunk: Chunk, *, d
 
 
 def _read_pymysql(source: MySQLSource, table: SourceTable, chunk: Chunk, *, doing: str,
-                  batch_rows: int) -> tuple[Iterator[Any], bool]:
+                  batch_rows: int, predicate: str | None) -> tuple[Iterator[Any], bool]:
     """The TLS path: PyMySQL verifies the server as ``connection_settings`` says; every value
     comes back as text or bytes and is typed by the same ``finish_column`` casts."""
     import pyarrow as pa
@@ -355,7 +391,9 @@ def _read_pymysql(source: MySQLSource, table: SourceTable, chunk: Chunk, *, doin
         params.append(value)
         return "%s"
 
-    sql = _chunk_select(table, chunk, placeholder)
+    # A pushed-down predicate adds column names (as the SELECT list has them), numbers, hex
+    # strings and dates: nothing PyMySQL's parameter formatting would read differently.
+    sql = chunk_select(table, chunk, placeholder, predicate)
     binary = [c.mysql_type.name in _BYTES_TYPES for c in table.columns]
     names = [c.name for c in table.columns]
     connection = _connect(source, raw=True)

@@ -3,7 +3,7 @@
 ``stage_batch(table, batch, first_seq=0)`` takes the change batch of ONE source table (an Arrow
 table in the layout of ``model.change_batch``) and returns the Arrow table the sink loads into
 the target's staging table: exactly the columns and types of
-``plan.statements.staging_columns(table)``, the rows ``sink.staging.stage_changes`` produces
+``plan.statements.tables.staging_columns(table)``, the rows ``sink.staging.stage_changes`` produces
 for the same changes (key-update split, compaction or every change by mode, the row filter,
 column mapping, masks, computed columns, metadata and internal columns).
 

@@ -8,11 +8,12 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from replicator.plan.transpile import Untranslatable, result_type, translate
+from replicator.plan.transpile.errors import Untranslatable
+from replicator.plan.transpile.translator import result_type, translate
 
 if TYPE_CHECKING:
     from replicator.errors import ReplicatorError
-    from replicator.plan.expressions import SparkType
+    from replicator.plan.expressions.spark_types import SparkType
     from replicator.plan.model import PlannedColumn, TablePlan
 
 
@@ -42,7 +43,7 @@ def filter_sql(table: TablePlan, kinds: Mapping[str, str]) -> str:
 @lru_cache(maxsize=256)
 def translatable(table: TablePlan) -> bool:
     """Whether the table's filter and computed columns all have a DuckDB form."""
-    from replicator.plan.expressions import ExpressionError
+    from replicator.plan.expressions.errors import ExpressionError
 
     try:
         for column in table.computed_columns:
@@ -68,7 +69,7 @@ _ERROR = re.compile(r"\[([A-Z_]+)\] (.*)")
 
 def evaluation_error(table: TablePlan, exc: Any, key: Mapping[str, Any]) -> ReplicatorError | None:
     """DuckDB's failure of a filter or computed column -> Spark's error class, named."""
-    from replicator.plan.expressions import EvaluationError
+    from replicator.plan.expressions.errors import EvaluationError
 
     text = str(exc).splitlines()[0]
     match = _ERROR.search(text)

@@ -87,8 +87,16 @@ def stage_batch(table: TablePlan, batch: pa.Table, *, first_seq: int = 0) -> pa.
     batch staged before these (``STAGE_SEQ`` continues across slices)."""
     from replicator.transform.expressions import translatable
 
-    if table.outbox is not None or not translatable(table):
+    if table.outbox is not None:  # no filter or computed column: sink.outbox flattens per event
         return _per_row(table, batch, first_seq)
+    if not translatable(table):
+        # The plan refuses what has no DuckDB form; a batch typed unlike the plan checked
+        # (a column's type changed under it) is not evaluated any other way.
+        from replicator.errors import PlanError
+
+        raise PlanError(f"{table.label}: the filter or a computed column cannot run over "
+                        "this batch's column types",
+                        hint="run `replicator plan` against the live schema")
     return _columnar(table, batch, first_seq)
 
 
@@ -152,38 +160,16 @@ def _per_row(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
 
 
 def _columnar(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
-    import duckdb
     import numpy as np
     import pyarrow as pa
 
-    from replicator.errors import SinkError
     from replicator.sink.staging import staging_schema
 
     schema = staging_schema(table)
     if batch.num_rows == 0:
         return schema.empty_table()
-    batch = batch.append_column(_ORD, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
-    for index, field in enumerate(batch.schema):
-        if pa.types.is_decimal256(field.type):  # DuckDB has no DECIMAL over 38 digits
-            batch = batch.set_column(index, field.name, batch.column(index).cast(pa.string()))
-    sql, params = _statement(table, tuple((f.name, source_kind(f.type)) for f in batch.schema))
-    connection = _connection()
-    connection.register("batch", batch)
-    try:
-        result = connection.sql(sql, params=list(params)).to_arrow_table()
-    except duckdb.Error as exc:
-        from replicator.transform.expressions import evaluation_error
-
-        failure = evaluation_error(table, exc, _failing_row(table, batch, sql, params))
-        if failure is not None:
-            raise failure from None
-        # The per-row path names the value and the column; if it finds nothing, say what
-        # DuckDB said.
-        _per_row(table, batch.drop_columns([_ORD]), first_seq)
-        raise SinkError(f"{table.label}: staging failed: {str(exc).splitlines()[0]}",
-                        hint="declare a wider target type for the column") from None
-    finally:
-        connection.unregister("batch")
+    batch = _prepared(batch)
+    result = _run(table, batch, _statement(table, _layout(batch)))
     columns = []
     for field in schema:
         column = result.column(field.name) if field.name != STAGE_SEQ else None
@@ -195,6 +181,109 @@ def _columnar(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
+def judge_rows(table: TablePlan, batch: pa.Table,
+               columns: Sequence[PlannedColumn]) -> pa.Table:
+    """Each row of ``batch`` (reads of source rows: ``verify``) as the transform step stages
+    it: ``columns`` under their staging names (computed, converted and masked by the same
+    SQL as ``stage_batch``), in input order, and the boolean ``JUDGED_PASS``: whether the
+    row passes the table's filter. The same SQL, so verify can never expect other values
+    than replication writes."""
+    batch = _prepared(batch)
+    params = Params()
+    sql = judge_statement(table, dict(_layout(batch)), params, columns)
+    return _run(table, batch, (sql, tuple(params)))
+
+
+JUDGED_PASS = _PASS
+
+
+def judge_statement(table: TablePlan, kinds: dict[str, str], params: Params,
+                    columns: Sequence[PlannedColumn]) -> str:
+    """``judge_rows``' statement: the ``judged`` step of ``statement`` and its staged columns,
+    one output row per input row."""
+    routed = f", {q(cb.TABLE)} AS {q(SOURCE_TABLE_COLUMN)}" if table.routed else ""
+    judged = _judged_columns(table, kinds)
+    computed_index = {column: index for index, column in enumerate(table.computed_columns)}
+    selected = [f"{_staged(c, kinds, set(kinds), computed_index, params)} AS {q(c.staging_name)}"
+                for c in columns]
+    return (f"WITH read AS (SELECT *{routed} FROM batch), judged AS (SELECT "
+            f"{', '.join(judged)} FROM read)\nSELECT {', '.join(selected)}, {q(_PASS)} "
+            f"FROM judged ORDER BY {q(_ORD)}")
+
+
+def _prepared(batch: pa.Table) -> pa.Table:
+    """The batch as the statements read it: numbered (``_ORD``), DECIMALs over 38 digits as
+    text (DuckDB has none)."""
+    import numpy as np
+    import pyarrow as pa
+
+    batch = batch.append_column(_ORD, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
+    for index, field in enumerate(batch.schema):
+        if pa.types.is_decimal256(field.type):
+            batch = batch.set_column(index, field.name, batch.column(index).cast(pa.string()))
+    return batch
+
+
+def _layout(batch: pa.Table) -> tuple[tuple[str, str], ...]:
+    return tuple((f.name, source_kind(f.type)) for f in batch.schema)
+
+
+def _run(table: TablePlan, batch: pa.Table, query: tuple[str, tuple[Any, ...]]) -> pa.Table:
+    """Run a statement over the (prepared) batch; a failure names the table, the key of the
+    row it fails on and, where no filter or computed column explains it, the column."""
+    import duckdb
+
+    from replicator.errors import SinkError
+
+    sql, params = query
+    connection = _connection()
+    connection.register("batch", batch)
+    try:
+        return connection.sql(sql, params=list(params)).to_arrow_table()
+    except duckdb.Error as exc:
+        from replicator.transform.expressions import evaluation_error
+
+        row = _failing_row(batch, sql, params)
+        key = {k: row.get(k) for k in batch_key(table)}
+        # A source column's conversion (a value its target type cannot hold) is named as
+        # such, even when DuckDB's words ("out of range") read like an expression's failure;
+        # a computed column's or the filter's failure is Spark's error class.
+        column = _failing_column(table, batch.slice(row[_ORD], 1)) if row else None
+        if column is None or column.expression is not None:
+            failure = evaluation_error(table, exc, key)
+            if failure is not None:
+                raise failure from None
+        where = f" column {column.target_column} ({column.target_type.describe()})" if column else ""
+        row_key = ", ".join(f"{k}={v!r}" for k, v in key.items()) or "no key"
+        on = f" fails on the row with {row_key}" if row else " failed"
+        raise SinkError(f"{table.label}:{where}{on}: "
+                        f"{str(exc).splitlines()[0]}",
+                        hint="declare a wider target type for the column "
+                        "(type: NUMBER(38,s) or VARCHAR)") from None
+    finally:
+        connection.unregister("batch")
+
+
+def _failing_column(table: TablePlan, row: pa.Table) -> PlannedColumn | None:
+    """The first staged column the statement fails on for this one row: each column's own
+    statement (only on the way to an error)."""
+    import duckdb
+
+    connection = _connection()
+    connection.register("batch", row)
+    kinds = dict(_layout(row))
+    # No column at all first: a failure there is the filter's (every row's op depends on
+    # it; DuckDB drops the computed values no selected column reads).
+    for columns in ((), *((column,) for column in table.staged_columns)):
+        params = Params()
+        sql = statement(table, kinds, params, columns=columns)
+        try:
+            connection.sql(sql, params=list(params)).to_arrow_table()
+        except duckdb.Error:
+            return columns[0] if columns else None
+    return None
+
+
 @lru_cache(maxsize=256)
 def _statement(table: TablePlan, layout: tuple[tuple[str, str], ...]) -> tuple[str, tuple[Any, ...]]:
     """The statement for batches of this layout ((column, batch kind) pairs), built once per
@@ -204,12 +293,19 @@ def _statement(table: TablePlan, layout: tuple[tuple[str, str], ...]) -> tuple[s
     return sql, tuple(params)
 
 
-def _failing_row(table: TablePlan, batch: pa.Table, sql: str, params: tuple[Any, ...]) -> dict[str, Any]:
-    """The key of the first row the statement fails on (bisection: ~log2(rows) statements,
-    only on the way to an error)."""
+def _failing_row(batch: pa.Table, sql: str, params: tuple[Any, ...]) -> dict[str, Any]:
+    """The first row the statement fails on (bisection: ~log2(rows) statements, only on the
+    way to an error); ``batch`` stays registered as it was."""
     import duckdb
 
     connection = _connection()
+    connection.register("batch", batch.slice(0, 0))
+    try:
+        connection.sql(sql, params=list(params)).to_arrow_table()
+    except duckdb.Error:
+        return {}  # it fails without any row: no row is to blame
+    finally:
+        connection.register("batch", batch)
     low, size = 0, batch.num_rows
     while size > 1:
         half = size // 2
@@ -220,13 +316,13 @@ def _failing_row(table: TablePlan, batch: pa.Table, sql: str, params: tuple[Any,
         except duckdb.Error:
             size = half
         finally:
-            connection.unregister("batch")
-    row = batch.slice(low, 1).to_pylist()[0] if batch.num_rows else {}
-    return {key: row.get(key) for key in batch_key(table)}
+            connection.register("batch", batch)
+    return batch.slice(low, 1).to_pylist()[0] if batch.num_rows else {}
 
 
 def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
-              batch: str | None = None, reads: bool = False) -> str:
+              batch: str | None = None, reads: bool = False,
+              columns: Sequence[PlannedColumn] | None = None) -> str:
     """The DuckDB statement staging a change batch whose columns have these batch kinds
     (``transform.columns.source_kind``); the batch is the view ``batch``. ``STAGE_SEQ``
     counts from 0 (``first_seq`` is added to the result).
@@ -237,9 +333,8 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
     ``reads``: a group of snapshot chunks, one read per key (chunks are disjoint ranges of the
     source's primary key), so the last-change-per-key step is left out: ~20% of the group's
     apply measured, and the MERGE (or the INSERT of a fresh copy) keeps the last per key
-    anyway should a declared key not be unique."""
-    from replicator.transform.expressions import computed_sql, filter_sql
-
+    anyway should a declared key not be unique. ``columns``: only these of the staged columns
+    (default: all of them)."""
     names = set(kinds)
     key = batch_key(table)
     before = cb.before_columns(list(kinds), key)
@@ -269,14 +364,8 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
         last = (f"SELECT * FROM split QUALIFY row_number() OVER (PARTITION BY {partition} "
                 f"ORDER BY {descending}) = 1")
 
-    judged_columns = ["*"]
-    filter_text = filter_sql(table, kinds) if table.filter else None
-    judged_columns.append(f"coalesce(({filter_text}), FALSE) AS {q(_PASS)}" if filter_text
-                          else f"TRUE AS {q(_PASS)}")
+    judged_columns = _judged_columns(table, kinds)
     computed = table.computed_columns
-    for index, column in enumerate(computed):
-        judged_columns.append(f"({computed_sql(column, kinds, table)}) AS {q(_COMPUTED + str(index))}")
-
     final_op = f"CASE WHEN {op} <> 'd' AND NOT {q(_PASS)} THEN 'd' ELSE {op} END"
     # Every change: inserts, reads and deletes of rows the filter never matched are dropped;
     # an update that fails it is a delete (the row may have matched before).
@@ -291,7 +380,7 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
 
     selected = []
     computed_index = {column: index for index, column in enumerate(computed)}
-    for column in table.staged_columns:
+    for column in table.staged_columns if columns is None else columns:
         selected.append(f"{_staged(column, kinds, names, computed_index, params)} AS {q(column.staging_name)}")
     selected.append(f"{q(_FINAL_OP)} AS {q(STAGE_OP)}")
     # Microseconds since the epoch; typed here only where the warehouse stages (the driver's
@@ -311,6 +400,19 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
     return f"WITH {with_}\nSELECT {', '.join(selected)}\nFROM {ctes[-1][0]}{ordered}"
 
 
+def _judged_columns(table: TablePlan, kinds: dict[str, str]) -> list[str]:
+    """The row images' columns, whether each passes the filter, and the computed values."""
+    from replicator.transform.expressions import computed_sql, filter_sql
+
+    judged_columns = ["*"]
+    filter_text = filter_sql(table, kinds) if table.filter else None
+    judged_columns.append(f"coalesce(({filter_text}), FALSE) AS {q(_PASS)}" if filter_text
+                          else f"TRUE AS {q(_PASS)}")
+    for index, column in enumerate(table.computed_columns):
+        judged_columns.append(f"({computed_sql(column, kinds, table)}) AS {q(_COMPUTED + str(index))}")
+    return judged_columns
+
+
 _N = cb.INTERNAL_PREFIX + "n"
 _GLOBAL = cb.INTERNAL_PREFIX + "global"
 _KEY_FIRST = cb.INTERNAL_PREFIX + "key_first"
@@ -328,7 +430,10 @@ def _scd2_ctes(table: TablePlan) -> list[tuple[str, str]]:
     key = ", ".join(q(k) for k in table.source_key) or "NULL"
     order = ", ".join(q(c) for c in _ORDER)
     window = f"(PARTITION BY {key} ORDER BY {order})"
-    tracked = [q(c.image_key) for c in table.tracked_columns]
+    # A computed column is tracked by its value, which the judged step computed.
+    computed = {column: index for index, column in enumerate(table.computed_columns)}
+    tracked = [q(_COMPUTED + str(computed[c])) if c in computed else q(c.image_key)
+               for c in table.tracked_columns]
     op, final = q(cb.OP), q(_FINAL_OP)
     # change_seq(): binlog position as sortable text; a snapshot read (r) sorts first.
     seq = (f"printf('%010d.%020d.%d%010d', {q(cb.FILE_SEQ)}, {q(cb.POS)}, "

@@ -2,8 +2,9 @@
 
 Per table: the source is read in key order, ``segment_rows`` rows at a time (keyset
 pagination); each page's key range ``(previous upper, this upper]`` is read from the target
-too. Both sides are brought to one canonical form (``normalize``: the source through the very
-converters staging uses, so masks, DECIMAL scale, TIMESTAMP UTC, TIME text, BIT bytes match)
+too. Both sides are brought to one canonical form (``normalize``: the source staged by the
+transform step's own DuckDB SQL, so the filter, computed columns, masks, DECIMAL scale,
+TIMESTAMP UTC, TIME text, BIT bytes match)
 and compared: equal ranges cost one pass over their rows; a range that differs is narrowed to
 its keys, each reported as missing, extra or different (with both values of each column).
 Keys whose order the warehouse does not share (strings under MySQL collations, masked keys)
@@ -17,7 +18,7 @@ between the target's last applied batch and the binlog head.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from replicator.context import Context
@@ -27,7 +28,7 @@ from replicator.plan.model import PlannedColumn, TablePlan
 from replicator.verify.normalize import (
     keeps_key_order,
     source_parameter,
-    source_row_form,
+    source_row_forms,
     target_row_form,
 )
 from replicator.verify.report import (
@@ -58,14 +59,11 @@ class TableVerifier:
         # per source table, so it neither orders nor bounds anything.
         self.order_columns = [c for c in self.key_columns if c.origin != "replicator"]
         self._key_at = [self.columns.index(c) for c in self.key_columns]
-        self._source_form = source_row_form(self.columns)
         self._target_form = target_row_form(self.columns)
-        self._passes: Callable[[dict[str, Any]], bool] | None = None
-        if table.filter:
-            from replicator.sink.computed import row_filter
-
-            self._passes = row_filter(table)
+        self._source_name = source_name
         self.source = SourceReader(pipeline.source, source_table, table, source_name=source_name)
+        self._source_columns = [(name, column.mysql_type if column else None) for name in
+                                self.source.names for column in (source_table.column(name),)]
         self.target = TargetReader(connection, table, self.columns,
                                    end_transaction=end_transaction, source_name=source_name)
 
@@ -76,14 +74,15 @@ class TableVerifier:
     def _key(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple(row[i] for i in self._key_at)
 
-    def _source_rows(self, images: Iterable[dict[str, Any]]) -> Rows:
-        rows: Rows = {}
-        for image in images:
-            if self._passes is not None and not self._passes(image):
-                continue  # filtered out: replication keeps it out of the target
-            row = self._source_form(image)
-            rows[self._key(row)] = row
-        return rows
+    def _forms(self, images: Iterable[dict[str, Any]]) -> list[tuple[tuple[Any, ...], bool]]:
+        """Canonical rows as replication stages them (its own DuckDB SQL), and whether each
+        passes the filter."""
+        return source_row_forms(self.table, self.columns, list(images), self._source_columns,
+                                source_name=self._source_name)
+
+    def _source_rows(self, forms: Iterable[tuple[tuple[Any, ...], bool]]) -> Rows:
+        # Filtered out: replication keeps the row out of the target.
+        return {self._key(row): row for row, passes in forms if passes}
 
     def _target_rows(self, fetched: Iterable[Sequence[Any]],
                      duplicates: list[KeyDifference] | None = None) -> Rows:
@@ -125,22 +124,23 @@ class TableVerifier:
 
     def compare(self, report: TableReport, segment_rows: int) -> None:
         if not keeps_key_order(self.order_columns):
-            self._compare_range(report, self.source.everything(), None, None)
+            self._compare_range(report, self._forms(self.source.everything()), None, None)
             return
         after: tuple[Any, ...] | None = None  # source-typed: MySQL's own key order
         lower: tuple[Any, ...] | None = None  # the same bound, target-typed
         while True:
             page = self.source.page(after, segment_rows)
             full = len(page) == segment_rows
-            upper = self._key(self._source_form(page[-1])) if full else None
-            self._compare_range(report, page, lower, upper)
+            forms = self._forms(page)
+            upper = self._key(forms[-1][0]) if full else None
+            self._compare_range(report, forms, lower, upper)
             if not full:
                 return
             after, lower = self.source.key_of(page[-1]), upper
 
-    def _compare_range(self, report: TableReport, images: Iterable[dict[str, Any]],
+    def _compare_range(self, report: TableReport, forms: list[tuple[tuple[Any, ...], bool]],
                        lower: tuple[Any, ...] | None, upper: tuple[Any, ...] | None) -> None:
-        source = self._source_rows(images)
+        source = self._source_rows(forms)
         duplicates: list[KeyDifference] = []
         target = self._target_rows(self.target.range(lower, upper), duplicates)
         report.segments += 1
@@ -159,8 +159,8 @@ class TableVerifier:
             return fresh.differences
         names = [c.source_column or c.target_column for c in self.key_columns]
         own = self.source.lookup_keys(keys, names)  # a routed source: without _SOURCE_TABLE
-        source = self._source_rows(
-            self.source.lookup([tuple(source_parameter(v) for v in key) for key in own]))
+        source = self._source_rows(self._forms(
+            self.source.lookup([tuple(source_parameter(v) for v in key) for key in own])))
         duplicates: list[KeyDifference] = []
         target = self._target_rows(self.target.lookup(keys), duplicates)
         return self._differences(source, target, keys) + duplicates

@@ -1,9 +1,10 @@
 """One canonical form per value, so a source row and its target row compare equal.
 
-The source side goes through exactly what replication does to a value: a computed
-column's expression (``sink.computed``), then the staging converter of its planned column (``sink.values.value_converter``: mask, type conversion,
-DECIMAL scale, BIT width, TIMESTAMP to UTC, TIME as text). The target side is what the
-warehouse driver hands back. ``canonical`` then removes what only differs in how a driver
+The source side goes through exactly what replication does to a value: the source rows read
+are put into a change batch (reads) and staged by the transform step's own DuckDB SQL
+(``transform.stage.judge_rows``: the filter, computed columns, type conversion, masks, DECIMAL
+scale, BIT width, TIMESTAMP to UTC, TIME as text), so verify can never expect other values
+than replication writes. The target side is what the warehouse driver hands back. ``canonical`` then removes what only differs in how a driver
 spells a value (Decimal exponent, aware vs naive UTC, bytearray vs bytes, JSON whitespace and
 key order, NUMBER returned as Decimal for an integer column), never what differs in content.
 """
@@ -16,8 +17,12 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from replicator.plan.model import PlannedColumn
-from replicator.sink.values import value_converter
+from replicator.model.catalog import MySQLType
+from replicator.model.changes import BinlogPosition, ChangeEvent
+from replicator.model.pipeline import SOURCE_TABLE_COLUMN
+from replicator.plan.model import PlannedColumn, TablePlan
+from replicator.transform.batch import change_batch
+from replicator.transform.stage import JUDGED_PASS, judge_rows
 
 UTC = dt.UTC
 
@@ -112,28 +117,31 @@ def canonical(column: PlannedColumn, value: Any) -> Any:
     return canonical_function(column)(value)
 
 
-RowForm = Callable[[dict[str, Any]], tuple[Any, ...]]
+# A change batch wants a binlog position; a source row read by verify has none.
+_NOWHERE = BinlogPosition("verify.000000", 0)
 
 
-def source_row_form(columns: Sequence[PlannedColumn]) -> RowForm:
-    """Source image (dict by source column) -> canonical values of ``columns``, as staged."""
-    steps = [(_value_of(c), value_converter(c), canonical_function(c)) for c in columns]
-
-    def form(image: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(same(convert(value(image))) for value, convert, same in steps)
-
-    return form
-
-
-def _value_of(column: PlannedColumn) -> Callable[[dict[str, Any]], Any]:
-    """A column's source-side value in a MySQL row: the source column's, or the computed
-    column's expression over the row (``sink.computed``, as replication computes it)."""
-    if column.expression is not None:
-        from replicator.sink.computed import expression_function
-
-        return expression_function(column)
-    name = column.source_column or ""
-    return lambda image: image.get(name)
+def source_row_forms(
+    table: TablePlan, columns: Sequence[PlannedColumn], images: Sequence[dict[str, Any]],
+    source_columns: Sequence[tuple[str, MySQLType | None]], *, source_name: str | None = None,
+) -> list[tuple[tuple[Any, ...], bool]]:
+    """Source images (dicts by source column, ``source_columns``: their names and types) ->
+    per image, the canonical values of ``columns`` as replication stages them, and whether
+    the row passes the table's filter (a row that does not is kept out of the target).
+    ``source_name``: the source table (``db.table``) the rows come from (a routed target's
+    _SOURCE_TABLE)."""
+    if not images:
+        return []
+    name = source_name or table.source_name
+    events = [ChangeEvent(table=name, op="r", position=_NOWHERE, row_index=index, ts_ms=0,
+                          after=image) for index, image in enumerate(images)]
+    present = [(n, t) for n, t in source_columns if n != SOURCE_TABLE_COLUMN]
+    judged = judge_rows(table, change_batch(events, present, ()), columns)
+    values = [judged.column(c.staging_name).to_pylist() for c in columns]
+    functions = [canonical_function(c) for c in columns]
+    passes = judged.column(JUDGED_PASS).to_pylist()
+    return [(tuple(same(column[index]) for same, column in zip(functions, values, strict=True)),
+             bool(passes[index])) for index in range(len(images))]
 
 
 def target_row_form(columns: Sequence[PlannedColumn]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:

@@ -8,6 +8,7 @@ import pytest
 
 from replicator.config import load_pipeline
 from replicator.plan import DIALECTS, build_plan, offline_catalog, render_sql
+from replicator.source.snapshot import chunk_select_preview
 from replicator.transform import snapshot_staging
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +25,8 @@ def rendered(pipeline_file: Path) -> dict[Path, str]:
         # A routed table (`sources:`) is named by its target: its source is a pattern.
         GOLDEN / pipeline_file.stem / dialect.name
         / f"{table.target_table if table.routed else table.label}.sql": render_sql(
-            table, dialect, snapshot_staging(table, catalog, dialect)
+            table, dialect, snapshot_staging(table, catalog, dialect),
+            chunk_select_preview(plan.tables, table, catalog),
         )
         for dialect in DIALECTS.values()
         for table in plan.tables

@@ -1,4 +1,5 @@
-"""A table added to the pipeline after it started is copied, then streamed like the others."""
+"""A table added to the pipeline after it started is copied (chunk by chunk between stream
+batches: the other tables do not wait for it), then streamed like the others."""
 
 from __future__ import annotations
 
@@ -24,8 +25,15 @@ def test_a_table_added_later_gets_its_own_snapshot(spark, mariadb, mysql_source,
 
     assert run(first_two, spark).snapshot_rows == 15 + 60
     apply_changes(root, fresh_database, rounds=4)  # awkward changes too, not replicated yet
-    added = run(full, spark)
+    notices, reports = [], []
+    added = run(full, spark, on_notice=notices.append, on_report=reports.append)
     assert 15 <= added.snapshot_rows < 40  # awkward copied now, the others not again
+    # Copied without holding up the others: chunk by chunk between stream batches (the
+    # recopy's batches), never as a snapshot phase that the stream waits for.
+    assert any(f"new table(s) {fresh_database}.awkward: streaming them, and copying them "
+               "chunk by chunk" in notice for notice in notices), notices
+    kinds = [report.kind for report in reports]
+    assert set(kinds) == {"stream", "recopy"}, kinds
     apply_changes(root, fresh_database, rounds=4, seed_value=5, first_new_id=200_000)
     later = run(full, spark)
     assert later.snapshot_rows == 0 and later.changes > 0

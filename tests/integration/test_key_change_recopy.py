@@ -1,8 +1,19 @@
-"""A primary key changed in MySQL: the run stops (`key_change: stop`, the default), and the
-remedy it names, `run --snapshot always`, re-copies the table into a target rebuilt under the
-new key (DuckDB enforces the old one: every row sharing an old key value failed the copy)."""
+"""A primary key changed in MySQL (`schema_changes.key_change`, issue 18), on the real MariaDB,
+Spark and DuckDB:
+
+- `recopy` (the default), while no run followed it and while streaming: the stream restarts
+  with the new key at the batch holding the DDL, the target (DuckDB enforces its key) is
+  rebuilt under the new key and the table copied again while the others stream; ids shared
+  under the new key, and updates that move a row along a new key column, end equal to the
+  source row by row;
+- `stop`: the run stops, and the remedy it names, `run --snapshot always`, re-copies the
+  table into a target rebuilt under the new key.
+"""
 
 from __future__ import annotations
+
+import threading
+import time
 
 import pytest
 
@@ -23,46 +34,133 @@ batching: {{max_rows: 500, max_delay: 200ms}}
 engine:
   master: local[1]
   checkpoint: {checkpoint}
-tables:
+{policy}tables:
   - source: {database}.items
+  - source: {database}.other
 """
 
 
-def test_a_key_change_stops_and_the_named_remedy_re_copies_under_the_new_key(
-        spark, mariadb, mysql_source, fresh_database, tmp_path):
-    import duckdb
-
-    root = mariadb.root_connection(fresh_database)
+def _setup(mariadb, mysql_source, database, tmp_path, policy=""):
+    root = mariadb.root_connection(database)
     with root.cursor() as cursor:
-        cursor.execute("CREATE TABLE items (id INT NOT NULL, grp INT NOT NULL, "
-                       "note VARCHAR(40), PRIMARY KEY (id)) CHARACTER SET utf8mb4")
-        cursor.executemany("INSERT INTO items VALUES (%s, %s, %s)",
-                           [(n, 1, f"it's {n} 🚀") for n in range(1, 31)])
+        for table in ("items", "other"):
+            cursor.execute(f"CREATE TABLE {table} (id INT NOT NULL, grp INT NOT NULL, "
+                           "note VARCHAR(40), PRIMARY KEY (id)) CHARACTER SET utf8mb4")
+            cursor.executemany(f"INSERT INTO {table} VALUES (%s, %s, %s)",
+                               [(n, 1, f"it's {n} 🚀") for n in range(1, 31)])
     path = tmp_path / "rekey.yaml"
     warehouse = tmp_path / "warehouse.duckdb"
     path.write_text(PIPELINE.format(
         host=mysql_source.host, port=mysql_source.port, user=mysql_source.user,
         password=mysql_source.password or "", warehouse=warehouse,
-        checkpoint=tmp_path / "checkpoint", database=fresh_database))
-    pipeline = load_pipeline(path, environ={})
-    run(pipeline, spark)
+        checkpoint=tmp_path / "checkpoint", database=database, policy=policy))
+    return root, load_pipeline(path, environ={}), warehouse
 
-    with root.cursor() as cursor:
-        cursor.execute("ALTER TABLE items DROP PRIMARY KEY, ADD PRIMARY KEY (id, grp)")
-        cursor.executemany("INSERT INTO items VALUES (%s, 2, %s)",
-                           [(n, f"second {n}") for n in range(1, 11)])  # ids shared now
-        cursor.execute("DELETE FROM items WHERE id = 30")
-    with pytest.raises(ReplicatorError) as stopped:
-        run(pipeline, spark)
-    assert "key_change" in stopped.value.message + (stopped.value.hint or "")
-    assert "--snapshot always" in (stopped.value.hint or "")
 
-    run(pipeline, spark, snapshot="always")
+def _change_the_key(cursor):
+    cursor.execute("ALTER TABLE items DROP PRIMARY KEY, ADD PRIMARY KEY (id, grp)")
+    cursor.executemany("INSERT INTO items VALUES (%s, 2, %s)",
+                       [(n, f"second \\ {n}") for n in range(1, 11)])  # ids shared now
+    cursor.execute("DELETE FROM items WHERE id = 30")
+    # A row moved along a column of the new key: a delete of (5, 1) and an insert of (5, 3).
+    cursor.execute("UPDATE items SET grp = 3, note = 'moved' WHERE id = 5 AND grp = 1")
+    cursor.execute("UPDATE other SET note = 'other after the key change' WHERE id < 5")
+
+
+def _move_along_the_new_key(cursor):
+    cursor.execute("UPDATE items SET grp = 4 WHERE id = 6 AND grp = 2")
+    cursor.execute("INSERT INTO items VALUES (5, 9, 'a third 5')")
+
+
+def _assert_rekeyed(pipeline, root, warehouse, rows):
+    import duckdb
+
     with duckdb.connect(str(warehouse), read_only=True) as target:
         assert_target_equals_source(pipeline, root, target)
         key = target.execute("SELECT constraint_column_names FROM duckdb_constraints() WHERE "
                              "table_name = 'ITEMS' AND constraint_type = 'PRIMARY KEY'"
                              ).fetchall()
         assert key == [(["ID", "GRP"],)]
-        assert target.execute('SELECT COUNT(*) FROM main."ITEMS"').fetchone()[0] == 39
-    root.close()
+        assert target.execute('SELECT COUNT(*) FROM main."ITEMS"').fetchone()[0] == rows
+        notes = target.execute('SELECT GRP, NOTE FROM main."ITEMS" WHERE ID = 5').fetchall()
+        assert {(2, "second \\ 5"), (3, "moved")} <= set(notes), notes
+
+
+def test_a_key_changed_while_no_run_followed_it_is_streamed_on_and_copied_again(
+        spark, mariadb, mysql_source, fresh_database, tmp_path):
+    root, pipeline, warehouse = _setup(mariadb, mysql_source, fresh_database, tmp_path)
+    try:
+        run(pipeline, spark)
+        with root.cursor() as cursor:
+            _change_the_key(cursor)
+        notices: list[str] = []
+        run(pipeline, spark, on_notice=notices.append)
+        assert any("primary key changed: streaming on with the new key" in n
+                   for n in notices), notices
+        assert any(f"re-copy of {fresh_database}.items done" in n for n in notices), notices
+        _assert_rekeyed(pipeline, root, warehouse, 39)
+        with root.cursor() as cursor:  # and streams by the new key from then on
+            _move_along_the_new_key(cursor)
+        run(pipeline, spark)
+        _assert_rekeyed(pipeline, root, warehouse, 40)
+    finally:
+        root.close()
+
+
+def test_a_key_changed_while_streaming_restarts_the_stream_and_copies_the_table(
+        spark, mariadb, mysql_source, fresh_database, tmp_path):
+    root, pipeline, warehouse = _setup(mariadb, mysql_source, fresh_database, tmp_path)
+    notices: list[str] = []
+    stop, failure = threading.Event(), []
+
+    def stream():
+        try:
+            run(pipeline, spark, until_caught_up=False, stop=stop, on_notice=notices.append)
+        except BaseException as exc:  # reported below
+            failure.append(exc)
+
+    try:
+        run(pipeline, spark)
+        thread = threading.Thread(target=stream, daemon=True)
+        thread.start()
+        with root.cursor() as cursor:
+            cursor.execute("UPDATE items SET note = 'before the key change' WHERE id = 7")
+            _change_the_key(cursor)
+        deadline = time.monotonic() + 300
+        while not any(f"re-copy of {fresh_database}.items done" in n for n in notices):
+            assert not failure, failure
+            assert time.monotonic() < deadline, notices
+            time.sleep(0.5)
+        # Right after the copy: the first transaction after the source's head at the key
+        # change (the copy covers every change before it, not this one).
+        with root.cursor() as cursor:
+            _move_along_the_new_key(cursor)
+        time.sleep(3)
+        stop.set()
+        thread.join(timeout=300)
+        assert not failure, failure
+        run(pipeline, spark)  # whatever the stop left, caught up
+        assert any("primary key changed: streaming on with the new key" in n
+                   for n in notices), notices
+        _assert_rekeyed(pipeline, root, warehouse, 40)
+    finally:
+        stop.set()
+        root.close()
+
+
+def test_key_change_stop_stops_and_the_named_remedy_re_copies_under_the_new_key(
+        spark, mariadb, mysql_source, fresh_database, tmp_path):
+    root, pipeline, warehouse = _setup(mariadb, mysql_source, fresh_database, tmp_path,
+                                       policy="schema_changes: {key_change: stop}\n")
+    try:
+        run(pipeline, spark)
+        with root.cursor() as cursor:
+            _change_the_key(cursor)
+        with pytest.raises(ReplicatorError) as stopped:
+            run(pipeline, spark)
+        assert "key_change" in stopped.value.message + (stopped.value.hint or "")
+        assert "--snapshot always" in (stopped.value.hint or "")
+        run(pipeline, spark, snapshot="always")
+        _assert_rekeyed(pipeline, root, warehouse, 39)
+    finally:
+        root.close()

@@ -18,8 +18,8 @@ import pytest
 from replicator.config import load_pipeline
 from replicator.model.pipeline import BatchPolicy, DuckDBTarget, EngineConfig, TargetConfig
 from replicator.plan import DUCKDB
-from replicator.plan.statements import log_name, target_name
-from replicator.verify.normalize import source_row_form, target_row_form
+from replicator.plan.statements.names import log_name, target_name
+from replicator.verify.normalize import source_row_forms, target_row_form
 from replicator.verify.source_side import SourceReader
 from tests.integration.e2e_support import run
 
@@ -99,8 +99,10 @@ def _source_rows(pipeline, catalog, plan, name, ids):
     source_table = catalog.table(pipeline.tables[0].source_database, name)
     reader = SourceReader(pipeline.source, source_table, table)
     try:
-        form = source_row_form(table.data_columns)
-        return {row["id"]: form(row) for row in reader.lookup([(i,) for i in ids])}
+        images = reader.lookup([(i,) for i in ids])
+        columns = [(c.name, c.mysql_type) for c in source_table.columns]
+        forms = source_row_forms(table, table.data_columns, images, columns)
+        return {image["id"]: form for image, (form, _) in zip(images, forms, strict=True)}
     finally:
         reader.close()
 

@@ -25,7 +25,7 @@ from replicator.model.pipeline import (
     TargetConfig,
 )
 from replicator.plan import DUCKDB, SNOWFLAKE
-from replicator.plan.statements import log_name, target_name
+from replicator.plan.statements.names import log_name, target_name
 from tests.integration.e2e_support import fakesnow_warehouse, run
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]

@@ -18,10 +18,10 @@ from replicator.config import load_pipeline
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget, TargetConfig
 from replicator.plan import DUCKDB, SNOWFLAKE, build_plan, offline_catalog
-from replicator.plan.statements import log_name, target_name
+from replicator.plan.statements.names import log_name, target_name
 from replicator.sink import open_sink
-from replicator.sink.staging import stage_changes
 from replicator.sink.values import mask_function
+from tests.fixtures.row_transforms import staged_per_row
 
 ROOT = Path(__file__).resolve().parents[2]
 UTC = dt.UTC
@@ -74,7 +74,7 @@ class Binlog:
 
 def _apply(sink, plan, source_name, batch_id, events):
     table = plan.table(source_name)
-    return sink.apply(table, batch_id, {"file": "mysql-bin.000001", "pos": 1}, stage_changes(table, events))
+    return sink.apply(table, batch_id, {"file": "mysql-bin.000001", "pos": 1}, staged_per_row(table, events))
 
 
 def _rows(sink, sql):

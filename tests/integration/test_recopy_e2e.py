@@ -247,11 +247,24 @@ def test_snapshot_command_names_the_table_or_says_what_the_pipeline_has(
                           "--format", "json", env=env))
     assert json.loads(asked.stdout) == {"pipeline": "recopy",
                                         "tables": [f"{fresh_database}.orders"],
-                                        "running_pid": None}
+                                        "where": None, "running_pid": None}
     assert requested(CheckpointDir(pipeline.checkpoint_dir)) == [f"{fresh_database}.orders"]
     status = replicator("status", str(path), env=env)
     assert f"re-copy {fresh_database}.orders: requested, not started" in status.stdout, \
         status.stdout + status.stderr
+
+    # --where: a condition over the table's own columns, checked before anything is asked.
+    for where, says in [("nope > 1", "has no column nope"),
+                        ("id > 1; DROP TABLE orders", "is not one condition"),
+                        ("id IN (SELECT id FROM customers)", "reads another table")]:
+        refused = replicator("snapshot", str(path), "-t", f"{fresh_database}.customers",
+                             "--where", where, env=env)
+        assert refused.returncode == 2 and says in refused.stderr, refused.stderr  # usage
+        assert "hint:" in refused.stderr and "Traceback" not in refused.stderr
+    asked = ok(replicator("snapshot", str(path), "-t", f"{fresh_database}.customers",
+                          "--where", "id BETWEEN 3 AND 7 or name = 'it''s'", env=env))
+    assert (f"{fresh_database}.customers: re-copy requested (the rows where id BETWEEN 3 AND 7 "
+            "OR name = 'it''s'; none removed)") in asked.stdout
 
 
 def test_a_drifted_table_is_copied_again_on_snowflake(
@@ -323,4 +336,41 @@ def test_a_copy_stopped_midway_resumes_at_its_next_chunk_exactly_once(
     with duckdb.connect(str(warehouse), read_only=True) as target:
         assert_target_equals_source(pipeline, root, target)
     assert checkpoint.load_start().recopies == []
+    root.close()
+
+
+def test_a_condition_copies_only_the_rows_it_selects_and_removes_nothing(
+        spark, mariadb, mysql_source, fresh_database, tmp_path):
+    """`snapshot --where` (Debezium's additional-conditions): the drifted rows the condition
+    selects are rewritten, the others keep their drift, and no row is removed."""
+    import duckdb
+
+    root = mariadb.root_connection(fresh_database)
+    create_schema(root, fresh_database)
+    seed(root, fresh_database, customers=10, orders=40, awkward=60)
+    warehouse = tmp_path / "warehouse.duckdb"
+    pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path, DuckDBTarget(str(warehouse)))
+    run(pipeline, spark)
+    _drift(root, fresh_database)
+    checkpoint = CheckpointDir(pipeline.checkpoint_dir)
+    request(checkpoint, f"{fresh_database}.awkward", "id <= 30 OR id >= 505")
+    notices: list[str] = []
+    run(pipeline, spark, chunk_rows=7, on_notice=notices.append)
+    assert any(f"re-copy of {fresh_database}.awkward done:" in n and
+               "the rows where id <= 30 OR id >= 505 upserted, none removed" in n
+               for n in notices), notices
+    with root.cursor() as cursor:
+        cursor.execute("SELECT id, note FROM awkward")
+        source = dict(cursor.fetchall())
+    with duckdb.connect(str(warehouse), read_only=True) as target:
+        copied = dict(target.execute('SELECT "ID", "NOTE" FROM main."AWKWARD"').fetchall())
+    selected = [i for i in source if i <= 30 or i >= 505]
+    assert all(copied[i] == source[i] for i in selected)  # rewritten, drift and new rows
+    assert all(copied[i] != source[i] for i in source  # the others keep their drift
+               if 30 < i < 500 and i % 3 == 0)
+    assert not any(500 <= i < 505 for i in copied)  # new rows outside it are not read
+    # Deleted behind the binlog's back: still in the target, inside the condition too.
+    assert {5, 10, 15, 20, 25, 30} <= set(copied) - set(source)
+    state = checkpoint.load_start()
+    assert state.recopies == [] and state.recopy_where == {}
     root.close()

@@ -10,11 +10,11 @@ import pytest
 from replicator.config import load_pipeline
 from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget
 from replicator.plan import SNOWFLAKE, build_plan, offline_catalog
-from replicator.plan.statements import target_name
+from replicator.plan.statements.names import target_name
 from replicator.sink import open_sink
 from replicator.sink.outbox import flatten_outbox
 from replicator.sink.routing import with_source_table
-from replicator.sink.staging import stage_changes
+from tests.fixtures.row_transforms import staged_per_row
 from tests.fixtures.sink_sample import outbox_sample_events, sample_events
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def exercise(pipeline, count_rows):
             else:
                 # Routing's adapt step adds the _SOURCE_TABLE key column as the engine does.
                 events = with_source_table(table, sample_events(table, source))
-            staged = stage_changes(table, events)
+            staged = staged_per_row(table, events)
             assert not sink.apply(table, 1, {"file": "f", "pos": 1}, staged).skipped
             assert sink.apply(table, 1, {"file": "f", "pos": 1}, staged).skipped
             # sample_events: 4 changes leaving 1 row; a changelog keeps all 4, scd2 keeps the

@@ -22,11 +22,11 @@ from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget
 from replicator.plan import DUCKDB, SNOWFLAKE, build_plan, offline_catalog
 from replicator.plan import program as programs
 from replicator.plan.program import BatchKey
-from replicator.plan.statements import target_name
+from replicator.plan.statements.names import target_name
 from replicator.sink import open_sink
 from replicator.sink.duckdb import DuckDBSink
 from replicator.sink.snowflake import SnowflakeSink
-from replicator.sink.staging import stage_changes
+from tests.fixtures.row_transforms import staged_per_row
 from tests.fixtures.sink_sample import CATALOG, sample_events, sample_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -176,7 +176,7 @@ def test_a_run_executes_exactly_the_planned_program(target, pipeline_kind, tmp_p
 
         for table in plan.tables:
             source = catalog.table(table.source_database, table.source_table)
-            staged = stage_changes(table, sample_events(table, source))
+            staged = staged_per_row(table, sample_events(table, source))
             # 1. Arrow slices (the second empty, as a drained slice source may end).
             key = BatchKey(pipeline.name, table.target_table, 7, {"file": "f", "pos": 7})
             result = sink.apply(table, 7, dict(key.end_offset), iter([staged, staged.slice(0, 0)]))
@@ -247,7 +247,7 @@ def test_an_atomic_batch_executes_exactly_the_planned_program(target):
     sink = sink_for(pipeline, plan)
     recorder = sink.connection
     tables = list(plan.tables)
-    staged = {t.target_table: stage_changes(t, sample_events(
+    staged = {t.target_table: staged_per_row(t, sample_events(
         t, catalog.table(t.source_database, t.source_table))) for t in tables}
     from replicator.sink import TableBatch
 

@@ -14,9 +14,9 @@ from decimal import Decimal
 
 from replicator.model.catalog import MySQLType
 from replicator.plan import build_plan, offline_catalog
-from replicator.plan import statements as sql
 from replicator.plan.model import PlannedColumn
 from replicator.plan.program import Statement
+from replicator.plan.statements import ddl, names
 from replicator.plan.types import TargetType, integer, map_mysql_type
 from tests.integration.test_sink_program import modes_pipeline, target  # noqa: F401 (fixture)
 
@@ -37,7 +37,7 @@ def test_followed_schema_changes_run_on_the_target(target):  # noqa: F811 (the f
     orders = plan.table("shop.orders")
     sink = sink_for(pipeline, plan)
     sink.prepare()
-    name = sql.target_name(orders, dialect)
+    name = names.target_name(orders, dialect)
     _run(sink, f'INSERT INTO {name} ("ID", "CUSTOMER_ID", "STATUS", "AMOUNT") '
                "VALUES (1, 10, 'a', 1.50), (2, 20, 'b', 2.50)")
 
@@ -75,9 +75,9 @@ def test_followed_schema_changes_run_on_the_target(target):  # noqa: F811 (the f
 
     # A rename keeps the data; a kept column takes NULL; a dropped one is gone.
     grown_sink.execute(grown_table, [
-        Statement("rename", sql.rename_column(grown_table, "STATUS", "STATE", dialect)),
-        Statement("keep", sql.drop_not_null(grown_table, "CUSTOMER_ID", dialect)),
-        Statement("drop", sql.drop_column(grown_table, "LABEL", dialect)),
+        Statement("rename", ddl.rename_column(grown_table, "STATUS", "STATE", dialect)),
+        Statement("keep", ddl.drop_not_null(grown_table, "CUSTOMER_ID", dialect)),
+        Statement("drop", ddl.drop_column(grown_table, "LABEL", dialect)),
     ])
     have = grown_sink.existing_columns(grown_table)
     assert {"state", "customer_id", "x"} <= have and not {"status", "label"} & have
@@ -94,6 +94,6 @@ def test_followed_schema_changes_run_on_the_target(target):  # noqa: F811 (the f
     _run(sink, f'INSERT INTO {name} ("ID", "STATE", "AMOUNT") VALUES (4, \'d\', 0)')
     assert _run(sink, f'SELECT "X" FROM {name} WHERE "ID" = 4') == [(None,)]
     # The log table is renamed by the same function.
-    assert sql.rename_column(grown_table, "STATUS", "STATE", dialect, log=True).startswith(
-        f"ALTER TABLE {sql.log_name(grown_table, dialect)} RENAME COLUMN")
+    assert ddl.rename_column(grown_table, "STATUS", "STATE", dialect, log=True).startswith(
+        f"ALTER TABLE {names.log_name(grown_table, dialect)} RENAME COLUMN")
     sink.close()

@@ -25,7 +25,8 @@ from replicator.errors import SourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget, TargetConfig
 from replicator.plan import DUCKDB, SNOWFLAKE, build_plan, offline_catalog
-from replicator.plan.statements import _state_name, log_name, target_name
+from replicator.plan.statements.bookkeeping import state_name
+from replicator.plan.statements.names import log_name, target_name
 from replicator.sink import open_sink
 from tests.fixtures.landed import land_events
 
@@ -130,7 +131,7 @@ def _clear(applier) -> None:
     try:
         for name in _dump(applier):
             cursor.execute(f"DELETE FROM {name}")
-        cursor.execute(f"DELETE FROM {_state_name(applier.plan.tables[0], applier.dialect)}")
+        cursor.execute(f"DELETE FROM {state_name(applier.plan.tables[0], applier.dialect)}")
         if applier.dialect is SNOWFLAKE:
             applier.sink.connection.commit()
     finally:

@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from replicator.plan import SNOWFLAKE, build_plan
-from replicator.plan.statements import target_name
+from replicator.plan.statements.names import target_name
 from replicator.sink import open_sink
 from tests.fixtures.sink_sample import (
     CATALOG,
@@ -59,14 +59,14 @@ def test_scripted_batches_leave_exactly_the_expected_rows(snowflake_sink):
 
 def test_replay_is_a_noop_and_last_applied_is_recorded(snowflake_sink):
     sink, plan = snowflake_sink
-    from replicator.sink.staging import stage_changes
+    from tests.fixtures.row_transforms import staged_per_row
 
     run_scenario(sink, plan)
     table = plan.table("shop.regions")
     first = read_target(sink.connection, plan, "REGION STOCK")
     batches, _ = scenario()
     batch_id, by_table = batches[-1]
-    assert sink.apply(table, batch_id, {}, stage_changes(table, by_table["shop.regions"])).skipped
+    assert sink.apply(table, batch_id, {}, staged_per_row(table, by_table["shop.regions"])).skipped
     assert read_target(sink.connection, plan, "REGION STOCK") == first
     last = sink.last_applied(table)
     assert last["batch_id"] == 4 and last["end_offset"] == {"file": "f", "pos": 4}

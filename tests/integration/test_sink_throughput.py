@@ -23,7 +23,7 @@ from replicator.model.pipeline import (
 )
 from replicator.plan import build_plan
 from replicator.sink import open_sink
-from replicator.sink.staging import stage_changes
+from tests.fixtures.row_transforms import staged_per_row
 
 pytestmark = pytest.mark.slow
 CHANGES = 100_000
@@ -72,10 +72,10 @@ def measure(target_kind: str, warehouse) -> str:
     sink.prepare()
     snapshot = [ChangeEvent("shop.orders", "r", BinlogPosition("mysql-bin.000001", 4), i, 0,
                             after=row(i, 0)) for i in range(CHANGES)]
-    sink.apply(table, -1, {}, stage_changes(table, snapshot))
+    sink.apply(table, -1, {}, staged_per_row(table, snapshot))
     changes = events(0, CHANGES, 1)
     started = time.perf_counter()
-    staged = stage_changes(table, changes)
+    staged = staged_per_row(table, changes)
     staging_seconds = time.perf_counter() - started
     result = sink.apply(table, 1, {"file": "mysql-bin.000001", "pos": 1}, staged)
     sink.close()

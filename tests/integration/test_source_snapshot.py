@@ -124,12 +124,12 @@ def test_chunk_reads_use_the_key_index_range_and_bind_hostile_keys(mariadb, mysq
         seen.extend(zip(batch.column("g").to_pylist(), batch.column("s").to_pylist(),
                         batch.column("n").to_pylist(), strict=True))
     assert sorted(seen) == sorted(keys) and len(set(seen)) == len(keys)
-    from replicator.source.snapshot import _chunk_select
+    from replicator.source.snapshot import chunk_select
     from replicator.source.snapshot_columns import sql_literal
 
     middle = chunks[3]
     with mariadb.root_connection(db) as connection, connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + _chunk_select(table, middle, sql_literal))
+        cursor.execute("EXPLAIN " + chunk_select(table, middle, sql_literal))
         names = [d[0] for d in cursor.description]
         plan = dict(zip(names, cursor.fetchone(), strict=True))
     assert plan["key"] == "PRIMARY" and plan["type"] == "range", plan

@@ -166,3 +166,24 @@ def test_required_against_a_server_without_tls_is_refused(mariadb):
     assert not isinstance(excinfo.value, TransientSourceError)
     assert "TLS" in str(excinfo.value) and "PREFERRED" in excinfo.value.hint
     assert _cipher(mariadb.source(ssl_mode="PREFERRED")) == ""  # falls back: not offered
+
+
+def test_a_pushed_down_filter_reads_through_the_tls_path(tls):
+    # TLS sources read through PyMySQL with bind parameters for the key bounds; the pushed-down
+    # predicate (hex strings, numbers) sits beside them unchanged.
+    from replicator.plan.expressions import spark_type_of
+    from replicator.plan.pushdown import pushdown
+
+    server, directory = tls
+    source = server.source(host="localhost", ssl_ca=str(directory / "ca.pem"))
+    table = read_catalog(source, [("tls_db", "t")]).table("tls_db", "t")
+    inputs = {c.name: spark_type_of(c.mysql_type) for c in table.columns}
+    predicate = pushdown("v = '😀' OR id < 1", inputs, table.columns).sql(dialect="mysql")
+    assert "x'f09f9880'" in predicate
+    lower, upper = plan_chunks(source, table, chunk_rows=1)[:2]
+    rows = read_chunk_batch(source, table, upper, position=current_position(source),
+                            predicate=predicate)
+    assert (upper.lower, upper.upper) == ((1,), (2,))  # the key range still bounds the read
+    assert rows.column("id").to_pylist() == [2]
+    assert read_chunk_batch(source, table, lower, position=current_position(source),
+                            predicate=predicate).num_rows == 0

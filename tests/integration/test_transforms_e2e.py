@@ -28,7 +28,7 @@ from replicator.model.pipeline import (
     TargetConfig,
 )
 from replicator.plan import DUCKDB, SNOWFLAKE
-from replicator.plan.statements import target_name
+from replicator.plan.statements.names import target_name
 from tests.integration.e2e_support import fakesnow_warehouse, run
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
@@ -139,7 +139,9 @@ def _scenario(spark, root, database, pipeline, connect, dialect):
 
     _execute(root, database, SCHEMA + SEED)
     first = run(pipeline, spark)
-    assert first.snapshot_rows == 4  # the filter applies after reading: 4 read, 3 land
+    # kind <> 'test' is pushed into the chunk SELECT (plan.pushdown): the test account's row
+    # is never read (before, it was read and staged as a delete of a key the target lacks)
+    assert first.snapshot_rows == 3
     assert _contents(connect, pipeline, dialect) == [expected_row(k, v) for k, v in sorted(SNAPSHOT.items())]
     _execute(root, database, WORKLOAD)
     second = run(pipeline, spark)

@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from replicator.plan.expressions import (
+from replicator.plan.expressions.compiler import compile_expression
+from replicator.plan.expressions.spark_types import (
     BIGINT,
     BINARY,
     BOOLEAN,
@@ -30,10 +31,10 @@ from replicator.plan.expressions import (
     INT,
     STRING,
     TIMESTAMP,
-    compile_expression,
     decimal,
 )
-from replicator.plan.transpile import Untranslatable, translate
+from replicator.plan.transpile.errors import Untranslatable
+from replicator.plan.transpile.translator import translate
 
 pytestmark = [pytest.mark.spark]
 

@@ -27,7 +27,7 @@ from replicator.engine.checkpoint import CheckpointDir, snapshot_batch_id
 from replicator.engine.snapshot import ChunkTask, _slices, apply_group, write_chunk_file
 from replicator.model.changes import BinlogPosition
 from replicator.plan.program import fresh_copy
-from replicator.plan.statements import log_name, target_name
+from replicator.plan.statements.names import log_name, target_name
 from replicator.source.snapshot import plan_chunks
 from tests.integration.test_source_values import insert_awkward
 

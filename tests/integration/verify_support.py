@@ -53,9 +53,9 @@ def load(path: Path, mariadb: Any) -> Pipeline:
 
 def replicate_by_snapshot(pipeline: Pipeline, sink: Any, *, chunk_rows: int = 5000) -> int:
     """Copy every table into the target the way the engine's snapshot does; rows staged."""
-    from replicator.sink.staging import stage_changes
     from replicator.source.positions import current_position
     from replicator.source.snapshot import plan_chunks, read_chunk
+    from tests.fixtures.row_transforms import staged_per_row
 
     context = Context(pipeline)
     catalog, plan = context.catalog, context.plan
@@ -67,7 +67,7 @@ def replicate_by_snapshot(pipeline: Pipeline, sink: Any, *, chunk_rows: int = 50
         assert source_table is not None
         for chunk in plan_chunks(pipeline.source, source_table, chunk_rows=chunk_rows):
             events = list(read_chunk(pipeline.source, source_table, chunk, position=position))
-            staged = stage_changes(table, events)
+            staged = staged_per_row(table, events)
             sink.apply(table, -1 - chunk.index, BinlogPosition.to_offset(position), staged)
             staged_rows += staged.num_rows
     return staged_rows
@@ -83,9 +83,9 @@ def open_target(pipeline: Pipeline) -> Any:
 def replicate_changes(pipeline: Pipeline, sink: Any, start: Any, *, batch_id: int) -> int:
     """Apply the binlog from ``start`` to the head, one batch per table, as the engine does
     (every change staged; stage_changes compacts what the table's mode compacts)."""
-    from replicator.sink.staging import stage_changes
     from replicator.source.binlog import read_changes
     from replicator.source.positions import current_position
+    from tests.fixtures.row_transforms import staged_per_row
 
     plan = Context(pipeline).plan
     end = current_position(pipeline.source)
@@ -96,7 +96,7 @@ def replicate_changes(pipeline: Pipeline, sink: Any, start: Any, *, batch_id: in
     applied = 0
     for table in plan.tables:
         mine = [e for e in events if e.table.lower() == table.source_name.lower()]
-        staged = stage_changes(table, mine)
+        staged = staged_per_row(table, mine)
         sink.apply(table, batch_id, end.to_offset(), staged)
         applied += len(mine)
     return applied

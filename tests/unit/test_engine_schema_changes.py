@@ -141,17 +141,24 @@ def _pipeline(policy=None, table_policy=None, key="[id]"):
     ("ALTER TABLE shop.orders ADD COLUMN x INT", "{add_column: stop}", ["stop"]),
     ("ALTER TABLE shop.orders MODIFY qty BIGINT", None, ["follow"]),
     ("ALTER TABLE shop.orders MODIFY qty BIGINT", "{widen_type: stop}", ["stop"]),
-    ("ALTER TABLE shop.orders MODIFY qty SMALLINT", None, ["stop"]),  # narrowing
+    # not widenings: re-created and copied again (type_change: recopy), or a stop
+    ("ALTER TABLE shop.orders MODIFY qty SMALLINT", None, ["recopy"]),  # narrowing
+    ("ALTER TABLE shop.orders MODIFY qty SMALLINT", "{type_change: stop}", ["stop"]),
+    ("ALTER TABLE shop.orders MODIFY qty VARCHAR(20)", None, ["recopy"]),
     ("ALTER TABLE shop.orders MODIFY price DECIMAL(14,2)", None, ["follow"]),
-    ("ALTER TABLE shop.orders MODIFY price DECIMAL(14,4)", None, ["stop"]),  # scale
+    ("ALTER TABLE shop.orders MODIFY price DECIMAL(14,4)", None, ["recopy"]),  # scale
+    ("ALTER TABLE shop.orders MODIFY id BIGINT UNSIGNED", None, ["stop"]),  # a key column
     ("ALTER TABLE shop.orders MODIFY note VARCHAR(500) NOT NULL", None, ["nothing"]),
     ("ALTER TABLE shop.orders DROP COLUMN note", None, ["ignore"]),
     ("ALTER TABLE shop.orders DROP COLUMN note", "{drop_column: follow}", ["follow"]),
     # the YAML names `note` (its source_type): the mapping must be renamed first
     ("ALTER TABLE shop.orders RENAME COLUMN note TO remark", None, ["stop"]),
     ("ALTER TABLE shop.orders CHANGE note remark VARCHAR(20)", None, ["stop", "nothing"]),
+    # the YAML declares key [id]: the MERGE never used MySQL's key
     ("ALTER TABLE shop.orders DROP PRIMARY KEY, ADD PRIMARY KEY (id, qty)", None,
-     ["stop", "stop"]),
+     ["nothing", "nothing"]),
+    ("ALTER TABLE shop.orders DROP PRIMARY KEY, ADD PRIMARY KEY (id, qty)",
+     "{key_change: stop}", ["stop", "stop"]),
     ("TRUNCATE shop.orders", None, ["stop"]),
     ("TRUNCATE shop.orders", "{truncate: follow}", ["follow"]),
     ("TRUNCATE shop.orders", "{truncate: ignore}", ["ignore"]),
@@ -166,6 +173,63 @@ def test_one_place_decides_each_change_by_the_policy(sql, policy, actions):
     plan = build_plan(pipeline, offline_catalog(pipeline))
     decision = decide(classify(sql), pipeline, "shop.orders", plan.tables[0])
     assert [step.action for step in decision.steps] == actions
+
+
+def test_a_type_change_the_target_cannot_follow_in_place_says_both_types_and_what_happens():
+    from replicator.engine.schema_changes import classify, decide, stop_error
+    from replicator.plan import build_plan, offline_catalog
+
+    pipeline = _pipeline()
+    table = build_plan(pipeline, offline_catalog(pipeline)).tables[0]
+    step = decide(classify("ALTER TABLE shop.orders MODIFY qty VARCHAR(20)"), pipeline,
+                  "shop.orders", table).recopying[0]
+    assert step.target_column == "QTY" and step.target_type.kind == "string"
+    assert step.why == ("modifies a column: QTY integer(10,0) -> string is not a widening the "
+                        "target can do in place: the target column is re-created in the new "
+                        "type and the table copied again")
+    # The policy's stop names the other choice; a key column's stop says why it cannot.
+    pipeline = _pipeline("{type_change: stop}")
+    stop = decide(classify("ALTER TABLE shop.orders MODIFY qty VARCHAR(20)"), pipeline,
+                  "shop.orders", table).stop
+    hint = stop_error(["shop.orders"], "mysql-bin.000001:4", stop, "").hint
+    assert "`schema_changes.type_change` is stop; `type_change: recopy`" in hint
+    key = decide(classify("ALTER TABLE shop.orders MODIFY id BIGINT UNSIGNED"), _pipeline(),
+                 "shop.orders", table).stop
+    assert key is not None and "a key column's type change" in key.why
+
+
+def test_a_key_change_restarts_the_stream_and_copies_a_table_whose_key_mysql_gives():
+    import dataclasses
+
+    from replicator.engine.schema_changes import classify, decide
+    from replicator.plan import build_plan, offline_catalog
+
+    pipeline = _pipeline()  # offline, the key is the YAML's; live, MySQL's primary key:
+    table = dataclasses.replace(build_plan(pipeline, offline_catalog(pipeline)).tables[0],
+                                key_origin="primary key")
+    sql = "ALTER TABLE shop.orders DROP PRIMARY KEY, ADD PRIMARY KEY (id, qty)"
+    decision = decide(classify(sql), pipeline, "shop.orders", table)
+    assert [step.action for step in decision.steps] == ["recopy", "recopy"]
+    assert "the stream restarts with the new key" in decision.steps[0].why
+    changelog = decide(classify(sql), pipeline, "shop.orders",
+                       dataclasses.replace(table, mode="changelog"))
+    assert changelog.stop is not None
+    assert "key_change: recopy re-copies merge-mode tables" in changelog.stop.why
+
+
+@pytest.mark.parametrize("mode", ["changelog", "scd2"])
+def test_a_type_change_stops_a_table_whose_history_a_copy_would_lose(mode):
+    import dataclasses
+
+    from replicator.engine.schema_changes import classify, decide
+    from replicator.plan import build_plan, offline_catalog
+
+    pipeline = _pipeline()
+    table = dataclasses.replace(build_plan(pipeline, offline_catalog(pipeline)).tables[0],
+                                mode=mode)
+    stop = decide(classify("ALTER TABLE shop.orders MODIFY qty VARCHAR(20)"), pipeline,
+                  "shop.orders", table).stop
+    assert stop is not None and f"a {mode} table keeps its history" in stop.why
 
 
 def test_a_table_override_wins_and_key_change_ignore_keeps_the_declared_key():
@@ -195,7 +259,7 @@ def test_a_swap_onto_the_name_is_followed_and_a_rename_away_stops():
 def test_rows_landed_before_an_added_column_get_its_default_and_renames_their_old_value():
     import pyarrow as pa
 
-    from replicator.engine.schema_changes import default_fills, fill_defaults
+    from replicator.engine.ddl_rows import default_fills, fill_defaults
     from replicator.model import change_batch as cb
     from replicator.model.catalog import MySQLType
     from replicator.plan.model import PlannedColumn
@@ -242,7 +306,7 @@ def test_rows_landed_before_an_added_column_get_its_default_and_renames_their_ol
 def test_only_the_changes_after_a_followed_truncate_stay():
     import pyarrow as pa
 
-    from replicator.engine.schema_changes import after_position
+    from replicator.engine.ddl_rows import after_position
     from replicator.model import change_batch as cb
 
     batch = pa.table({"id": [1, 2, 3, 4], cb.FILE_SEQ: pa.array([1, 2, 2, 3], pa.int64()),

@@ -12,7 +12,8 @@ from replicator.model.pipeline import ColumnMapping, TablePipeline
 from replicator.plan import DUCKDB, SNOWFLAKE, build_plan, offline_catalog, table_statements
 from replicator.plan.identifiers import qualified_name, quote_identifier
 from replicator.plan.program import FILE_PLACEHOLDER
-from replicator.plan.statements import add_columns, merge
+from replicator.plan.statements.ddl import add_columns
+from replicator.plan.statements.merging import merge
 from tests.fixtures.sink_sample import CATALOG, sample_pipeline
 
 

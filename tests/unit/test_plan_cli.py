@@ -85,3 +85,37 @@ def test_the_atomic_batch_program_is_printed_as_one_transaction(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "-- target.atomic" not in done.stdout and done.stdout.count("-- each batch:") == tables
     assert json.loads(run_plan(per_table, "--format", "json").stdout)["atomic_batch"] == []
+
+
+PUSHDOWN = """
+version: 1
+name: pushdown
+source:
+  mysql: {host: 127.0.0.1, user: replicator}
+target:
+  duckdb: {path: ./w.duckdb}
+tables:
+  - source: shop.orders
+    key: [id]
+    filter: "amount >= 10 AND lower(note) <> 'test'"
+    columns:
+      id: {source_type: bigint}
+      amount: {source_type: "decimal(12,2)"}
+      note: {source_type: varchar(20)}
+"""
+
+
+def test_plan_prints_the_snapshot_select_with_the_pushed_down_filter(tmp_path):
+    path = tmp_path / "pushdown.yaml"
+    path.write_text(PUSHDOWN)
+    done = run_plan(path, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    table = json.loads(done.stdout)["tables"][0]
+    assert table["snapshot_pushdown"] == "(`amount` >= 10)"
+    assert table["snapshot_select"] == (
+        "SELECT `id`, CAST(`amount` AS CHAR) AS `amount`, `note` FROM `shop`.`orders`"
+        " WHERE ((`amount` >= 10))")
+    done = run_plan(path)
+    assert done.returncode == 0, done.stderr
+    assert (f"--   {table['snapshot_select']}\n--   (the filter as far as MySQL decides it "
+            "exactly as Spark does is pushed down: (`amount` >= 10);") in done.stdout

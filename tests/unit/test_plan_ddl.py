@@ -92,12 +92,30 @@ def test_ddl_that_changes_nothing_replicated_is_ignored():
 
 def test_a_ddl_that_would_stop_the_pipeline_says_why_and_exits_1():
     done = plan("shop_orders", "ALTER TABLE shop.order_lines ADD COLUMN x INT, "
-                "MODIFY qty VARCHAR(500)")
+                "MODIFY line_no VARCHAR(500)")
     assert done.returncode == 1
     assert "STOP: schema change on shop.order_lines" in done.stdout
-    assert ("stops the pipeline (modifies a column: QUANTITY integer(10,0) -> string is not a "
-            "widening the target can do in place)") in done.stdout
+    assert ("stops the pipeline (modifies a column: LINE_NO integer(5,0) -> string is not a "
+            "widening the target can do in place (a key column's type change needs the whole "
+            "target rebuilt: --snapshot always))") in done.stdout
     assert "hint: update the pipeline YAML if needed, then re-copy the table" in done.stdout
+
+
+def test_a_type_change_the_target_cannot_widen_re_creates_the_column_and_copies_the_table():
+    done = plan("shop_orders", "ALTER TABLE shop.order_lines ADD COLUMN x INT, "
+                "MODIFY qty VARCHAR(500)")
+    assert done.returncode == 0, done.stderr
+    assert ("shop.order_lines -> MAIN.ORDER_LINES: RECOPY: adds X: followed in the batch that "
+            "holds the DDL") in done.stdout
+    assert ("QUANTITY integer(10,0) -> string is not a widening the target can do in place: "
+            "the target column is re-created in the new type and the table copied again")\
+        in done.stdout
+    # The statements in the order the run executes them: the re-plan's ADD first.
+    assert done.stdout.split("\n", 2)[2].splitlines() == [
+        'ALTER TABLE "MAIN"."ORDER_LINES" ADD COLUMN "X" INTEGER;',
+        'ALTER TABLE "MAIN"."ORDER_LINES" DROP COLUMN "QUANTITY";',
+        'ALTER TABLE "MAIN"."ORDER_LINES" ADD COLUMN "QUANTITY" VARCHAR;',
+    ]
 
 
 def test_tables_the_pipeline_does_not_replicate_are_ignored():

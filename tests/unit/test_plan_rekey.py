@@ -7,7 +7,7 @@ import duckdb
 
 from replicator.plan import DUCKDB, SNOWFLAKE, build_plan, program
 from replicator.plan.program import setup_program
-from replicator.plan.statements import target_name
+from replicator.plan.statements.names import target_name
 from tests.fixtures.sink_sample import CATALOG, sample_pipeline
 
 

@@ -96,3 +96,40 @@ def test_unmappable_mysql_type_says_what_to_do():
     with pytest.raises(PlanError, match="vector") as caught:
         map_mysql_type(MySQLType.parse("vector"))
     assert "exclude" in caught.value.hint
+
+
+def test_a_target_column_created_by_the_plan_never_lags_it_as_duckdb_describes_it():
+    """Start-up re-creates a column whose target type cannot hold the plan's (``lags_plan``):
+    no type the plan creates may ever look like that, and a column of another kind always
+    does."""
+    import duckdb
+
+    from replicator.plan import types as t
+    from replicator.plan.dialects import DUCKDB, SNOWFLAKE
+    from replicator.sink.duckdb import DuckDBSink
+
+    planned = [*t.INTEGER_MAPPING.values(), t.TargetType("decimal", 16, 2), t.FLOAT, t.STRING,
+               t.TargetType("string", length=20), t.TargetType("time_text"), t.BOOLEAN, t.DATE,
+               t.TargetType("timestamp", fsp=6), t.TargetType("timestamp", fsp=0),
+               t.TargetType("timestamp_tz", fsp=6), t.BINARY, t.JSON]
+    with duckdb.connect() as connection:
+        connection.execute("CREATE TABLE x (" + ", ".join(
+            f"c{i} {DUCKDB.type_name(kind)}" for i, kind in enumerate(planned)) + ")")
+        described = [DuckDBSink.described_type(column) for column
+                     in connection.execute("SELECT * FROM x LIMIT 0").description]
+    for kind, have in zip(planned, described, strict=True):
+        assert not t.lags_plan(have, kind, DUCKDB), (kind, have)
+    int_ = t.INTEGER_MAPPING[("int", False)]
+    assert not t.lags_plan("SMALLINT", int_, DUCKDB)  # widened in place instead
+    assert t.lags_plan("VARCHAR", int_, DUCKDB)
+    assert t.lags_plan("INTEGER", t.STRING, DUCKDB)
+    assert t.lags_plan("DECIMAL(20,0)", t.INTEGER_MAPPING[("bigint", False)], DUCKDB)
+    assert t.lags_plan("TIMESTAMP", t.TargetType("timestamp_tz", fsp=6), DUCKDB)
+    # DuckDB describes arguments exactly: a DECIMAL's scale changed is found; its precision
+    # up at the same scale is widened in place instead.
+    assert t.lags_plan("DECIMAL(12,2)", t.TargetType("decimal", 14, 4), DUCKDB)
+    assert not t.lags_plan("DECIMAL(12,2)", t.TargetType("decimal", 14, 2), DUCKDB)
+    assert t.lags_plan("BIGINT", int_, DUCKDB)  # narrowed in MySQL
+    # Snowflake's driver describes only numbers: a number where the plan wants text is found.
+    assert t.lags_plan("NUMBER(10,0)", t.STRING, SNOWFLAKE)
+    assert not t.lags_plan("NUMBER(38,0)", int_, SNOWFLAKE)

@@ -13,17 +13,12 @@ import pytest
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.text import time_text as mysql_time_text
 from replicator.plan import build_plan
-from replicator.plan.expressions import (
-    DATE,
-    INT,
-    STRING,
-    TIMESTAMP,
-    ExpressionError,
-    compile_filter,
-    decimal,
-)
+from replicator.plan.expressions.compiler import compile_filter
+from replicator.plan.expressions.errors import ExpressionError
+from replicator.plan.expressions.spark_types import DATE, INT, STRING, TIMESTAMP, decimal
 from replicator.sink.staging import stage_changes
 from replicator.sink.values import mask_function
+from tests.fixtures.row_transforms import reference_stage
 from tests.fixtures.sink_sample import AWKWARD, CATALOG, NULLS, sample_pipeline
 
 PLAN = build_plan(sample_pipeline("snowflake"), CATALOG)
@@ -78,8 +73,8 @@ def test_key_update_is_staged_as_delete_plus_insert():
 
 def test_a_row_failing_the_filter_becomes_a_delete_of_its_key():
     row = {"region": "EU", "id": 1, "name": "x", "qty": -3}
-    staged = stage_changes(REGIONS, [event("u", before={**row, "qty": 1}, after=row,
-                                           table="shop.regions")])
+    staged = reference_stage(REGIONS, [event("u", before={**row, "qty": 1}, after=row,
+                                             table="shop.regions")])
     assert staged.column("_REPLICATOR_OP").to_pylist() == ["d"]
     assert staged.column("_OP").to_pylist() == ["d"]
 

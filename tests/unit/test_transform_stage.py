@@ -1,7 +1,8 @@
 """replicator.transform.stage_batch against sink.staging.stage_changes, table by table.
 
-The same changes go through both: as ChangeEvents into ``adapt_events`` + ``stage_changes``
-(the per-row path), and as a columnar change batch (``transform.change_batch``) into
+The same changes go through both: as ChangeEvents into ``tests.fixtures.row_transforms``'
+``reference_stage`` (the per-row path, filters and computed columns evaluated by the plan's
+compiled closures: an independent second implementation, for tests only), and as a columnar change batch (``transform.change_batch``) into
 ``stage_batch``. The staging tables must be equal: same columns, same Arrow types, same values
 in the same order, for every mode, the awkward values of ``tests/fixtures/sink_sample``, key
 updates, filters, masks and computed columns.
@@ -19,11 +20,11 @@ import pytest
 from replicator.config import load_pipeline
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.plan import build_plan, offline_catalog
-from replicator.plan.expressions import STRING as STRING_TYPE
-from replicator.sink.adapt import adapt_events
-from replicator.sink.staging import stage_changes, staging_schema
+from replicator.plan.expressions.spark_types import STRING as STRING_TYPE
+from replicator.sink.staging import staging_schema
 from replicator.transform import change_batch, stage_batch
 from replicator.transform.stage import batch_key
+from tests.fixtures.row_transforms import reference_stage
 from tests.fixtures.sink_sample import CATALOG, sample_pipeline, scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,8 +37,7 @@ def _columns(catalog, name):
 
 
 def _same(table_plan, catalog, events, first_seq=0):
-    expected = stage_changes(table_plan, adapt_events(table_plan, list(events)),
-                             first_seq=first_seq)
+    expected = reference_stage(table_plan, list(events), first_seq=first_seq)
     batch = change_batch(events, _columns(catalog, events[0].table), batch_key(table_plan))
     staged = stage_batch(table_plan, batch, first_seq=first_seq)
     assert staged.schema == staging_schema(table_plan)
@@ -227,7 +227,7 @@ def test_retyped_and_masked_columns_of_every_type_stage_the_same_values() -> Non
 def test_a_row_spark_would_fail_stops_the_batch_naming_table_column_and_key() -> None:
     import dataclasses
 
-    from replicator.plan.expressions import EvaluationError
+    from replicator.plan.expressions.errors import EvaluationError
 
     pipeline = load_pipeline(ROOT / "pipelines" / "transforms.yaml", environ={"PII_SALT": SALT})
     tables = []
@@ -403,3 +403,26 @@ def test_a_batch_landed_with_the_old_key_only_still_splits_key_moves() -> None:
     staged = stage_batch(table_plan, batch).to_pydict()
     assert list(zip(staged["ID"], staged["_REPLICATOR_OP"], staged["NOTE"], strict=True)) == [
         (1, "d", "b"), (5, "c", "b")]
+
+
+def test_a_value_its_target_type_cannot_hold_names_the_table_column_and_row() -> None:
+    """The statement fails on a value that does not fit (DECIMAL(12,10)): DuckDB itself finds
+    the row (bisection) and the column (one statement per staged column)."""
+    import dataclasses
+
+    from replicator.errors import SinkError
+    from tests.fixtures.sink_sample import AWKWARD
+
+    items = build_plan(sample_pipeline("snowflake"), CATALOG).table("shop.Order Items")
+    narrow = dataclasses.replace(items, columns=tuple(
+        dataclasses.replace(c, target_type=dataclasses.replace(c.target_type, precision=12))
+        if c.target_column == "AMOUNT" else c for c in items.columns))
+    fitting = {**AWKWARD, "amount": Decimal("1.5")}
+    rows = [dict(fitting, id=n) for n in range(1, 30)] + [dict(AWKWARD, id=30)]
+    events = [_event("shop.Order Items", "c", None, row, 4, n) for n, row in enumerate(rows)]
+    batch = change_batch(events, _columns(CATALOG, "shop.Order Items"), batch_key(narrow))
+    with pytest.raises(SinkError) as caught:
+        stage_batch(narrow, batch)
+    assert "shop.Order Items" in caught.value.message and "AMOUNT" in caught.value.message
+    assert "fails on the row with id=30" in caught.value.message
+    assert "NUMBER" in caught.value.hint

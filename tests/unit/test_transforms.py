@@ -17,19 +17,13 @@ from replicator.errors import PlanError
 from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.plan import build_plan, offline_catalog
-from replicator.plan.expressions import (
-    BIGINT,
-    INT,
-    STRING,
-    EvaluationError,
-    ExpressionError,
-    compile_expression,
-    decimal,
-)
-from replicator.sink.adapt import adapt_events
-from replicator.sink.staging import stage_changes
+from replicator.plan.expressions.compiler import compile_expression
+from replicator.plan.expressions.errors import EvaluationError, ExpressionError
+from replicator.plan.expressions.spark_types import BIGINT, INT, STRING, decimal
 from replicator.sink.values import value_converter
-from replicator.verify.normalize import source_row_form
+from replicator.transform import change_batch, stage_batch
+from replicator.transform.stage import batch_key
+from replicator.verify.normalize import source_row_forms
 
 ROOT = Path(__file__).resolve().parents[2]
 SALT = "pepper 😀 'x'"
@@ -49,6 +43,13 @@ def _event(op, before=None, after=None, index=0):
                        row_index=index, ts_ms=1_700_000_000_000, before=before, after=after)
 
 
+def _staged(table, events):
+    """The staging rows of ``events``, as replication stages them (``transform.stage_batch``)."""
+    source = offline_catalog(_pipeline()).table("crm", "customers").columns
+    batch = change_batch(events, [(c.name, c.mysql_type) for c in source], batch_key(table))
+    return stage_batch(table, batch)
+
+
 ROW = {"id": 7, "first_name": "Zoë", "last_name": None, "kind": "person", "email": "A@B.example",
        "card_number": "4111111111111234", "phone": "+47 555", "birth_date": dt.date(1990, 1, 31),
        "net_amount": Decimal("10.55"), "created_at": dt.datetime(2024, 3, 15, 10, 11, 12, 5)}
@@ -56,7 +57,7 @@ ROW = {"id": 7, "first_name": "Zoë", "last_name": None, "kind": "person", "emai
 
 def test_masks_and_computed_columns_are_staged_as_specified() -> None:
     table = _plan()
-    rows = stage_changes(table, adapt_events(table, [_event("r", after=ROW)])).to_pylist()
+    rows = _staged(table, [_event("r", after=ROW)]).to_pylist()
     assert len(rows) == 1
     row = rows[0]
     assert row["EMAIL"] == hashlib.sha256((SALT + "A@B.example").encode()).hexdigest()
@@ -73,8 +74,7 @@ def test_null_stays_null_under_every_mask_and_none_text_is_text() -> None:
     table = _plan()
     nulls = dict(ROW, email=None, card_number=None, phone=None, net_amount=None, created_at=None)
     texts = dict(ROW, id=8, email="None", card_number="None", phone="None")
-    rows = stage_changes(table, adapt_events(table, [_event("r", after=nulls),
-                                                     _event("r", after=texts, index=1)])).to_pylist()
+    rows = _staged(table, [_event("r", after=nulls), _event("r", after=texts, index=1)]).to_pylist()
     by_id = {r["ID"]: r for r in rows}
     assert [by_id[7][k] for k in ("EMAIL", "CARD_NUMBER", "PHONE", "TOTAL_WITH_TAX",
                                   "SIGNUP_MONTH", "EMAIL_DOMAIN")] == [None] * 6
@@ -122,9 +122,11 @@ def test_the_salt_is_never_shown() -> None:
 
 def test_verify_computes_the_same_values_from_source_rows() -> None:
     table = _plan()
-    staged = stage_changes(table, adapt_events(table, [_event("r", after=ROW)])).to_pylist()[0]
+    staged = _staged(table, [_event("r", after=ROW)]).to_pylist()[0]
     columns = table.data_columns
-    form = source_row_form(columns)(ROW)
+    source = offline_catalog(_pipeline()).table("crm", "customers").columns
+    [(form, passes)] = source_row_forms(table, columns, [ROW], [(c.name, c.mysql_type) for c in source])
+    assert passes
     assert form == tuple(staged[c.staging_name] for c in columns)
 
 
@@ -139,7 +141,7 @@ def test_a_row_spark_would_fail_stops_the_batch_naming_table_column_and_key() ->
         tables.append(dataclasses.replace(table, columns=columns))
     table = _plan(dataclasses.replace(pipeline, tables=tuple(tables)))
     with pytest.raises(EvaluationError) as caught:
-        adapt_events(table, [_event("r", after=ROW)])
+        _staged(table, [_event("r", after=ROW)])
     assert caught.value.error_class == "DIVIDE_BY_ZERO"
     assert "crm.customers" in caught.value.message and "RATIO" in caught.value.message
     assert "id=7" in caught.value.message
@@ -212,3 +214,22 @@ def test_positions_point_inside_plain_quoted_and_block_scalars(tmp_path) -> None
     assert _diagnostics(tmp_path, "      a:\n        type: INT\n        expression: >\n"
                                   "          id +\n            nope\n") == [("R242", 13, 13)]
     assert _diagnostics(tmp_path, "      a: {expression: id + nope, type: INT}\n") == [("R242", 9, 28)]
+
+
+def test_scd2_tracks_computed_columns_by_their_value() -> None:
+    """scd2 versions compare the tracked columns, computed ones included: by the value the
+    transform step computed (they are no column of the change batch)."""
+    from tests.fixtures.row_transforms import reference_stage
+
+    pipeline = _pipeline()
+    pipeline = dataclasses.replace(pipeline, tables=tuple(
+        dataclasses.replace(t, mode="scd2") for t in pipeline.tables))
+    table = _plan(pipeline)
+    assert any(c.expression for c in table.tracked_columns)
+    renamed = dict(ROW, first_name="Zoe")  # FULL_NAME changes: a new version
+    same = dict(renamed)  # nothing tracked changes: folded into the version before
+    events = [_event("r", after=ROW), _event("u", before=ROW, after=renamed, index=1),
+              _event("u", before=renamed, after=same, index=2)]
+    staged = _staged(table, events)
+    assert staged.to_pylist() == reference_stage(table, events).to_pylist()
+    assert [r["FULL_NAME"] for r in staged.to_pylist()] == ["Zoë", "Zoe"]

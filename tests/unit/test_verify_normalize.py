@@ -6,14 +6,14 @@ import datetime as dt
 from decimal import Decimal
 
 from replicator.model.catalog import MySQLType
-from replicator.plan.model import PlannedColumn
+from replicator.plan.model import PlannedColumn, TablePlan
 from replicator.plan.types import TargetType
 from replicator.verify.normalize import (
     canonical,
     jsonable,
     keeps_key_order,
     source_parameter,
-    source_row_form,
+    source_row_forms,
 )
 from replicator.verify.report import ColumnDifference, KeyDifference, TableReport, VerifyReport
 from replicator.verify.target_side import _range_condition
@@ -59,13 +59,18 @@ def test_source_form_goes_through_staging_conversion_and_masks():
         column("time_text", "time(6)", name="DURATION", fsp=6),
         column("binary", "bit(8)", name="FLAGS"),
     ]
-    form = source_row_form(columns)
-    row = form({"id": 1, "email": "a@b.c", "duration": dt.timedelta(hours=-1), "flags": 5})
+    table = TablePlan("p", "db", "t", ("S",), "T", tuple(columns), ("id",), "primary key",
+                      "hard", "T_STAGE", "T_STATE", "upper")
+    source = [(c.source_column, c.mysql_type) for c in columns]
+    images = [{"id": 1, "email": "a@b.c", "duration": dt.timedelta(hours=-1), "flags": 5},
+              {"id": 1, "email": None, "duration": None, "flags": None}]
+    (row, passes), (empty, _) = source_row_forms(table, columns, images, source)
+    assert passes
     assert row[0] == 1
     assert len(row[1]) == 64 and row[1] != "a@b.c"
     assert row[2] == "-01:00:00.000000"
     assert row[3] == b"\x05"
-    assert form({"id": 1, "email": None, "duration": None, "flags": None})[1:] == (None,) * 3
+    assert empty[1:] == (None,) * 3
 
 
 def test_only_order_keeping_keys_are_cut_in_ranges():

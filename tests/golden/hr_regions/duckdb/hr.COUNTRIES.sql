@@ -1,5 +1,8 @@
 -- hr.COUNTRIES -> HR.RAW.COUNTRIES (duckdb)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `COUNTRY_ID`, `COUNTRY_NAME`, `REGION_ID` FROM `hr`.`COUNTRIES`
+
 -- create schema
 CREATE SCHEMA IF NOT EXISTS "RAW";
 

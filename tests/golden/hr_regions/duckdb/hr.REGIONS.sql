@@ -1,5 +1,8 @@
 -- hr.REGIONS -> HR.RAW.REGIONS (duckdb)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `REGION_ID`, `REGION_NAME` FROM `hr`.`REGIONS`
+
 -- create schema
 CREATE SCHEMA IF NOT EXISTS "RAW";
 

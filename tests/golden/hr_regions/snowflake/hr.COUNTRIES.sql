@@ -1,5 +1,8 @@
 -- hr.COUNTRIES -> HR.RAW.COUNTRIES (snowflake)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `COUNTRY_ID`, `COUNTRY_NAME`, `REGION_ID` FROM `hr`.`COUNTRIES`
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "HR"."RAW"."COUNTRIES" (
   "COUNTRY_ID" VARCHAR NOT NULL,

@@ -1,5 +1,8 @@
 -- hr.REGIONS -> HR.RAW.REGIONS (snowflake)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `REGION_ID`, `REGION_NAME` FROM `hr`.`REGIONS`
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "HR"."RAW"."REGIONS" (
   "REGION_ID" NUMBER(10,0) NOT NULL,

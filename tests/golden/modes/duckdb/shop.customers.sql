@@ -3,6 +3,9 @@
 -- transforms, evaluated by DuckDB over each change batch before staging (Spark SQL translated):
 --   EMAIL: mask sha256 of the value's text
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `id`, `name`, `email`, `tier`, `city` FROM `shop`.`customers`
+
 -- create schema
 CREATE SCHEMA IF NOT EXISTS "MAIN";
 

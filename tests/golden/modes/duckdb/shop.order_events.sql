@@ -1,5 +1,8 @@
 -- shop.order_events -> MAIN.ORDER_CHANGES (duckdb)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `id`, `order_id`, `note`, `payload` FROM `shop`.`order_events`
+
 -- create schema
 CREATE SCHEMA IF NOT EXISTS "MAIN";
 

@@ -1,5 +1,8 @@
 -- shop.orders -> MAIN.ORDERS (duckdb)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `id`, `customer_id`, `status`, CAST(`amount` AS CHAR) AS `amount` FROM `shop`.`orders`
+
 -- create schema
 CREATE SCHEMA IF NOT EXISTS "MAIN";
 

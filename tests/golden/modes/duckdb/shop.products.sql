@@ -1,5 +1,8 @@
 -- shop.products -> MAIN.PRODUCTS (duckdb)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `sku`, `title`, CAST(`price` AS CHAR) AS `price` FROM `shop`.`products`
+
 -- create schema
 CREATE SCHEMA IF NOT EXISTS "MAIN";
 

@@ -1,5 +1,8 @@
 -- shop.order_events -> MAIN.ORDER_CHANGES (snowflake)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `id`, `order_id`, `note`, `payload` FROM `shop`.`order_events`
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "MAIN"."ORDER_CHANGES" (
   "ID" NUMBER(19,0) NOT NULL,

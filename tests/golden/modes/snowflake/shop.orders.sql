@@ -1,5 +1,8 @@
 -- shop.orders -> MAIN.ORDERS (snowflake)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `id`, `customer_id`, `status`, CAST(`amount` AS CHAR) AS `amount` FROM `shop`.`orders`
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "MAIN"."ORDERS" (
   "ID" NUMBER(19,0) NOT NULL,

@@ -1,5 +1,8 @@
 -- shop.products -> MAIN.PRODUCTS (snowflake)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `sku`, `title`, CAST(`price` AS CHAR) AS `price` FROM `shop`.`products`
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "MAIN"."PRODUCTS" (
   "SKU" VARCHAR NOT NULL,

@@ -1,5 +1,8 @@
 -- shop.outbox[payment] -> MAIN.PAYMENT_EVENTS (duckdb)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `id`, `aggregate_type`, `aggregate_id`, `payload` FROM `shop`.`outbox`
+
 -- create schema
 CREATE SCHEMA IF NOT EXISTS "MAIN";
 

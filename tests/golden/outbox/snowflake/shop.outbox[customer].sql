@@ -1,5 +1,8 @@
 -- shop.outbox[customer] -> MAIN.CUSTOMERS (snowflake)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `id`, `aggregate_type`, `aggregate_id`, `payload` FROM `shop`.`outbox`
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "MAIN"."CUSTOMERS" (
   "CUSTOMER_ID" NUMBER(20,0) NOT NULL,

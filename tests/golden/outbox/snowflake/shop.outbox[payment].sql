@@ -1,5 +1,8 @@
 -- shop.outbox[payment] -> MAIN.PAYMENT_EVENTS (snowflake)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `id`, `aggregate_type`, `aggregate_id`, `payload` FROM `shop`.`outbox`
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "MAIN"."PAYMENT_EVENTS" (
   "EVENT_ID" NUMBER(20,0),

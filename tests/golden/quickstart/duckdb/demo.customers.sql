@@ -1,5 +1,8 @@
 -- demo.customers -> MAIN.CUSTOMERS (duckdb)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `id`, `name`, `email`, `tier` FROM `demo`.`customers`
+
 -- create schema
 CREATE SCHEMA IF NOT EXISTS "MAIN";
 

@@ -1,5 +1,8 @@
 -- demo.awkward -> MAIN.AWKWARD (snowflake)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `id`, `title`, `note`, CAST(`amount` AS CHAR) AS `amount`, CAST(`happened_at` AS CHAR) AS `happened_at`, CAST(`recorded_at` AS CHAR) AS `recorded_at`, CAST(`duration` AS CHAR) AS `duration`, `big`, `payload`, `raw`, `mood`, `tags`, CAST(`flag` AS UNSIGNED) AS `flag`, CAST(`flags8` AS UNSIGNED) AS `flags8`, `is_active`, CAST(`born` AS CHAR) AS `born`, `model_year`, `ratio` FROM `demo`.`awkward`
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "MAIN"."AWKWARD" (
   "ID" NUMBER(20,0) NOT NULL,

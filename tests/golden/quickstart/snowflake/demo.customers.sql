@@ -1,5 +1,8 @@
 -- demo.customers -> MAIN.CUSTOMERS (snowflake)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `id`, `name`, `email`, `tier` FROM `demo`.`customers`
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "MAIN"."CUSTOMERS" (
   "ID" NUMBER(10,0) NOT NULL,

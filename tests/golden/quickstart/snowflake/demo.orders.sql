@@ -1,5 +1,8 @@
 -- demo.orders -> MAIN.ORDERS (snowflake)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `id`, `customer_id`, `status`, CAST(`total` AS CHAR) AS `total`, CAST(`updated_at` AS CHAR) AS `updated_at` FROM `demo`.`orders`
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "MAIN"."ORDERS" (
   "ID" NUMBER(10,0) NOT NULL,

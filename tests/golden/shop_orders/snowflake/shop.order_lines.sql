@@ -5,6 +5,10 @@
 --     -> (CAST("status" AS VARCHAR) <> 'test')
 --   EMAIL_HASH: mask sha256 of the value's text
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `order_id`, `line_no`, `sku`, `qty`, CAST(`unit_price` AS CHAR) AS `unit_price`, `status`, `customer_email`, `password_hash`, CAST(`created_at` AS CHAR) AS `created_at` FROM `shop`.`order_lines`
+--   (no filter is pushed down: no part of it is provably exact in MySQL, or a table reading the same source needs every row)
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "MAIN"."ORDER_LINES" (
   "ORDER_ID" NUMBER(20,0) NOT NULL,

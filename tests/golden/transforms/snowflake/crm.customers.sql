@@ -16,6 +16,10 @@
 --   EMAIL_DOMAIN = CASE WHEN email LIKE '%@%' THEN lower(regexp_replace(email, '^.*@', '')) END
 --     -> CAST(CASE WHEN (CAST("email" AS VARCHAR) LIKE '%@%' ESCAPE '\') THEN CASE WHEN regexp_matches(regexp_replace(CAST("email" AS VARCHAR), '^.*@', '', 'g'), '[İΣ]') THEN lower(replace(regexp_replace(regexp_replace(CAST("email" AS VARCHAR), '^.*@', '', 'g'), '(\pL\pM*)Σ(\PL|$)', '\1ς\2', 'g'), 'İ', 'i̇')) ELSE lower(regexp_replace(CAST("email" AS VARCHAR), '^.*@', '', 'g')) END ELSE NULL END AS VARCHAR)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `id`, `first_name`, `last_name`, `kind`, `email`, `card_number`, `phone`, CAST(`birth_date` AS CHAR) AS `birth_date`, CAST(`net_amount` AS CHAR) AS `net_amount`, CAST(`created_at` AS CHAR) AS `created_at` FROM `crm`.`customers`
+--   (no filter is pushed down: no part of it is provably exact in MySQL, or a table reading the same source needs every row)
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "MAIN"."CUSTOMERS" (
   "ID" NUMBER(19,0) NOT NULL,

@@ -1,5 +1,8 @@
 -- shop.trips -> ANALYTICS.RAW.DRIVER_TRIPS (duckdb)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `TRIPID`, `DRIVERID`, CAST(`TIMECOMPLETED` AS CHAR) AS `TIMECOMPLETED` FROM `shop`.`trips`
+
 -- create schema
 CREATE SCHEMA IF NOT EXISTS "RAW";
 

@@ -1,5 +1,8 @@
 -- shop.trips -> ANALYTICS.RAW.DRIVER_TRIPS (snowflake)
 
+-- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
+--   SELECT `TRIPID`, `DRIVERID`, CAST(`TIMECOMPLETED` AS CHAR) AS `TIMECOMPLETED` FROM `shop`.`trips`
+
 -- create target table
 CREATE TABLE IF NOT EXISTS "ANALYTICS"."RAW"."DRIVER_TRIPS" (
   "TRIPID" NUMBER(10,0) NOT NULL,

@@ -1,0 +1,123 @@
+"""Statements that follow the source's DDL on the target: columns added (with a constant MySQL
+DEFAULT the target can hold the same), widened, renamed and dropped, and TRUNCATE.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from replicator.plan.dialects import Dialect
+from replicator.plan.model import PlannedColumn, TablePlan
+from replicator.plan.statements.names import log_name, q, target_name
+from replicator.plan.types import TargetType
+
+
+def add_columns(
+    table: TablePlan, columns: Sequence[PlannedColumn], dialect: Dialect, *, log: bool = False
+) -> list[str]:
+    """ALTER TABLE for columns the target (or its log table) lacks (columns added to the
+    source mid-stream).
+
+    New columns are always nullable. A column with a constant MySQL DEFAULT gets it as the
+    target's DEFAULT, so the rows already in the target take it, as MySQL shows them (an ADD
+    COLUMN ... NOT NULL DEFAULT 7 gives every old row 7); one statement, so it is all or
+    nothing. A log table's old rows are history: they keep NULL.
+    """
+    definitions = []
+    for c in columns:
+        default = None if log else default_literal(c, dialect)
+        definitions.append(f"{q(c.target_column)} {dialect.type_name(c.target_type)}"
+                           + (f" DEFAULT {default}" if default is not None else ""))
+    target = log_name(table, dialect) if log else target_name(table, dialect)
+    if not definitions:
+        return []
+    if dialect.multiple_alter_actions:  # Snowflake's form: ADD COLUMN a T1, b T2
+        return [f"ALTER TABLE {target} ADD COLUMN " + ", ".join(definitions)]
+    return [f"ALTER TABLE {target} ADD COLUMN {definition}" for definition in definitions]
+
+
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_TEMPORAL = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?)?$")
+
+
+def default_value(column: PlannedColumn) -> str | None:
+    """The text of a column's constant MySQL DEFAULT, None for none or one that is not a
+    constant the target can hold the same (an expression such as CURRENT_TIMESTAMP, a
+    TIMESTAMP's text -- it is in the session's zone --, a zero date, a default of a masked or
+    computed column). It is schema, read from information_schema (MariaDB quotes string
+    defaults, writes numbers bare and NULL as NULL), never a row value."""
+    text = column.source_default
+    if text is None or column.mask is not None or column.expression is not None:
+        return None
+    text = text.strip()
+    if text.upper() == "NULL":
+        return None
+    quoted = len(text) >= 2 and text[0] == text[-1] == "'"
+    value = text[1:-1].replace("''", "'") if quoted else text
+    kind = column.target_type.kind
+    if kind in ("integer", "decimal", "float"):
+        return value if _NUMBER.match(value) else None
+    if kind == "boolean":
+        return value if value in ("0", "1") else None
+    if kind in ("date", "timestamp") and quoted:
+        return value if _TEMPORAL.match(value) and not value.startswith("0000") else None
+    if kind == "string" and quoted and (column.mysql_type is None
+                                        or column.mysql_type.name not in ("json", "bit")):
+        return value
+    return None
+
+
+def default_literal(column: PlannedColumn, dialect: Dialect) -> str | None:
+    """``default_value`` as a target literal: numbers bare, booleans TRUE/FALSE, the rest a
+    string with its quotes doubled (and its backslashes where the dialect escapes with them)."""
+    value = default_value(column)
+    if value is None:
+        return None
+    kind = column.target_type.kind
+    if kind in ("integer", "decimal", "float"):
+        return value
+    if kind == "boolean":
+        return "TRUE" if value == "1" else "FALSE"
+    if dialect.backslash_escapes:
+        value = value.replace("\\", "\\\\")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def alter_column_type(table: TablePlan, column: str, target_type: TargetType,
+                      dialect: Dialect) -> str:
+    """Widen a target column in place (``engine.schema_changes.widens`` said both warehouses
+    can); running it again is harmless, so a replayed batch may."""
+    return (f"ALTER TABLE {target_name(table, dialect)} ALTER COLUMN {q(column)} "
+            f"SET DATA TYPE {dialect.type_name(target_type)}")
+
+
+def rename_column(table: TablePlan, old: str, new: str, dialect: Dialect, *,
+                  log: bool = False) -> str:
+    name = log_name(table, dialect) if log else target_name(table, dialect)
+    return f"ALTER TABLE {name} RENAME COLUMN {q(old)} TO {q(new)}"
+
+
+def drop_column(table: TablePlan, column: str, dialect: Dialect, *, log: bool = False) -> str:
+    name = log_name(table, dialect) if log else target_name(table, dialect)
+    return f"ALTER TABLE {name} DROP COLUMN {q(column)}"
+
+
+def drop_not_null(table: TablePlan, column: str, dialect: Dialect) -> str:
+    """A column dropped in MySQL but kept in the target gets NULL from then on."""
+    return f"ALTER TABLE {target_name(table, dialect)} ALTER COLUMN {q(column)} DROP NOT NULL"
+
+
+def drop_default(table: TablePlan, column: str, dialect: Dialect) -> str:
+    """... and not the DEFAULT it was added with (``add_columns``)."""
+    return f"ALTER TABLE {target_name(table, dialect)} ALTER COLUMN {q(column)} DROP DEFAULT"
+
+
+def truncate_rows(table: TablePlan, dialect: Dialect) -> str:
+    """TRUNCATE in MySQL, followed: inside the batch's transaction, before its MERGE (which
+    then holds only the changes after the TRUNCATE). A soft-deleting table marks its rows."""
+    if table.deletes == "soft":
+        deleted, deleted_at = (c.target_column for c in table.columns if c.role == "soft_delete")
+        return (f"UPDATE {target_name(table, dialect)} SET {q(deleted)} = TRUE, "
+                f"{q(deleted_at)} = {dialect.current_timestamp} WHERE NOT {q(deleted)}")
+    return f"DELETE FROM {target_name(table, dialect)}"
