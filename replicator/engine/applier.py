@@ -23,29 +23,26 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from replicator.context import Context
 from replicator.engine import failpoints
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
 from replicator.engine.ddl_rows import after_position, default_fills, fill_defaults
+from replicator.engine.follow import SchemaFollower
 from replicator.engine.landing import FileFacts, key_moves, landing_root, local_facts
 from replicator.engine.metrics import BatchReport, TableReport
-from replicator.engine.schema_changes import DdlEffect, cannot_follow, classify
-from replicator.errors import EngineError, ReplicatorError, SinkError
+from replicator.errors import ReplicatorError, SinkError
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 from replicator.sink import TableBatch
-from replicator.source.positions import current_position
 from replicator.transform import file_staging, stage_batch
 
 if TYPE_CHECKING:
     from replicator.model.pipeline import Pipeline
-    from replicator.plan.model import Plan, PlannedColumn, TablePlan
+    from replicator.plan.model import Plan, TablePlan
     from replicator.plan.program import StagingQuery
 
 ReportCallback = Callable[[BatchReport], None]
@@ -61,7 +58,6 @@ PRUNE_EVERY_S = 60.0
 
 def _complete_images(events: list[ChangeEvent], columns: Sequence[str]) -> list[ChangeEvent]:
     """Images written before an added column lack it: it was NULL for them."""
-    import dataclasses
 
     def fill(image: dict[str, Any] | None) -> dict[str, Any] | None:
         if image is None or all(column in image for column in columns):
@@ -77,7 +73,7 @@ def _complete_images(events: list[ChangeEvent], columns: Sequence[str]) -> list[
     ]
 
 
-class BatchApplier:
+class BatchApplier(SchemaFollower):
     """Applies micro-batches and snapshot chunks to the sink; follows added columns."""
 
     def __init__(
@@ -118,7 +114,7 @@ class BatchApplier:
         # Lower-case tables renamed into a selection that the runner has copied since (their
         # replayed RENAME is no news any more, even if they are gone from the catalog now).
         self.copied_sources: set[str] = set()
-        self._unplanned: set[str] = set()  # see _plan_unplanned_sources
+        self._unplanned: set[str] = set()  # see plan_unplanned_sources
         # db.table (lower) -> {new source column: old} of renames followed in this run: rows
         # landed before the rename hold the value under the old name (default_fills).
         self.renamed_columns: dict[str, dict[str, str]] = {}
@@ -198,8 +194,8 @@ class BatchApplier:
         self._cut = dict(self._copied_from)
         self._ddl_at = {}
         if ddl:
-            self._follow_schema_changes(ddl, with_rows=files)
-        self._plan_unplanned_sources(files)
+            self.follow_schema_changes(ddl, with_rows=files)
+        self.plan_unplanned_sources(files)
         report = BatchReport("stream", sink_batch_id(self.epoch, spark_batch_id), end_offset,
                              pipeline=self.pipeline.name)
         # One source table can feed several targets (outbox routes) and one target can read
@@ -540,415 +536,6 @@ class BatchApplier:
         return report
 
     # -- schema changes --------------------------------------------------------------------
-
-    def _replicated(self) -> dict[str, TablePlan]:
-        return {table.source_name.lower(): table for table in self.plan.tables
-                if not table.routed}
-
-    def _routed(self, name: str) -> bool:
-        """Whether ``db.table`` feeds a routed target (matches a `sources:` selection)."""
-        return any(table.routed and table.reads(name) for table in self.plan.tables)
-
-    def _plan_unplanned_sources(self, names: Iterable[str]) -> None:
-        """Rows of a table a selection matches that is not covered: it came to exist during
-        this run without a CREATE the reader saw (MariaDB logs CREATE TABLE ... SELECT inside
-        the transaction of its rows), so it streamed from its creation: record it as covered
-        (no copy at the next start), and re-plan if the plan does not list it yet.
-
-        A table renamed into the selection never gets here uncovered: its RENAME precedes its
-        rows in the binlog, and schema changes are followed before a batch's rows
-        (``SourcesToCopy`` has the runner copy it first)."""
-        new = [name for name in names if name not in self._unplanned and self._routed(name)
-               and not self._covers(name)]
-        if not new:
-            return
-        self._unplanned.update(new)
-        planned = {name.lower() for t in self.plan.tables if t.routed for name in t.sources}
-        if any(name not in planned for name in new):
-            self._evolve(new)
-        elif self._on_new_sources is not None:
-            self._on_new_sources(new)
-
-    def _follow_schema_changes(self, ddl_rows: list[dict[str, Any]],
-                               with_rows: Iterable[str] = ()) -> None:
-        """``with_rows``: the (lower-case) tables the batch has row changes of."""
-        from replicator.engine.routing import SourcesToCopy, follow_routed_change
-
-        replicated = self._replicated()
-        self._evolving: dict[str, Any] = {}  # db.table (lower) -> its Decisions (_follow_decided)
-        # The routed tables the pipeline covers (see ``_covers``), and those the runner has
-        # copied after a SourcesToCopy in this run.
-        known = {name.lower() for t in self.plan.tables if t.routed for name in t.sources
-                 if self._covers(name)}
-        known |= self.copied_sources
-        evolve = False
-        created: list[str] = []  # tables a selection matches, CREATEd in this batch
-        for row in ddl_rows:
-            details = _ddl_details(row)
-            tables = [str(t) for t in details.get("tables", [])]
-            sql = str(details.get("sql", "")).strip()
-            where = f"{row['file']}:{row['pos']}" if row.get("file") else "the binlog"
-            # Tables a `sources:` selection matches (or matched) come and go by design.
-            routed = [t for t in tables if t.lower() in known or self._routed(t)]
-            database = str(details.get("database") or "").lower()
-            fixed = any(t.lower() in replicated for t in tables)
-            if routed and not fixed:
-                try:
-                    followed = follow_routed_change(str(details.get("kind")), tables, routed,
-                                                    known, sql, where)
-                except SourcesToCopy:
-                    # The batch is replayed after the copy, CREATEs included: the tables
-                    # created before this RENAME, and those whose first rows are in it (see
-                    # _plan_unplanned_sources), stream from there and need no copy.
-                    renamed = {str(name).lower() for r in ddl_rows
-                               for d in [_ddl_details(r)] if d.get("kind") == "rename"
-                               for name in d.get("tables", [])[1::2]}
-                    created += [name for name in with_rows if name not in known
-                                and name not in renamed and self._routed(name)]
-                    if created and self._on_new_sources is not None:
-                        self._on_new_sources(list(dict.fromkeys(created)))
-                    raise
-                if details.get("kind") == "create":
-                    created += [t for t in routed if t.lower() not in known]
-                if followed:
-                    evolve = True
-                    continue
-            touched = [t for t in tables if t.lower() in replicated]
-            if not details.get("tables") and details.get("kind") == "drop" and any(
-                name.split(".", 1)[0] == database for name in replicated
-            ):
-                touched = [database]  # DROP DATABASE of a replicated schema
-            if not details.get("tables") and details.get("kind") == "drop" and any(
-                name.split(".", 1)[0] == database for name in known
-            ):
-                evolve = True  # DROP DATABASE of a shard: its tables stop being read
-            if not touched and not routed:
-                continue  # DDL on a table this pipeline does not replicate
-            intent = classify(sql)
-            if intent.effect is DdlEffect.NOTHING:
-                if self._on_notice:
-                    self._on_notice(f"schema change on {', '.join(touched or routed)} at {where} "
-                                    f"ignored: {intent.what} changes nothing replicated")
-                continue
-            if touched and touched != [database]:
-                # A replicated table: its `schema_changes:` policy decides, change by change.
-                self._follow_decided(details, touched, replicated, intent, sql, where, row)
-                continue
-            if intent.effect is DdlEffect.ADD_COLUMNS:
-                evolve = True
-                continue
-            raise cannot_follow(touched or routed, where, intent, sql)
-        if self._evolving:
-            old_plan = self.plan
-            self._rename_columns(old_plan)
-            self._evolve(created, handled=set(self._evolving))
-            self._alter_columns(old_plan)
-        elif evolve:
-            self._evolve(created)
-
-    def _follow_decided(self, details: dict[str, Any], touched: list[str],
-                        replicated: dict[str, TablePlan], intent: Any, sql: str,
-                        where: str, row: dict[str, Any]) -> None:
-        """Apply ``engine.schema_changes.decide`` to a DDL of replicated tables: raise its stop,
-        log what it ignores; record the tables whose columns change (``_evolving``)."""
-        from replicator.engine.schema_changes import ChangeKind, KeyChanged, decide, stop_error
-
-        arriving = ({str(name).lower() for name in details.get("tables", [])[1::2]}
-                    if details.get("kind") == "rename" else set())
-        for name in touched:
-            decision = decide(intent, self.pipeline, name, replicated[name.lower()],
-                              renamed_onto=name.lower() in arriving)
-            stop = decision.stop
-            if stop is not None:
-                raise stop_error([name], where, stop, sql)
-            at = self._ddl_at[name.lower()] = _ddl_position(row)
-            if (any(step.change.kind is ChangeKind.KEY_CHANGE for step in decision.recopying)
-                    and not at <= self._copied_from.get(name.lower(), (-1, -1))):
-                # Not yet streamed with the key the catalog has: stop the query here (rekey).
-                raise KeyChanged([replicated[name.lower()].source_name], where, sql)
-            if any(step.action in ("follow", "ignore", "recopy")
-                   and step.change.kind.value in _COLUMN_KINDS for step in decision.steps):
-                # The target's columns change: re-plan, then _alter_columns does the rest.
-                self._evolving.setdefault(name.lower(), []).append(decision)
-            for step in decision.following(ChangeKind.RENAME_COLUMN):
-                self.renamed_columns.setdefault(name.lower(), {})[
-                    step.change.new_name or ""] = step.change.column or ""
-            if decision.following(ChangeKind.TRUNCATE):
-                self._truncate(replicated[name.lower()], row)
-            for step in decision.steps:
-                if step.action in ("ignore", "nothing") and self._on_notice:
-                    self._on_notice(f"schema change on {name} at {where}: {step.why}: "
-                                    + ("ignored (schema_changes policy)" if step.action == "ignore"
-                                       else "nothing replicated changes"))
-
-    def _truncate(self, table: TablePlan, row: dict[str, Any]) -> None:
-        """`truncate: follow`: the target's rows go (a soft-deleting table marks them), then
-        the batch applies only the table's changes after the TRUNCATE (``apply_files``). Runs
-        before the batch's MERGE and only while the batch is not applied for the table (its
-        state row), so a replay after a kill deletes again what the MERGE had not replaced,
-        and never the rows a committed batch wrote after the TRUNCATE."""
-        from replicator.plan.program import Statement
-        from replicator.plan.statements import ddl
-
-        self._cut[table.source_name.lower()] = _ddl_position(row)
-        applied = self.sink.last_applied(table)
-        if applied is not None and int(applied["batch_id"]) >= self._batch_id:
-            return
-        self.sink.execute(table, [Statement("follow TRUNCATE TABLE",
-                                            ddl.truncate_rows(table, self.sink.dialect))])
-        self._notice(f"{table.source_name}: TRUNCATE followed: target rows deleted")
-
-    def _rename_columns(self, old_plan: Plan) -> None:
-        """Followed column renames, before the re-plan (whose setup would otherwise add the
-        new name as an empty column): the target column keeps its data under the new name.
-        Only where the target still has the old name and not the new one (a replayed batch)."""
-        from replicator.engine.schema_changes import ChangeKind
-        from replicator.plan.identifiers import target_identifier
-        from replicator.plan.program import Statement
-        from replicator.plan.statements import ddl
-
-        for name, decisions in self._evolving.items():
-            table = next(t for t in old_plan.tables if not t.routed and t.reads(name))
-            for decision in decisions:
-                for step in decision.following(ChangeKind.RENAME_COLUMN):
-                    old = next((c.target_column for c in table.columns if c.source_column
-                                and c.source_column.lower() == (step.change.column or "").lower()
-                                and c.expression is None), None)
-                    if old is None:
-                        continue
-                    new = target_identifier(step.change.new_name or "", table.identifier_case)
-                    for log in ((False, True) if table.log_table else (False,)):
-                        have = self.sink.existing_columns(table, log=log)
-                        if old.lower() in have and new.lower() not in have:
-                            self.sink.execute(table, [Statement(
-                                "follow a column rename",
-                                ddl.rename_column(table, old, new, self.sink.dialect,
-                                                  log=log))])
-                            self._notice(f"{name}: target column {old} renamed to {new}")
-
-    def _alter_columns(self, old_plan: Plan) -> None:
-        """After the re-plan (whose setup already added, widened and relaxed what the target
-        lacks: ``program.column_changes``), per table whose columns a followed DDL changed:
-        stop on a type change the policy or the target does not take, and apply `drop_column`
-        to the planned columns that are gone. Planned types are compared, not the DDL's text,
-        so the pt-osc / gh-ost swap (whose RENAME says nothing about columns) is judged the
-        same way. Statements run only where still needed."""
-        from replicator.engine.schema_changes import (
-            ChangeKind,
-            ColumnChange,
-            Step,
-            policy_for,
-            retype_step,
-            stop_error,
-            widens,
-        )
-        from replicator.plan.program import Statement
-        from replicator.plan.statements import ddl
-
-        dialect = self.sink.dialect
-        for name, decisions in self._evolving.items():
-            old = next(t for t in old_plan.tables if not t.routed and t.reads(name))
-            new = next(t for t in self.plan.tables if t.target_parts == old.target_parts)
-            renamed = {(s.change.column or "").lower() for d in decisions
-                       for s in d.following(ChangeKind.RENAME_COLUMN)}
-            have = self.sink.existing_columns(new)
-            work: list[Statement] = []
-            retyped: list[PlannedColumn] = []
-            new_columns = {c.target_column: c for c in new.columns}
-            for column in old.columns:
-                if column.role != "data" or column.expression is not None:
-                    continue
-                after = new_columns.get(column.target_column)
-                if after is None:
-                    if (column.source_column or "").lower() in renamed:
-                        continue
-                    action = policy_for(self.pipeline, name).drop_column
-                    if action == "stop":
-                        raise stop_error([name], "this batch", Step(ColumnChange(
-                            ChangeKind.DROP_COLUMN, f"drops column {column.source_column}"),
-                            "stop", f"drops column {column.source_column}"), "")
-                    if column.target_column.lower() not in have:
-                        continue
-                    if action == "follow":
-                        work.append(Statement("follow a dropped column", ddl.drop_column(
-                            new, column.target_column, dialect)))
-                    # ignore: the re-plan's setup relaxed its NOT NULL (program.column_changes)
-                    continue
-                if after.target_type == column.target_type or after.declared_type:
-                    continue
-                what = (f"changes column {column.source_column}: {column.target_column} "
-                        f"{column.target_type.describe()} -> {after.target_type.describe()}")
-                if not widens(column.target_type, after.target_type):
-                    step = retype_step(ColumnChange(ChangeKind.TYPE_CHANGE, what),
-                                       policy_for(self.pipeline, name).type_change, new, after,
-                                       what)
-                    if step.action == "stop":
-                        raise stop_error([name], "this batch", step, "")
-                    retyped.append(after)
-                    continue
-                if policy_for(self.pipeline, name).widen_type != "follow":
-                    raise stop_error([name], "this batch", Step(ColumnChange(
-                        ChangeKind.TYPE_CHANGE, what), "stop", what), "")
-                # follow: the re-plan's setup widened it (program.column_changes)
-            self.sink.execute(new, work)
-            for statement in work:
-                self._notice(f"{name}: {statement.purpose}: {statement.sql}")
-            if retyped:
-                self._retype(name, new, retyped)
-
-    def retype_lagging_columns(self) -> None:
-        """At start-up: a target column that cannot hold the plan's values
-        (``plan.types.lags_plan``: the column's type changed in MySQL while no run
-        followed it, or a run stopped inside that DDL's batch; the plan is built from the
-        live catalog, so the DDL's batch finds nothing left to change) goes the way of the
-        table's `type_change` policy, as the DDL's batch would have sent it."""
-        from replicator.engine.schema_changes import (
-            ChangeKind,
-            ColumnChange,
-            policy_for,
-            retype_step,
-            stop_error,
-        )
-        from replicator.plan.types import lags_plan
-
-        dialect = self.sink.dialect
-        for table in self.plan.tables:
-            if table.routed or table.outbox is not None:
-                continue
-            described = self.sink.described_columns(table)
-            retyped = []
-            for column in table.columns:
-                have = described.get(column.target_column.lower())
-                # A type declared in the YAML is the user's: a change of it applies to the
-                # rows written from then on (docs/guarantees.md), as it always did.
-                if (column.role != "data" or column.source_column is None or have is None
-                        or column.declared_type
-                        or not lags_plan(have, column.target_type, dialect)):
-                    continue
-                what = (f"column {column.source_column} changed type while no run followed it: "
-                        f"target column {column.target_column} is {have}, the plan's "
-                        f"{column.target_type.describe()}")
-                step = retype_step(ColumnChange(ChangeKind.TYPE_CHANGE, what),
-                                   policy_for(self.pipeline, table.source_name).type_change,
-                                   table, column, what)
-                if step.action == "stop":
-                    raise stop_error([table.source_name], "start-up", step, "")
-                retyped.append(column)
-            if retyped:
-                self._retype(table.source_name.lower(), table, retyped)
-                # Its changes before now are the copy's (it reads every row after this): the
-                # batches replaying them, its DDL's among them, leave them out, so no file
-                # in the old type is read (pyarrow cannot unify it with the new one).
-                self._copied_from[table.source_name.lower()] = _before(
-                    current_position(self.pipeline.source))
-
-    def _retype(self, name: str, table: TablePlan, columns: list[PlannedColumn]) -> None:
-        """`type_change: recopy`: the table's copy is queued afresh and saved (the runner's
-        ``on_recopy``) before anything changes, so a crash from here on still copies it; then
-        the target columns are re-created in their new type (NULL until the copy rewrites each
-        row), and this batch's changes of the table before its DDL are dropped: the copy
-        reads every row as it is now, and an old value may not convert to the new type."""
-        from replicator.plan.program import retype_columns
-
-        if self._on_recopy is None:
-            raise EngineError(f"{name}: a type change needs the table copied again, and this "
-                              "applier cannot queue a copy",
-                              hint="run the pipeline with `replicator run`")
-        self._on_recopy(table.source_name)
-        work = retype_columns(table, columns, self.sink.dialect)
-        self.sink.execute(table, work)
-        at = self._ddl_at.get(name)
-        if at is not None:
-            self._cut[name] = max(self._cut.get(name, at), at)
-        self._notice(f"{name}: column(s) {', '.join(c.target_column for c in columns)} "
-                     "re-created in the new type; copying the table again chunk by chunk "
-                     "between stream batches")
-
-    def _notice(self, message: str) -> None:
-        if self._on_notice:
-            self._on_notice(message)
-
-    def rekey(self, tables: Sequence[str]) -> None:
-        """After ``KeyChanged`` (the runner then streams on, the decoders taking the new key):
-        the tables' copies are queued afresh and saved, their plans rebuilt from the live
-        catalog (a DuckDB target is rebuilt under the new key by the setup, ``program.
-        key_changes``), and their changes before the source's head, read before the catalog
-        so that every DDL up to it is in the plan, are left to the copies."""
-        head = current_position(self.pipeline.source)
-        if self._on_recopy is None:
-            raise EngineError(f"{', '.join(tables)}: a key change needs the table copied again, "
-                              "and this applier cannot queue a copy",
-                              hint="run the pipeline with `replicator run`")
-        for name in tables:
-            self._on_recopy(name)
-        self._evolve(handled={name.lower() for name in tables})
-        for name in tables:
-            self._copied_from[name.lower()] = _before(head)
-        self._notice(f"{', '.join(tables)}: primary key changed: streaming on with the new key "
-                     "and copying the table again chunk by chunk between stream batches")
-
-    def _evolve(self, created: Sequence[str] = (), handled: set[str] | None = None) -> None:
-        """Re-read the catalog, rebuild the plan, let the sink ALTER the target.
-
-        ``created``: the routed source tables this batch showed being born (a CREATE, or the
-        first rows of a CREATE ... SELECT): the runner records them as covered. Other tables
-        the live catalog adds to the plan are not: the binlog being applied has not reached
-        their arrival yet, and a RENAME into the selection there must still copy them.
-        """
-        context = Context(self.pipeline)
-        new_plan = context.replan(context.read_catalog())
-        # A named table this batch's DDL did not touch keeps its plan: the live catalog may
-        # already show DDL of it that lies ahead in the binlog (a column dropped or renamed
-        # after this batch's end); that DDL's own batch follows it by its policy. (Stopping
-        # here, as before, failed the schema-policies test on a loaded machine: issue 21.)
-        kept = []
-        for table in new_plan.tables:
-            old = next((t for t in self.plan.tables if t.target_parts == table.target_parts),
-                       None)
-            # By target: the routes of an outbox all read one source table. Routed: a column
-            # only a dropped (or renamed away) table had leaves the union: its target column
-            # stays, NULL for new rows. Handled: the batch's DDL of the table changed its
-            # columns; _alter_columns applies the policies.
-            unchanged = old is not None and not old.routed and not (
-                handled and old.source_name.lower() in handled)
-            kept.append(old if unchanged else table)
-        new_plan = dataclasses.replace(new_plan, tables=tuple(kept))
-        self.replan(new_plan)
-        fresh = list(dict.fromkeys(name for name in created if self._routed(name)))
-        if fresh and self._on_new_sources is not None:
-            self._on_new_sources(fresh)
-
-    def replan(self, new_plan: Plan) -> None:
-        """Apply with ``new_plan`` from now on; the sink ALTERs the target as it needs."""
-        if self._open_sink is not None:
-            on_retry = getattr(self.sink, "on_retry", None)
-            self.sink.close()
-            self.sink = self._open_sink(self.pipeline, new_plan)
-            self.sink.on_retry = on_retry
-        self.plan = new_plan
-        self.sink.prepare()
-
-
-def _before(head: BinlogPosition) -> tuple[int, int]:
-    """The last position before ``head`` (a transaction starting at the head, the first one
-    after it, is at ``head`` itself), as ``ddl_rows.after_position`` takes it."""
-    return head.sequence, head.pos - 1
-
-
-def _ddl_position(row: dict[str, Any]) -> tuple[int, int]:
-    """A DDL manifest row's binlog position, as ``schema_changes.after_position`` takes it."""
-    return BinlogPosition(row["file"], 0).sequence, int(row["pos"])
-
-
-def _ddl_details(row: dict[str, Any]) -> dict[str, Any]:
-    """A DDL row's {database, sql, kind, tables}: a manifest row's ``ddl``, or the JSON in
-    a change row's ``after``."""
-    return json.loads(row.get("ddl") or row["after"])
-
-
-_COLUMN_KINDS = frozenset({"add_column", "widen_type", "rename_column", "drop_column",
-                           "rename_table"})
-
 
 class _Timer:
     """Seconds spent inside an iterator's ``next`` (reading and decoding a range's slices)."""
