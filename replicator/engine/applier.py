@@ -196,6 +196,11 @@ class BatchApplier(SchemaFollower):
         if ddl:
             self.follow_schema_changes(ddl, with_rows=files)
         self.plan_unplanned_sources(files)
+        for name in [n for n, cut in self._cut.items()
+                     if all(_position(row, "file", "pos") > cut for row in files.get(n, []))]:
+            # Every file of the table starts after its cut (the copy's head, long passed):
+            # nothing to cut, so the warehouse may stage them again (_in_warehouse).
+            del self._cut[name]
         report = BatchReport("stream", sink_batch_id(self.epoch, spark_batch_id), end_offset,
                              pipeline=self.pipeline.name)
         # One source table can feed several targets (outbox routes) and one target can read
@@ -311,7 +316,7 @@ class BatchApplier(SchemaFollower):
         if cut is None:
             return files
         return [row for row in files if row.get("last_file") is None
-                or (BinlogPosition(row["last_file"], 0).sequence, int(row["last_pos"])) > cut]
+                or _position(row, "last_file", "last_pos") > cut]
 
     def _whole(self, table_plan: TablePlan, files: list[dict[str, Any]]) -> bool:
         """Whether the table's batch is staged in one piece, not in slices: a routed target's
@@ -536,6 +541,12 @@ class BatchApplier(SchemaFollower):
         return report
 
     # -- schema changes --------------------------------------------------------------------
+
+def _position(row: dict[str, Any], file: str, pos: str) -> tuple[int, int]:
+    """A manifest row's position (``file``/``pos``: its first change's, ``last_file``/...:
+    its last change's), as a cut (``ddl_rows.after_position``) compares it."""
+    return BinlogPosition(row[file], 0).sequence, int(row[pos])
+
 
 class _Timer:
     """Seconds spent inside an iterator's ``next`` (reading and decoding a range's slices)."""
