@@ -171,7 +171,7 @@ def test_required_against_a_server_without_tls_is_refused(mariadb):
 def test_a_pushed_down_filter_reads_through_the_tls_path(tls):
     # TLS sources read through PyMySQL with bind parameters for the key bounds; the pushed-down
     # predicate (hex strings, numbers) sits beside them unchanged.
-    from replicator.plan.expressions import spark_type_of
+    from replicator.plan.expressions.spark_types import spark_type_of
     from replicator.plan.pushdown import pushdown
 
     server, directory = tls
