@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from replicator.engine import failpoints
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
-from replicator.engine.ddl_rows import after_position, default_fills, fill_defaults
+from replicator.engine.ddl_rows import after_position, default_fills, fill_defaults, row_position
 from replicator.engine.follow import SchemaFollower
 from replicator.engine.landing import FileFacts, key_moves, landing_root, local_facts
 from replicator.engine.metrics import BatchReport, TableReport
@@ -197,7 +197,7 @@ class BatchApplier(SchemaFollower):
             self.follow_schema_changes(ddl, with_rows=files)
         self.plan_unplanned_sources(files)
         for name in [n for n, cut in self._cut.items()
-                     if all(_position(row, "file", "pos") > cut for row in files.get(n, []))]:
+                     if all(row_position(row) > cut for row in files.get(n, []))]:
             # Every file of the table starts after its cut (the copy's head, long passed):
             # nothing to cut, so the warehouse may stage them again (_in_warehouse).
             del self._cut[name]
@@ -316,7 +316,7 @@ class BatchApplier(SchemaFollower):
         if cut is None:
             return files
         return [row for row in files if row.get("last_file") is None
-                or _position(row, "last_file", "last_pos") > cut]
+                or row_position(row, "last_file", "last_pos") > cut]
 
     def _whole(self, table_plan: TablePlan, files: list[dict[str, Any]]) -> bool:
         """Whether the table's batch is staged in one piece, not in slices: a routed target's
@@ -539,14 +539,6 @@ class BatchApplier(SchemaFollower):
         staged = self._stage(table_plan, list(events), report)
         _record(report, self.sink.apply(table_plan, batch_id, end_offset or {}, staged))
         return report
-
-    # -- schema changes --------------------------------------------------------------------
-
-def _position(row: dict[str, Any], file: str, pos: str) -> tuple[int, int]:
-    """A manifest row's position (``file``/``pos``: its first change's, ``last_file``/...:
-    its last change's), as a cut (``ddl_rows.after_position``) compares it."""
-    return BinlogPosition(row[file], 0).sequence, int(row[pos])
-
 
 class _Timer:
     """Seconds spent inside an iterator's ``next`` (reading and decoding a range's slices)."""

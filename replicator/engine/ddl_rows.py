@@ -97,6 +97,18 @@ def fill_defaults(batch: Any, fills: Sequence[DefaultFill]) -> Any:
     return batch
 
 
+def row_position(row: dict[str, Any], file: str = "file", pos: str = "pos") -> tuple[int, int]:
+    """A manifest row's position as a cut (``after_position``) takes it: ``file``/``pos``
+    its first change's (a DDL row's: the DDL's), ``last_file``/``last_pos`` its last one's."""
+    return BinlogPosition(row[file], 0).sequence, int(row[pos])
+
+
+def last_before(head: BinlogPosition) -> tuple[int, int]:
+    """The last position before ``head`` as a cut: a transaction starting at the head (the
+    first one after it) is at ``head`` itself, so it is kept."""
+    return head.sequence, head.pos - 1
+
+
 def after_position(batch: Any, position: tuple[int, int]) -> Any:
     """The changes of ``batch`` after ``position`` (a followed TRUNCATE's: the ones before it
     were emptied with the table)."""

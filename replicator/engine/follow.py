@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from replicator.context import Context
+from replicator.engine.ddl_rows import last_before, row_position
 from replicator.engine.routing import SourcesToCopy, follow_routed_change
 from replicator.engine.schema_changes import (
     ChangeKind,
@@ -40,7 +41,6 @@ from replicator.engine.schema_changes import (
     widens,
 )
 from replicator.errors import EngineError
-from replicator.model.changes import BinlogPosition
 from replicator.plan.identifiers import target_identifier
 from replicator.plan.program import Statement, retype_columns
 from replicator.plan.statements import ddl
@@ -186,7 +186,7 @@ class SchemaFollower:
             stop = decision.stop
             if stop is not None:
                 raise stop_error([name], where, stop, sql)
-            at = self._ddl_at[name.lower()] = _ddl_position(row)
+            at = self._ddl_at[name.lower()] = row_position(row)
             if (any(step.change.kind is ChangeKind.KEY_CHANGE for step in decision.recopying)
                     and not at <= self._copied_from.get(name.lower(), (-1, -1))):
                 # Not yet streamed with the key the catalog has: stop the query here (rekey).
@@ -213,7 +213,7 @@ class SchemaFollower:
         state row), so a replay after a kill deletes again what the MERGE had not replaced,
         and never the rows a committed batch wrote after the TRUNCATE."""
 
-        self._cut[table.source_name.lower()] = _ddl_position(row)
+        self._cut[table.source_name.lower()] = row_position(row)
         applied = self.sink.last_applied(table)
         if applied is not None and int(applied["batch_id"]) >= self._batch_id:
             return
@@ -339,7 +339,7 @@ class SchemaFollower:
                 # Its changes before now are the copy's (it reads every row after this): the
                 # batches replaying them, its DDL's among them, leave them out, so no file
                 # in the old type is read (pyarrow cannot unify it with the new one).
-                self._copied_from[table.source_name.lower()] = _before(
+                self._copied_from[table.source_name.lower()] = last_before(
                     current_position(self.pipeline.source))
 
     def _retype(self, name: str, table: TablePlan, columns: list[PlannedColumn]) -> None:
@@ -382,7 +382,7 @@ class SchemaFollower:
             self._on_recopy(name)
         self._evolve(handled={name.lower() for name in tables})
         for name in tables:
-            self._copied_from[name.lower()] = _before(head)
+            self._copied_from[name.lower()] = last_before(head)
         self._notice(f"{', '.join(tables)}: primary key changed: streaming on with the new key "
                      "and copying the table again chunk by chunk between stream batches")
 
@@ -426,17 +426,6 @@ class SchemaFollower:
             self.sink.on_retry = on_retry
         self.plan = new_plan
         self.sink.prepare()
-
-
-def _before(head: BinlogPosition) -> tuple[int, int]:
-    """The last position before ``head`` (a transaction starting at the head, the first one
-    after it, is at ``head`` itself), as ``ddl_rows.after_position`` takes it."""
-    return head.sequence, head.pos - 1
-
-
-def _ddl_position(row: dict[str, Any]) -> tuple[int, int]:
-    """A DDL manifest row's binlog position, as ``schema_changes.after_position`` takes it."""
-    return BinlogPosition(row["file"], 0).sequence, int(row["pos"])
 
 
 def _ddl_details(row: dict[str, Any]) -> dict[str, Any]:

@@ -312,3 +312,23 @@ def test_only_the_changes_after_a_followed_truncate_stay():
     batch = pa.table({"id": [1, 2, 3, 4], cb.FILE_SEQ: pa.array([1, 2, 2, 3], pa.int64()),
                       cb.POS: pa.array([900, 100, 500, 4], pa.int64())})
     assert after_position(batch, (2, 300)).column("id").to_pylist() == [3, 4]
+
+
+def test_a_cut_at_the_head_keeps_the_transaction_that_starts_there():
+    """A copy queued at the source's head covers every change before it, not the first
+    transaction after it, which starts at the head itself (the streaming key-change test
+    lost such an update when the bound was inclusive)."""
+    import pyarrow as pa
+
+    from replicator.engine.ddl_rows import after_position, last_before, row_position
+    from replicator.model import change_batch as cb
+    from replicator.model.changes import BinlogPosition
+
+    head = BinlogPosition("mysql-bin.000003", 9720)
+    batch = pa.table({cb.FILE_SEQ: pa.array([3, 3, 3], pa.int64()),
+                      cb.POS: pa.array([4788, 9719, 9720], pa.int64())})
+    kept = after_position(batch, last_before(head))
+    assert kept.column(cb.POS).to_pylist() == [9720]
+    assert row_position({"file": "mysql-bin.000003", "pos": 9720}) == (3, 9720)
+    assert row_position({"last_file": "mysql-bin.000004", "last_pos": 4},
+                        "last_file", "last_pos") == (4, 4)
