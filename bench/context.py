@@ -62,6 +62,5 @@ class BenchContext:
         env.update(self.server.environment())
         paths = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-        env.setdefault("PYSPARK_PYTHON", sys.executable)
-        env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        # PYSPARK_PYTHON is left to replicator: its default (engine/python_workers) is measured.
         return env

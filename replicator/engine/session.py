@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from replicator.engine import class_sharing
+from replicator.engine import class_sharing, python_workers
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -87,8 +87,11 @@ def prepare_environment(master: str = "local[*]") -> None:
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if root not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # The JVM starts the executors' workers with PYSPARK_PYTHON and its driver-side Python
+    # jobs (the data source lookup) with PYSPARK_DRIVER_PYTHON.
+    python = python_workers.worker_python(master) or sys.executable
+    os.environ.setdefault("PYSPARK_PYTHON", python)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", python)
 
 
 def spark_session(
