@@ -11,6 +11,7 @@ import contextlib
 import enum
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -140,6 +141,8 @@ def command(
                            "the run holding it (that run's next batch rolls back and it stops).")
     ] = False,
 ) -> None:
+    """Its length is typer's option declarations; what it does is a few lines: a cluster
+    master hands the run to spark-submit (``_submit``), a local one runs it here (``_run``)."""
     import os
 
     from replicator.config import load_pipeline
@@ -161,15 +164,10 @@ def command(
         spark_master = master or pipeline.engine.master
         kind = master_kind(spark_master)
         if kind != "local" and not os.environ.get(SUBMITTED_ENV):
-            run_args = [*(["--until-caught-up"] if until_caught_up else []),
-                        "--snapshot", snapshot.value, "--log-format", log_format.value,
-                        *(["--decode-partitions", str(decode_partitions)]
-                          if decode_partitions else []),
-                        *(["--metrics-file", str(metrics_file)] if metrics_file else []),
-                        *(["--metrics-port", str(metrics_port)]
-                          if metrics_port is not None else []),
-                        *(["--take-over"] if take_over else []),
-                        *(arg for pair in conf or [] for arg in ("--conf", pair))]
+            run_args = _run_args(until_caught_up=until_caught_up, snapshot=snapshot,
+                                 log_format=log_format, decode_partitions=decode_partitions,
+                                 metrics_file=metrics_file, metrics_port=metrics_port,
+                                 take_over=take_over, conf=conf or [])
             _submit(file, pipeline, spark_master, spark_conf, run_args, dry_run=dry_run)
             return
         if dry_run:
@@ -181,6 +179,20 @@ def command(
              metrics=_metrics(pipeline, metrics_file, metrics_port))
     finally:
         os.umask(previous_umask)
+
+
+def _run_args(*, until_caught_up: bool, snapshot: SnapshotOption, log_format: LogFormat,
+              decode_partitions: int | None, metrics_file: Path | None,
+              metrics_port: int | None, take_over: bool, conf: list[str]) -> list[str]:
+    """The options of this ``run`` again, for the ``replicator run`` spark-submit starts on
+    the cluster's driver."""
+    return [*(["--until-caught-up"] if until_caught_up else []),
+            "--snapshot", snapshot.value, "--log-format", log_format.value,
+            *(["--decode-partitions", str(decode_partitions)] if decode_partitions else []),
+            *(["--metrics-file", str(metrics_file)] if metrics_file else []),
+            *(["--metrics-port", str(metrics_port)] if metrics_port is not None else []),
+            *(["--take-over"] if take_over else []),
+            *(arg for pair in conf for arg in ("--conf", pair))]
 
 
 def _metrics(pipeline: Any, path: Path | None, port: int | None) -> Any:
@@ -220,9 +232,101 @@ def _submit(file: Path, pipeline: Any, master: str, spark_conf: dict[str, str],
     sys.exit(run_submit(command))
 
 
+class _Reporter:
+    """What a run shows and records as it goes, fed by the runner's callbacks: the live
+    display or the per-batch log lines, ``run.json`` (``RunStateWriter``), the metrics and
+    the warnings about lag and binlog retention."""
+
+    def __init__(self, pipeline: Any, run_state: Any, display: Any, metrics: Any,
+                 formatter: Callable[[Any], str]) -> None:
+        self.pipeline = pipeline
+        self.run_state = run_state
+        self.display = display
+        self.live = display is not None and display.live
+        self.metrics = metrics
+        self.formatter = formatter
+        self.estimates: dict[str, int] = {}
+        self.looked_up: set[str] = set()
+        self.streaming = False
+        self.retention_checked = float("-inf")  # monotonic time of the last retention check
+
+    def estimate(self, tables: list[str]) -> dict[str, int]:
+        """Row estimates of tables not looked up yet (one information_schema query)."""
+        from replicator.errors import ReplicatorError
+        from replicator.source.progress import row_estimates
+
+        new = [name for name in tables if name.lower() not in self.looked_up]
+        if new:
+            self.looked_up.update(name.lower() for name in new)
+            # Only the bars' scale: the copy itself reports a source problem.
+            with contextlib.suppress(ReplicatorError):
+                self.estimates.update(row_estimates(self.pipeline.source, new))
+        return self.estimates
+
+    def on_report(self, report: Any) -> None:
+        if self.metrics is not None:
+            self.metrics.observe(report)
+            if self.metrics.file is not None:
+                self.metrics.write_file(self.metrics.file)
+        if report.kind == "snapshot":
+            known = self.estimate([table.table for table in report.tables])
+            self.run_state.batch(report, estimates=known)
+            if self.live:
+                self.display.snapshot(report, known)
+            else:
+                render.log_line(self.formatter(report))
+            return
+        if report.kind == "recopy":  # a chunk of a table copied again (its notices tell)
+            self.run_state.batch(report)
+            if not self.live:
+                render.log_line(self.formatter(report))
+            return
+        self._on_stream_batch(report)
+
+    def _on_stream_batch(self, report: Any) -> None:
+        if not self.streaming:
+            self.streaming = True
+            if self.live:
+                self.display.snapshot_done()
+        lag_bytes, lag_seconds = _lag(self.pipeline, report)
+        if lag_bytes and time.monotonic() - self.retention_checked >= RETENTION_CHECK_S:
+            self.retention_checked = time.monotonic()
+            warning = _retention_warning(self.pipeline, report)
+            if warning:
+                render.warning(warning)
+        self.run_state.batch(report)
+        self.run_state.update(lag_bytes=lag_bytes, lag_seconds=lag_seconds)
+        if self.live:
+            self.display.update(report, lag=_lag_text(lag_bytes, lag_seconds))
+        else:
+            render.log_line(self.formatter(report))
+
+    def on_notice(self, message: str) -> None:
+        if self.live and message.startswith("snapshot of "):
+            self.display.snapshot_started()
+        if message.startswith("transient error"):
+            if self.metrics is not None:
+                self.metrics.error("transient")
+            self.run_state.update(phase="retrying", last_error={
+                "code": "transient", "message": message, "hint": None, "transient": True,
+                "at": time.time()})
+            if self.live:
+                self.display.error(message)
+        render.info(message)
+
+    def failed(self, exc: BaseException) -> None:
+        """The run ended with an error (``ReplicatorError``): ``run.json`` and the metrics
+        say so."""
+        self.run_state.error(exc, transient=False)
+        if self.metrics is not None:
+            self.metrics.error("fatal")
+            if self.metrics.file is not None:
+                self.metrics.write_file(self.metrics.file)
+
+
 def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, master: str | None,
          spark_conf: dict[str, str], log_format: LogFormat, metrics: Any = None, take_over: bool = False) -> None:
-    from replicator.engine.metrics import BatchReport, format_json, format_text
+    from replicator.engine.metrics import format_json, format_text
     from replicator.engine.runner import RunOptions, run_pipeline
     from replicator.engine.runstate import JVM_LOG, RunStateWriter
     from replicator.engine.session import route_jvm_output
@@ -232,83 +336,17 @@ def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, mast
     # Spark's start-up chatter and its Python workers' output: a file, not the user's stderr.
     route_jvm_output(checkpoint_dir / JVM_LOG)
     render.detail(f"Spark's own log: {checkpoint_dir / JVM_LOG}")
-    formatter = format_json if log_format is LogFormat.json else format_text
     display = render.run_display(pipeline.name) if log_format is LogFormat.text else None
-    live = display is not None and display.live
     run_state = RunStateWriter(checkpoint_dir, pipeline.name)
-    estimates: dict[str, int] = {}
-    looked_up: set[str] = set()
-    streaming = False
-    retention_checked = [float("-inf")]  # monotonic time of the last retention check
-
-    def estimate(tables: list[str]) -> dict[str, int]:
-        """Row estimates of tables not looked up yet (one information_schema query)."""
-        from replicator.source.progress import row_estimates
-
-        new = [name for name in tables if name.lower() not in looked_up]
-        if new:
-            looked_up.update(name.lower() for name in new)
-            # Only the bars' scale: the copy itself reports a source problem.
-            with contextlib.suppress(ReplicatorError):
-                estimates.update(row_estimates(pipeline.source, new))
-        return estimates
-
-    def on_report(report: BatchReport) -> None:
-        nonlocal streaming
-        if metrics is not None:
-            metrics.observe(report)
-            if metrics.file is not None:
-                metrics.write_file(metrics.file)
-        if report.kind == "snapshot":
-            known = estimate([table.table for table in report.tables])
-            run_state.batch(report, estimates=known)
-            if live:
-                display.snapshot(report, known)
-            else:
-                render.log_line(formatter(report))
-            return
-        if report.kind == "recopy":  # a chunk of a table copied again (its notices tell)
-            run_state.batch(report)
-            if not live:
-                render.log_line(formatter(report))
-            return
-        if not streaming:
-            streaming = True
-            if live:
-                display.snapshot_done()
-        lag_bytes, lag_seconds = _lag(pipeline, report)
-        if lag_bytes and time.monotonic() - retention_checked[0] >= RETENTION_CHECK_S:
-            retention_checked[0] = time.monotonic()
-            warning = _retention_warning(pipeline, report)
-            if warning:
-                render.warning(warning)
-        run_state.batch(report)
-        run_state.update(lag_bytes=lag_bytes, lag_seconds=lag_seconds)
-        if live:
-            display.update(report, lag=_lag_text(lag_bytes, lag_seconds))
-        else:
-            render.log_line(formatter(report))
-
-    def on_notice(message: str) -> None:
-        if live and message.startswith("snapshot of "):
-            display.snapshot_started()
-        if message.startswith("transient error"):
-            if metrics is not None:
-                metrics.error("transient")
-            run_state.update(phase="retrying", last_error={
-                "code": "transient", "message": message, "hint": None, "transient": True,
-                "at": time.time()})
-            if live:
-                display.error(message)
-        render.info(message)
-
+    reporter = _Reporter(pipeline, run_state, display, metrics,
+                         format_json if log_format is LogFormat.json else format_text)
     options = RunOptions(
         until_caught_up=until_caught_up,
         snapshot=snapshot.value,
         master=master,
         conf=spark_conf,
-        on_report=on_report,
-        on_notice=on_notice,
+        on_report=reporter.on_report,
+        on_notice=reporter.on_notice,
         debug=render.settings.debug,
         take_over=take_over,
     )
@@ -318,14 +356,10 @@ def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, mast
                 result = run_pipeline(pipeline, options)
             finally:
                 route_jvm_output(None)  # in-process callers (tests) start no other JVM there
-            if live and not result.stopped:
+            if reporter.live and not result.stopped:
                 display.snapshot_done()  # the bars end at 100%: estimates are estimates
     except ReplicatorError as exc:
-        run_state.error(exc, transient=False)
-        if metrics is not None:
-            metrics.error("fatal")
-            if metrics.file is not None:
-                metrics.write_file(metrics.file)
+        reporter.failed(exc)
         raise
     except KeyboardInterrupt:  # a second Ctrl-C: stopped at once, not failed
         run_state.update(phase="stopped", ended_at=time.time())
@@ -340,6 +374,6 @@ def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, mast
         f"{result.rows} row(s) applied, {result.snapshot_rows} snapshot row(s); "
         f"at {result.end or '-'}"
     )
-    on_notice(summary + (" (stopped)" if result.stopped else ""))
+    reporter.on_notice(summary + (" (stopped)" if result.stopped else ""))
     if result.stopped:
         sys.exit(130)

@@ -102,6 +102,17 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
         "retention": None,
         "problems": [],
     }
+    _read_source(pipeline, status, position, run, now)
+    _read_target(pipeline, status)
+    status["health"], status["reasons"] = _health(status, max_lag_s=max_lag_s,
+                                                  stopped_ok=stopped_ok)
+    return status
+
+
+def _read_source(pipeline: Any, status: dict[str, Any], position: Any, run: dict[str, Any],
+                 now: float) -> None:
+    """The binlog head, how far behind it the pipeline is, and how long the server keeps what
+    it still needs, into ``status``; a source that cannot be read is a problem."""
     try:
         from replicator.source.positions import current_position
 
@@ -122,6 +133,11 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
                                    "text": kept.describe(now)}
     except ReplicatorError as exc:
         status["problems"].append(f"source: {exc.message}")
+
+
+def _read_target(pipeline: Any, status: dict[str, Any]) -> None:
+    """Each table's last applied batch and dead letters, and the target's lease, into
+    ``status``; a target that cannot be read is a problem."""
     try:
         context = Context(pipeline)
         plan = context.plan
@@ -144,9 +160,6 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
     except ReplicatorError as exc:
         status["problems"].append(f"target: {exc.message}"
                                   + (f" ({exc.hint})" if exc.hint else ""))
-    status["health"], status["reasons"] = _health(status, max_lag_s=max_lag_s,
-                                                  stopped_ok=stopped_ok)
-    return status
 
 
 def _run_state(holder: int | None, run: dict[str, Any], current: bool) -> str:
@@ -253,28 +266,9 @@ def _age(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:.0f} s ago"
 
 
-def command(
-    file: Annotated[Path, typer.Argument(help="The pipeline file.", show_default=False)],
-    output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="text or json.")
-    ] = OutputFormat.text,
-    max_lag: Annotated[
-        float, typer.Option("--max-lag", min=0, help="Seconds behind the source above which "
-                            "a running pipeline is degraded (exit 1).")
-    ] = 300.0,
-    stopped_ok: Annotated[
-        bool, typer.Option("--stopped-ok", help="A pipeline whose last run ended cleanly is "
-                           "healthy (cron runs with --until-caught-up); failed is still down.")
-    ] = False,
-) -> None:
-    from replicator.config import load_pipeline
-
-    pipeline = load_pipeline(file)
-    status = collect_status(pipeline, max_lag_s=max_lag, stopped_ok=stopped_ok)
-    status["health"] = HEALTH_NAMES[code := status["health"]]
-    if output_format is OutputFormat.json:
-        sys.stdout.write(json.dumps(status, indent=2, default=str) + "\n")
-        sys.exit(code)
+def _text_lines(status: dict[str, Any]) -> list[str]:
+    """The text report's lines above the tables' table (``status`` as ``collect_status``
+    returns it, ``health`` already a name)."""
     lag = "-"
     if status["lag_bytes"] is not None or status["lag_files"]:
         lag = f"{status['lag_bytes'] if status['lag_bytes'] is not None else '?'} bytes"
@@ -327,7 +321,11 @@ def command(
     if error:
         lines.append(f"last error:  [{error['code']}] {error['message']}"
                      + (f" (hint: {error['hint']})" if error.get("hint") else ""))
-    for line in lines:
+    return lines
+
+
+def _print_text(status: dict[str, Any]) -> None:
+    for line in _text_lines(status):
         render.print_text(line)
     if status["tables"]:
         render.print_table(
@@ -338,4 +336,30 @@ def command(
         )
     for problem in status["problems"]:
         render.warning(problem)
+
+
+def command(
+    file: Annotated[Path, typer.Argument(help="The pipeline file.", show_default=False)],
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="text or json.")
+    ] = OutputFormat.text,
+    max_lag: Annotated[
+        float, typer.Option("--max-lag", min=0, help="Seconds behind the source above which "
+                            "a running pipeline is degraded (exit 1).")
+    ] = 300.0,
+    stopped_ok: Annotated[
+        bool, typer.Option("--stopped-ok", help="A pipeline whose last run ended cleanly is "
+                           "healthy (cron runs with --until-caught-up); failed is still down.")
+    ] = False,
+) -> None:
+    """The report of ``collect_status`` as text or JSON; its health is the exit code."""
+    from replicator.config import load_pipeline
+
+    pipeline = load_pipeline(file)
+    status = collect_status(pipeline, max_lag_s=max_lag, stopped_ok=stopped_ok)
+    status["health"] = HEALTH_NAMES[code := status["health"]]
+    if output_format is OutputFormat.json:
+        sys.stdout.write(json.dumps(status, indent=2, default=str) + "\n")
+        sys.exit(code)
+    _print_text(status)
     sys.exit(code)

@@ -233,13 +233,7 @@ def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
     seen_sources: dict[str, int] = {}
     seen_targets: dict[str, tuple[int, str]] = {}
     state_table = target.get("state_table", "_REPLICATOR_STATE")
-    if isinstance(state_table, str):
-        check_identifier(document, ("target", "state_table"), state_table, "state table")
-    for kind, names in (("snowflake", ("database", "schema")), ("duckdb", ("schema",))):
-        for name in names:
-            value = _dict(target.get(kind)).get(name)
-            if isinstance(value, str):
-                check_identifier(document, ("target", kind, name), value, f"{kind} {name}")
+    _check_target_identifiers(document, target, state_table)
 
     tables = _list(data.get("tables"))
     selections = _check_sources(document, tables)
@@ -251,29 +245,7 @@ def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
         if "sources" in table and isinstance(source, str):
             source = None  # R221 reported it; the entry is a selection
         parts = split_source_name(source)
-        if parts is not None:
-            for other, selection in selections:
-                if selection.matches(f"{parts[0]}.{parts[1]}"):
-                    document.add(document.position((*base, "source")), "R224",
-                                 f"tables[{index}].source: {source} is also selected by "
-                                 f"tables[{other}].sources, so its rows land in both targets",
-                                 f"add it to tables[{other}].sources.exclude if it should land "
-                                 "in one of them only", severity="warning")
-        if isinstance(source, str) and parts is None:
-            document.add(document.position((*base, "source")), "R207",
-                         f"tables[{index}].source: {source!r} is not database.table",
-                         "write the database and the table: source: shop.trips; a name "
-                         "with spaces, dots or quotes goes in backticks: "
-                         "source: '`my db`.`order items`'")
-        if parts is not None:
-            source_key = f"{parts[0]}.{parts[1]}".lower()
-            if source_key in seen_sources:
-                document.add(document.position((*base, "source")), "R209",
-                             f"tables[{index}].source: {source} is already listed as "
-                             f"tables[{seen_sources[source_key]}]",
-                             "list each source table once; merge the two entries")
-            else:
-                seen_sources[source_key] = index
+        _check_source_name(document, index, source, parts, selections, seen_sources)
 
         if table.get("mode") == "outbox" or "outbox" in table:
             check_outbox(document, base, table, defaults, identifier_case, seen_targets,
@@ -289,32 +261,85 @@ def _check_tables(document: LoadedDocument, data: dict[str, Any]) -> None:
         elif parts is not None:
             target_table = parts[1]
         if isinstance(target_table, str) and target_table:
-            folded = target_identifier(target_table, identifier_case)
-            where = (*base, "target") if "target" in table else (*base, "source")
-            if folded in seen_targets:
-                other, other_name = seen_targets[folded]
-                document.add(document.position(where), "R202",
-                             f"tables[{index}] lands in target table {folded}, as tables[{other}] "
-                             f"({other_name}) does",
-                             "give one of them another `target:` name")
-            else:
-                seen_targets[folded] = (index, str(source))
-            if isinstance(state_table, str) and folded == target_identifier(state_table, identifier_case):
-                document.add(document.position(where), "R202",
-                             f"tables[{index}] lands in {folded}, the pipeline's state table",
-                             "give the table another `target:` name")
-            if table.get("log_table") is True and table.get("mode", "merge") == "merge":
-                log = target_identifier(target_table + LOG_TABLE_SUFFIX, identifier_case)
-                if log in seen_targets:
-                    other, other_name = seen_targets[log]
-                    document.add(document.position((*base, "log_table")), "R202",
-                                 f"tables[{index}] keeps its log in {log}, where tables[{other}] "
-                                 f"({other_name}) lands", "give one of them another `target:` name")
-                else:
-                    seen_targets[log] = (index, f"{source} (log table)")
+            _check_target_name(document, index, table, source, target_table, identifier_case,
+                               seen_targets, state_table)
 
         _check_mode(document, base, table, defaults)
         _check_columns(document, base, table, defaults, identifier_case)
+
+
+def _check_target_identifiers(document: LoadedDocument, target: dict[str, Any],
+                              state_table: Any) -> None:
+    """The state table's name and the warehouse's database and schema names."""
+    if isinstance(state_table, str):
+        check_identifier(document, ("target", "state_table"), state_table, "state table")
+    for kind, names in (("snowflake", ("database", "schema")), ("duckdb", ("schema",))):
+        for name in names:
+            value = _dict(target.get(kind)).get(name)
+            if isinstance(value, str):
+                check_identifier(document, ("target", kind, name), value, f"{kind} {name}")
+
+
+def _check_source_name(document: LoadedDocument, index: int, source: Any,
+                       parts: tuple[str, str] | None, selections: list[tuple[int, Any]],
+                       seen_sources: dict[str, int]) -> None:
+    """``tables[index].source``: database.table (R207), listed once (R209), and not also
+    taken by another entry's ``sources`` selection (R224)."""
+    where: JsonPath = ("tables", index, "source")
+    if parts is not None:
+        for other, selection in selections:
+            if selection.matches(f"{parts[0]}.{parts[1]}"):
+                document.add(document.position(where), "R224",
+                             f"tables[{index}].source: {source} is also selected by "
+                             f"tables[{other}].sources, so its rows land in both targets",
+                             f"add it to tables[{other}].sources.exclude if it should land "
+                             "in one of them only", severity="warning")
+    if isinstance(source, str) and parts is None:
+        document.add(document.position(where), "R207",
+                     f"tables[{index}].source: {source!r} is not database.table",
+                     "write the database and the table: source: shop.trips; a name "
+                     "with spaces, dots or quotes goes in backticks: "
+                     "source: '`my db`.`order items`'")
+    if parts is not None:
+        source_key = f"{parts[0]}.{parts[1]}".lower()
+        if source_key in seen_sources:
+            document.add(document.position(where), "R209",
+                         f"tables[{index}].source: {source} is already listed as "
+                         f"tables[{seen_sources[source_key]}]",
+                         "list each source table once; merge the two entries")
+        else:
+            seen_sources[source_key] = index
+
+
+def _check_target_name(document: LoadedDocument, index: int, table: dict[str, Any],
+                       source: Any, target_table: str, identifier_case: str,
+                       seen_targets: dict[str, tuple[int, str]], state_table: Any) -> None:
+    """R202: no two entries land in one target table (a log table counts), nor in the
+    state table."""
+    base: JsonPath = ("tables", index)
+    folded = target_identifier(target_table, identifier_case)
+    where = (*base, "target") if "target" in table else (*base, "source")
+    if folded in seen_targets:
+        other, other_name = seen_targets[folded]
+        document.add(document.position(where), "R202",
+                     f"tables[{index}] lands in target table {folded}, as tables[{other}] "
+                     f"({other_name}) does",
+                     "give one of them another `target:` name")
+    else:
+        seen_targets[folded] = (index, str(source))
+    if isinstance(state_table, str) and folded == target_identifier(state_table, identifier_case):
+        document.add(document.position(where), "R202",
+                     f"tables[{index}] lands in {folded}, the pipeline's state table",
+                     "give the table another `target:` name")
+    if table.get("log_table") is True and table.get("mode", "merge") == "merge":
+        log = target_identifier(target_table + LOG_TABLE_SUFFIX, identifier_case)
+        if log in seen_targets:
+            other, other_name = seen_targets[log]
+            document.add(document.position((*base, "log_table")), "R202",
+                         f"tables[{index}] keeps its log in {log}, where tables[{other}] "
+                         f"({other_name}) lands", "give one of them another `target:` name")
+        else:
+            seen_targets[log] = (index, f"{source} (log table)")
 
 
 # A `.` that is neither escaped nor inside a character class, nor followed by a quantifier:

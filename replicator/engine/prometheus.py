@@ -144,89 +144,99 @@ class PipelineMetrics:
 
     def collect(self) -> Iterator[Metric]:
         """The pipeline's families (called by the registry on every scrape and file write)."""
-        pipeline = self.pipeline
         # An idle source runs no batch: the scrape reads the head (at most every interval),
         # so the lag follows a head that moved, or stays 0 while nothing does.
         self._refresh_lag()
         with self._lock:
-            tables = sorted(self._tables.items())
+            yield from self._table_families(sorted(self._tables.items()))
+            yield from self._run_families()
+            yield from self._lag_gauges()
 
-            def per_table(name: str, help_text: str, attr: str) -> Metric:
-                family = CounterMetricFamily(name, help_text, labels=["pipeline", "table"])
-                for table, counters in tables:
-                    family.add_metric([pipeline, table], getattr(counters, attr))
-                return family
+    def _table_families(self, tables: list[tuple[str, Any]]) -> Iterator[Metric]:
+        """The counters per table (``tables``: name and counters, sorted)."""
+        pipeline = self.pipeline
 
-            yield per_table("replicator_changes_read_total",
-                            "Row changes read from the binlog (or the snapshot) per table.",
-                            "changes")
-            yield per_table("replicator_rows_applied_total",
-                            "Rows merged into the target per table, after compaction and "
-                            "filters.", "rows")
-            yield per_table("replicator_table_batches_total",
-                            "Batches that carried changes of the table.", "batches")
-            yield per_table("replicator_table_batches_skipped_total",
-                            "Batches skipped because the target already had them (replays).",
-                            "skipped")
-            if any(counters.unrouted for _, counters in tables):
-                outbox = CounterMetricFamily(
-                    "replicator_outbox_unrouted_total",
-                    "Outbox events whose type no route takes (ignored), per outbox.",
-                    labels=["pipeline", "table"])
-                for table, counters in tables:
-                    if counters.unrouted:
-                        outbox.add_metric([pipeline, table], counters.unrouted)
-                yield outbox
-            phases = CounterMetricFamily("replicator_phase_seconds_total",
-                                         "Seconds spent per phase of applying batches, per "
-                                         "table.", labels=["pipeline", "table", "phase"])
+        def per_table(name: str, help_text: str, attr: str) -> Metric:
+            family = CounterMetricFamily(name, help_text, labels=["pipeline", "table"])
             for table, counters in tables:
-                for phase in PHASES:
-                    phases.add_metric([pipeline, table, phase], counters.seconds[phase])
-            yield phases
-            batches = CounterMetricFamily("replicator_batches_total", "Batches applied, by kind.",
-                                          labels=["pipeline", "kind"])
-            for kind, count in sorted(self._batches.items()):
-                batches.add_metric([pipeline, kind], count)
-            yield batches
-            batch_seconds = CounterMetricFamily("replicator_batch_seconds_total",
-                                                "Wall seconds spent applying batches.",
-                                                labels=["pipeline"])
-            batch_seconds.add_metric([pipeline], self._batch_seconds_sum)
-            yield batch_seconds
-            errors = CounterMetricFamily("replicator_errors_total",
-                                         "Errors by kind (transient, fatal, metrics).",
-                                         labels=["pipeline", "kind"])
-            for kind, count in sorted(self._errors.items()):
-                errors.add_metric([pipeline, kind], count)
-            yield errors
-            yield _gauge("replicator_last_batch_timestamp_seconds",
-                         "Unix time the last batch was applied.", pipeline, self._last_batch_at)
-            if self._lag == 0:
-                # Applied up to the head: nothing is waiting, however long the source has
-                # been idle (the age of the newest change would climb and page someone).
-                yield _gauge("replicator_lag_seconds",
-                             "Seconds behind the source: 0 when applied up to the binlog head, "
-                             "else since the commit of the newest change applied.", pipeline,
-                             0.0)
-            elif self._last_ts_ms:
-                yield _gauge("replicator_lag_seconds",
-                             "Seconds behind the source: 0 when applied up to the binlog head, "
-                             "else since the commit of the newest change applied.", pipeline,
-                             max(0.0, self._clock() - self._last_ts_ms / 1000))
-            if self._lag is not None:
-                yield _gauge("replicator_lag_bytes",
-                             "Bytes of binlog between the applied position and the head.",
-                             pipeline, self._lag)
-            if self._retention is not None:
-                yield _gauge("replicator_binlog_retention_seconds",
-                             "Seconds until the server may purge the binlog file the pipeline "
-                             "still needs (absent: no age limit, or the file is being written).",
-                             pipeline, self._retention)
-            if self._position is not None and self._head_position is not None:
-                yield _gauge("replicator_lag_files",
-                             "Binlog files between the applied position and the head.", pipeline,
-                             self._head_position.sequence - self._position.sequence)
+                family.add_metric([pipeline, table], getattr(counters, attr))
+            return family
+
+        yield per_table("replicator_changes_read_total",
+                        "Row changes read from the binlog (or the snapshot) per table.",
+                        "changes")
+        yield per_table("replicator_rows_applied_total",
+                        "Rows merged into the target per table, after compaction and "
+                        "filters.", "rows")
+        yield per_table("replicator_table_batches_total",
+                        "Batches that carried changes of the table.", "batches")
+        yield per_table("replicator_table_batches_skipped_total",
+                        "Batches skipped because the target already had them (replays).",
+                        "skipped")
+        if any(counters.unrouted for _, counters in tables):
+            outbox = CounterMetricFamily(
+                "replicator_outbox_unrouted_total",
+                "Outbox events whose type no route takes (ignored), per outbox.",
+                labels=["pipeline", "table"])
+            for table, counters in tables:
+                if counters.unrouted:
+                    outbox.add_metric([pipeline, table], counters.unrouted)
+            yield outbox
+        phases = CounterMetricFamily("replicator_phase_seconds_total",
+                                     "Seconds spent per phase of applying batches, per "
+                                     "table.", labels=["pipeline", "table", "phase"])
+        for table, counters in tables:
+            for phase in PHASES:
+                phases.add_metric([pipeline, table, phase], counters.seconds[phase])
+        yield phases
+
+    def _run_families(self) -> Iterator[Metric]:
+        """The counters of the whole run: batches, their seconds, errors, the last batch."""
+        pipeline = self.pipeline
+        batches = CounterMetricFamily("replicator_batches_total", "Batches applied, by kind.",
+                                      labels=["pipeline", "kind"])
+        for kind, count in sorted(self._batches.items()):
+            batches.add_metric([pipeline, kind], count)
+        yield batches
+        batch_seconds = CounterMetricFamily("replicator_batch_seconds_total",
+                                            "Wall seconds spent applying batches.",
+                                            labels=["pipeline"])
+        batch_seconds.add_metric([pipeline], self._batch_seconds_sum)
+        yield batch_seconds
+        errors = CounterMetricFamily("replicator_errors_total",
+                                     "Errors by kind (transient, fatal, metrics).",
+                                     labels=["pipeline", "kind"])
+        for kind, count in sorted(self._errors.items()):
+            errors.add_metric([pipeline, kind], count)
+        yield errors
+        yield _gauge("replicator_last_batch_timestamp_seconds",
+                     "Unix time the last batch was applied.", pipeline, self._last_batch_at)
+
+    def _lag_gauges(self) -> Iterator[Metric]:
+        """How far behind the source: seconds, bytes, files, and the binlog's retention."""
+        pipeline = self.pipeline
+        lag_help = ("Seconds behind the source: 0 when applied up to the binlog head, "
+                    "else since the commit of the newest change applied.")
+        if self._lag == 0:
+            # Applied up to the head: nothing is waiting, however long the source has
+            # been idle (the age of the newest change would climb and page someone).
+            yield _gauge("replicator_lag_seconds", lag_help, pipeline, 0.0)
+        elif self._last_ts_ms:
+            yield _gauge("replicator_lag_seconds", lag_help, pipeline,
+                         max(0.0, self._clock() - self._last_ts_ms / 1000))
+        if self._lag is not None:
+            yield _gauge("replicator_lag_bytes",
+                         "Bytes of binlog between the applied position and the head.",
+                         pipeline, self._lag)
+        if self._retention is not None:
+            yield _gauge("replicator_binlog_retention_seconds",
+                         "Seconds until the server may purge the binlog file the pipeline "
+                         "still needs (absent: no age limit, or the file is being written).",
+                         pipeline, self._retention)
+        if self._position is not None and self._head_position is not None:
+            yield _gauge("replicator_lag_files",
+                         "Binlog files between the applied position and the head.", pipeline,
+                         self._head_position.sequence - self._position.sequence)
 
     def render(self) -> str:
         """The exposition text of this pipeline's registry (what a scrape returns)."""

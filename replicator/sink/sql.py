@@ -8,62 +8,46 @@ and the state row commit together; ``apply_atomic`` does it for several tables o
 ONE transaction (``target.atomic``). Every statement it runs comes from ``plan.program``; the
 warehouses differ only in what ``DuckDBSink`` and ``SnowflakeSink`` supply: the connection,
 the driver's error classes and how they are sorted, whether one session may run one
-transaction at a time, and which files the load can read.
+transaction at a time, and which files the load can read. The session (cursors, errors,
+retries) is ``sink.session``; a batch's Parquet files are ``sink.batch_files``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
-import tempfile
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from replicator.errors import LeaseError, SinkError
 from replicator.plan import program
-from replicator.plan.dialects import Dialect
 from replicator.plan.model import Plan, TablePlan
 from replicator.plan.program import BatchKey, StagingQuery, Statement
 from replicator.plan.statements import bookkeeping, merging, names, tables
-from replicator.sink import (
-    ApplyResult,
-    TableBatch,
-    parquet_files,
-    slices_of,
-    state_from_row,
+from replicator.sink import ApplyResult, TableBatch, parquet_files, state_from_row
+from replicator.sink.batch_files import (
+    BatchPart,
+    loadable,
+    loaded_rows,
+    scratch_directory,
+    write_slices,
 )
 from replicator.sink.limits import check_value_sizes
+from replicator.sink.session import SinkSession
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 
-class SQLSink:
-    """Subclasses set ``dialect`` and implement the hooks at the end of the class."""
-
-    dialect: Dialect
-    # One transaction at a time per session (a Snowflake connection is one session); DuckDB
-    # gives every batch a connection of its own (``cursor()``), so tables apply in parallel.
-    one_transaction_at_a_time: bool = False
+class SQLSink(SinkSession):
+    """Subclasses set ``dialect`` and implement the session's hooks (``SinkSession``)."""
 
     def __init__(self, pipeline_name: str, plan: Plan, connection: Any) -> None:
+        super().__init__(connection)
         self.pipeline_name = pipeline_name
         self.plan = plan
-        self._connection = connection
-        self._session = threading.Lock() if self.one_transaction_at_a_time else None
-        # A transient error may have taken the session with it: the next call opens a new
-        # one (``reopen``) before it runs anything.
-        self._stale = False
-        # Seconds to wait before each new attempt of a batch after a transient error
-        # (REPLICATOR_SINK_RETRY_DELAYS="1,2,4": tests and impatient operators), and who
-        # hears about it (the run's notices).
-        self.retry_delays: tuple[float, ...] = retry_delays()
-        self.sleep: Callable[[float], None] = time.sleep
-        self.on_retry: Callable[[str], None] | None = None
 
     # -- the algorithm --------------------------------------------------------------------
 
@@ -120,8 +104,8 @@ class SQLSink:
         up the transient error goes to the engine, which restarts the stream (or the run)."""
         key = BatchKey(self.pipeline_name, table.target_table, batch_id, end_offset)
         given = parquet_files(staged)
-        with self._one_at_a_time(), _scratch_directory(given is None) as directory:
-            part = _Part(TableBatch(table, staged, query), key, given, directory)
+        with self._one_at_a_time(), scratch_directory(given is None) as directory:
+            part = BatchPart(TableBatch(table, staged, query), key, given, directory)
             return self._with_retries(batch_id, lambda: self._apply_once(part, fresh))
 
     def apply_atomic(self, batches: Sequence[TableBatch], batch_id: int,
@@ -138,27 +122,13 @@ class SQLSink:
             parts = []
             for batch in batches:
                 given = parquet_files(batch.staged)
-                directory = stack.enter_context(_scratch_directory(given is None))
-                parts.append(_Part(batch, BatchKey(self.pipeline_name, batch.table.target_table,
+                directory = stack.enter_context(scratch_directory(given is None))
+                parts.append(BatchPart(batch, BatchKey(self.pipeline_name, batch.table.target_table,
                                                    batch_id, end_offset), given, directory))
             return self._with_retries(batch_id,
                                      lambda: self._apply_atomic_once(parts, between_tables))
 
-    def _with_retries(self, batch_id: int, attempt: Callable[[], Any]) -> Any:
-        for number in range(len(self.retry_delays) + 1):
-            try:
-                return attempt()
-            except SinkError as error:
-                if not error.transient or number == len(self.retry_delays):
-                    raise
-                delay = self.retry_delays[number]
-                if self.on_retry is not None:
-                    self.on_retry(f"transient error (attempt {number + 1}): "
-                                  f"{error.message}; batch {batch_id} again in {delay:g} s")
-                self.sleep(delay)
-        raise AssertionError("unreachable")  # the loop returns or raises
-
-    def _apply_once(self, part: _Part, fresh: bool = False) -> ApplyResult:
+    def _apply_once(self, part: BatchPart, fresh: bool = False) -> ApplyResult:
         table, key = part.batch.table, part.key
         cursor = self._cursor()
         try:
@@ -188,7 +158,7 @@ class SQLSink:
                 cursor.close()
         return part.result()
 
-    def _apply_atomic_once(self, parts: list[_Part],
+    def _apply_atomic_once(self, parts: list[BatchPart],
                            between_tables: Callable[[], None] | None) -> list[ApplyResult]:
         """One attempt at ``apply_atomic``: the statements of ``program.atomic_program`` for
         the tables not applied yet."""
@@ -239,7 +209,7 @@ class SQLSink:
         return [part.result() if not done else _SKIPPED
                 for part, done in zip(parts, applied, strict=True)]
 
-    def _load(self, cursor: Any, part: _Part) -> None:
+    def _load(self, cursor: Any, part: BatchPart) -> None:
         """Write the part's slices to Parquet (once: every attempt loads those files), then
         run its load statements; the rows loaded must be the rows written."""
         table, batch_id = part.batch.table, part.key.batch_id
@@ -255,19 +225,19 @@ class SQLSink:
 
                 # Slices are produced (decoded) while the transaction is open: only
                 # writing and loading them counts as staging time.
-                part.written.append((*_write_slices(part.batch.staged, part.directory,
+                part.written.append((*write_slices(part.batch.staged, part.directory,
                                                     check=check), refused))
             paths, expected, part.stage_seconds, part.dead_letters = part.written[0]
-            files = self._loadable(paths)
+            files = loadable(paths, self.dialect)
         else:
-            files, expected = self._loadable(part.given), None
+            files, expected = loadable(part.given, self.dialect), None
         started = time.perf_counter()
         part.folder = f"{batch_id}-{uuid.uuid4().hex[:12]}"  # this attempt's own
         for statement in program.load_statements(table, self.dialect, files, part.folder,
                                                  part.batch.query):
             self._run(cursor, statement)
             if statement.role == "load":
-                part.rows += _loaded_rows(cursor)
+                part.rows += loaded_rows(cursor)
         if expected is not None and part.rows != expected:
             raise SinkError(
                 f"staging {table.target_table} loaded {part.rows} rows of {expected} "
@@ -402,207 +372,8 @@ class SQLSink:
             finally:
                 cursor.close()
 
-    def _read(self, sql: str, params: Sequence[Any], result: Callable[[Any], Any], doing: str,
-              **missing: Any) -> Any:
-        """Run one read on a cursor of its own and end its transaction: what ``result`` takes
-        from the cursor; ``missing=V``: V when the table it reads does not exist yet."""
-        with self._one_at_a_time():
-            cursor = self._cursor()
-            try:
-                self._run(cursor, Statement("read", sql, tuple(params)))
-                value = result(cursor)
-                if self.dialect.implicit_transactions:  # end the read's transaction
-                    cursor.execute(program.ROLLBACK)
-                return value
-            except self.driver_errors() as exc:
-                if missing and self.missing_table(exc):
-                    return missing["missing"]
-                raise self._failed(exc, doing) from None
-            finally:
-                cursor.close()
-
-    @staticmethod
-    def described_type(column: Any) -> str | None:
-        """A cursor description row's column type as ``Dialect.type_name`` writes it, where
-        the driver tells it (None: unknown); the setup widens columns by it."""
-        return None
-
-    @property
-    def connection(self) -> Any:
-        """The driver connection (tests and ``verify`` read the target through it)."""
-        return self._connection
-
-    def close(self) -> None:
-        self._connection.close()
-
-    # -- helpers --------------------------------------------------------------------------
-
-    def _cursor(self) -> Any:
-        if self._stale:
-            replacement = self.reopen()
-            if replacement is not None:
-                with contextlib.suppress(Exception):  # the old session is most likely gone
-                    self._connection.close()
-                self._connection = replacement
-            self._stale = False
-        return self._connection.cursor()
-
-    def _failed(self, exc: BaseException, doing: str) -> SinkError:
-        error = self.sink_error(exc, doing)
-        self._stale = self._stale or error.transient
-        return error
-
-    @staticmethod
-    def _run(cursor: Any, statement: Statement) -> None:
-        if statement.params:
-            cursor.execute(statement.sql, list(statement.params))
-        else:
-            cursor.execute(statement.sql)
-
-    def _rollback(self, cursor: Any) -> None:
-        with contextlib.suppress(Exception):  # the failed transaction (or session) may be gone
-            cursor.execute(program.ROLLBACK)
-
-    def _one_at_a_time(self) -> contextlib.AbstractContextManager[Any]:
-        return self._session if self._session is not None else contextlib.nullcontext()
-
-    def _loadable(self, paths: list[str]) -> list[str]:
-        """The caller's Parquet files as the load statements take them. Through a stage (PUT)
-        a file must be local; its name must be unique in the batch (one stage folder)."""
-        if not self.dialect.load_through_stage:
-            return paths
-        local = []
-        for path in paths:
-            if "://" in path and not path.startswith("file://"):
-                raise SinkError(
-                    f"cannot PUT {path} to a Snowflake stage: not a local file",
-                    hint="keep engine.landing on a local or mounted path for a Snowflake target",
-                )
-            path = os.path.abspath(path.removeprefix("file://"))
-            if not os.path.isfile(path):
-                raise SinkError(f"staged Parquet file {path} does not exist",
-                                hint="the landing zone lost a file of this batch; re-run")
-            local.append(path)
-        return _checked_for_put(local)
-
-    # -- hooks ------------------------------------------------------------------------------
-
-    def driver_errors(self) -> tuple[type[BaseException], ...]:
-        raise NotImplementedError
-
-    def sink_error(self, exc: BaseException, doing: str) -> SinkError:
-        raise NotImplementedError
-
-    def missing_table(self, exc: BaseException) -> bool:
-        raise NotImplementedError
-
-    def reopen(self) -> Any:
-        """A new connection after a transient error, or None to keep the one there is."""
-        return None
-
 
 _SKIPPED = ApplyResult(skipped=True, rows=0, seconds_stage=0.0, seconds_merge=0.0)
-
-
-@dataclasses.dataclass
-class _Part:
-    """One table of a batch being applied, across attempts: what was written once (its
-    slices as Parquet files) and what the last attempt loaded."""
-
-    batch: TableBatch
-    key: BatchKey
-    given: list[str] | None  # the caller's Parquet (or change) files
-    directory: str | None  # where the slices are written (given is None)
-    written: list[Any] = dataclasses.field(default_factory=list)  # (paths, rows, s, dead)
-    rows: int = 0
-    stage_seconds: float = 0.0
-    merge_seconds: float = 0.0
-    folder: str = ""
-    dead_letters: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
-
-    def program_part(self) -> program.AtomicPart:
-        return program.AtomicPart(self.batch.table, self.key)
-
-    def result(self) -> ApplyResult:
-        return ApplyResult(skipped=False, rows=self.rows, seconds_stage=self.stage_seconds,
-                           seconds_merge=self.merge_seconds)
-
-
-# Up to ~1 min of waiting per batch: a resuming warehouse, a network blip, an expired
-# session. Longer outages go to the engine's own restart-with-backoff.
-RETRY_DELAYS_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
-
-
-def retry_delays(environ: Any = None) -> tuple[float, ...]:
-    """``RETRY_DELAYS_S``, or the seconds REPLICATOR_SINK_RETRY_DELAYS lists ("" : no retry
-    inside the sink)."""
-    text = (os.environ if environ is None else environ).get("REPLICATOR_SINK_RETRY_DELAYS")
-    if text is None:
-        return RETRY_DELAYS_S
-    try:
-        return tuple(float(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise SinkError(f"REPLICATOR_SINK_RETRY_DELAYS={text!r} is not a list of seconds",
-                        hint='write seconds separated by commas, e.g. "1,2,4"') from None
-
-
-def _checked_for_put(paths: list[str]) -> list[str]:
-    names = [os.path.basename(p) for p in paths]
-    if len(set(names)) != len(names):
-        raise SinkError("two Parquet files of one batch have the same name",
-                        hint="name landing-zone files by table and partition (a batch's files "
-                        "share one stage folder)")
-    for path in paths:
-        if "'" in path or "\\" in path:
-            raise SinkError(f"cannot PUT {path!r}: a quote or backslash in the path",
-                            hint="use a landing (or TMPDIR) path without quotes or backslashes")
-    return paths
-
-
-@contextlib.contextmanager
-def _scratch_directory(needed: bool) -> Iterator[str | None]:
-    """Where a batch's Arrow slices become Parquet files (removed with the batch)."""
-    if not needed:
-        yield None
-        return
-    with tempfile.TemporaryDirectory(prefix="replicator-staging-") as directory:
-        yield directory
-
-
-def _write_slices(
-    staged: Any, directory: str | None, *, check: Callable[[Any], None] | None = None,
-) -> tuple[list[str], int, float]:
-    """Each non-empty Arrow slice as one Parquet file: (paths, rows, seconds writing).
-    ``check`` sees every slice first: it returns the rows to write (or raises)."""
-    import pyarrow.parquet as pq
-
-    assert directory is not None
-    files, rows, seconds = [], 0, 0.0
-    for piece in slices_of(staged):
-        if not piece.num_rows:
-            continue
-        if check is not None:
-            piece = check(piece)
-            if not piece.num_rows:
-                continue
-        started = time.perf_counter()
-        path = os.path.join(directory, f"slice-{len(files):05d}.parquet")
-        pq.write_table(piece, path)
-        seconds += time.perf_counter() - started
-        files.append(path)
-        rows += piece.num_rows
-    return files, rows, seconds
-
-
-def _loaded_rows(cursor: Any) -> int:
-    """Rows a load statement put into staging: COPY reports ``rows_loaded`` per file,
-    INSERT one count."""
-    result = cursor.fetchall()
-    names = [str(d[0]).lower() for d in cursor.description or ()]
-    if "rows_loaded" in names:
-        index = names.index("rows_loaded")
-        return sum(int(row[index] or 0) for row in result)
-    return int(result[0][0]) if result else 0
 
 
 def _updated(cursor: Any) -> int:

@@ -23,9 +23,9 @@ from replicator.errors import SourceError, TransientSourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
 from replicator.model.pipeline import MySQLSource
 from replicator.model.selection import TableSelection, TableSelector, as_selector
-from replicator.source.connection import classify_error, connect, connection_settings
+from replicator.source.connection import classify_error, connection_settings
 from replicator.source.fast.payload import TRANSACTION_PAYLOAD
-from replicator.source.positions import head_position
+from replicator.source.positions import binlog_head
 from replicator.source.transactions import (
     MARIADB_FL_STANDALONE,
     Commit,
@@ -220,11 +220,7 @@ def _read_changes_library(
     zero_dates = ZeroDates(source.zero_dates, stats)
 
     if end is None:
-        try:
-            with connect(source) as connection:
-                end = head_position(connection)
-        except pymysql.err.MySQLError as exc:
-            raise classify_error(exc, source, doing="reading the binlog position") from exc
+        end = binlog_head(source)
     if start >= end:
         return
 

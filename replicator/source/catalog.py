@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from replicator.errors import SourceError
 from replicator.model.catalog import Catalog, MySQLType, MySQLTypeError, SourceColumn, SourceTable
@@ -30,14 +31,41 @@ def read_catalog(
     Missing tables are simply absent (callers report them with their own context). Names
     match case-insensitively, preferring an exact match.
     """
-    import pymysql
-
     wanted = list(dict.fromkeys((db, table) for db, table in tables))
     if selections:
         wanted += [t for t in _selected_tables(source, selections) if t not in wanted]
     if not wanted:
         return Catalog(tables=())
-    schemas = sorted({db.lower() for db, _ in wanted})
+    column_rows, key_rows, json_columns = _information_schema_rows(
+        source, sorted({db.lower() for db, _ in wanted}))
+    columns = _source_columns(column_rows, json_columns)
+    keys: dict[tuple[str, str], list[str]] = {}
+    for schema, table, column in key_rows:
+        keys.setdefault((schema, table), []).append(str(column))
+
+    found: list[SourceTable] = []
+    for db, table in wanted:
+        match = _match(columns, db, table)
+        if match is None:
+            continue
+        found.append(
+            SourceTable(
+                database=match[0],
+                table=match[1],
+                columns=tuple(columns[match]),
+                primary_key=tuple(keys.get(match, ())),
+            )
+        )
+    return Catalog(tables=tuple(dict.fromkeys(found)))
+
+
+def _information_schema_rows(
+    source: MySQLSource, schemas: list[str],
+) -> tuple[Sequence[Any], Sequence[Any], set[tuple[str, str, str]]]:
+    """The column rows and primary-key rows of the schemas (lower case), and MariaDB's JSON
+    columns (which information_schema shows as longtext), in one connection."""
+    import pymysql
+
     marks = ",".join(["%s"] * len(schemas))
     try:
         with connect(source) as connection, connection.cursor() as cursor:
@@ -61,7 +89,12 @@ def read_catalog(
             json_columns = _mariadb_json_columns(cursor, schemas)
     except pymysql.err.MySQLError as exc:
         raise classify_error(exc, source, doing="reading the catalog") from exc
+    return column_rows, key_rows, json_columns
 
+
+def _source_columns(column_rows: Sequence[Any], json_columns: set[tuple[str, str, str]],
+                    ) -> dict[tuple[str, str], list[SourceColumn]]:
+    """information_schema.COLUMNS rows as ``SourceColumn``s per (schema, table)."""
     columns: dict[tuple[str, str], list[SourceColumn]] = {}
     for schema, table, column, column_type, nullable, ordinal, charset, default in column_rows:
         type_text = str(column_type)
@@ -84,24 +117,7 @@ def read_catalog(
                 default=None if default is None else str(default),
             )
         )
-    keys: dict[tuple[str, str], list[str]] = {}
-    for schema, table, column in key_rows:
-        keys.setdefault((schema, table), []).append(str(column))
-
-    found: list[SourceTable] = []
-    for db, table in wanted:
-        match = _match(columns, db, table)
-        if match is None:
-            continue
-        found.append(
-            SourceTable(
-                database=match[0],
-                table=match[1],
-                columns=tuple(columns[match]),
-                primary_key=tuple(keys.get(match, ())),
-            )
-        )
-    return Catalog(tables=tuple(dict.fromkeys(found)))
+    return columns
 
 
 # Schemas of the server itself: never selected by a pattern (`.*\..*` means user tables).

@@ -107,6 +107,18 @@ def binary_logs(connection: pymysql.Connection) -> list[tuple[str, int]]:
         return [(str(row[0]), int(row[1])) for row in cursor.fetchall()]
 
 
+def binlog_head(source: MySQLSource) -> BinlogPosition:
+    """The binlog head without the GTID state there: where a binlog reader given no end
+    stops (``source.binlog``, ``source.fast.reader``)."""
+    import pymysql
+
+    try:
+        with connect(source) as connection:
+            return head_position(connection)
+    except pymysql.err.MySQLError as exc:
+        raise classify_error(exc, source, doing="reading the binlog position") from exc
+
+
 def current_position(source: MySQLSource) -> BinlogPosition:
     """The binlog head: where a reader starting 'now' begins (a transaction boundary), with
     the server's GTID state there (offsets carry it: source.gtid)."""

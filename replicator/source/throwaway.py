@@ -411,16 +411,23 @@ def _state_dir() -> Path:
     return Path(os.environ.get("REPLICATOR_MARIADB_DIR", ".replicator/mariadb")).resolve()
 
 
-def _print_environment(server: ThrowawayMariaDB) -> None:
-    for name, value in server.environment().items():
+def _print_environment(environment: dict[str, str]) -> None:
+    for name, value in environment.items():
         print(f"export {name}={value}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``start [--port N]`` | ``stop`` | ``status``: one server kept in .replicator/mariadb."""
     import argparse
     import json
-    import signal
 
     parser = argparse.ArgumentParser(prog="scripts/mariadb", description=main.__doc__)
     parser.add_argument("action", choices=["start", "stop", "status"])
@@ -429,60 +436,63 @@ def main(argv: Sequence[str] | None = None) -> int:
     state_dir = _state_dir()
     state_file = state_dir / "state.json"
     state = json.loads(state_file.read_text()) if state_file.exists() else None
-
-    def alive(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return False
-        return True
-
-    running = state is not None and alive(int(state["pid"]))
+    if state is not None and not _alive(int(state["pid"])):
+        state = None  # not running
     if args.action == "status":
-        if not running:
-            print("mariadb: not running")
-            return 1
-        assert state is not None
-        print(
-            f"mariadb: running, pid {state['pid']}, port {state['port']}, dir {state_dir}",
-            file=sys.stderr,
-        )
-        for name, value in state["environment"].items():
-            print(f"export {name}={value}")
-        return 0
+        return _status(state, state_dir)
     if args.action == "start":
-        if running:
-            assert state is not None
-            print(f"mariadb: already running on port {state['port']}", file=sys.stderr)
-            for name, value in state["environment"].items():
-                print(f"export {name}={value}")
-            return 0
-        port = args.port
-        if port is None:
-            try:
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", 3306))
-                port = 3306
-            except OSError:
-                port = free_port()
-        server = ThrowawayMariaDB(
-            port=port, workdir=str(state_dir), datadir=str(state_dir / "data")
-        ).start()
-        state_file.write_text(
-            json.dumps({"pid": server.pid, "port": server.port, "environment": server.environment()})
-        )
-        print(
-            f"mariadb: started in {server.start_seconds:.2f} s, port {server.port}, dir {state_dir}",
-            file=sys.stderr,
-        )
-        _print_environment(server)
-        server.detach()
+        return _start(state, state_dir, state_file, args.port)
+    return _stop(state, state_dir, state_file)
+
+
+def _status(state: dict[str, Any] | None, state_dir: Path) -> int:
+    if state is None:
+        print("mariadb: not running")
+        return 1
+    print(
+        f"mariadb: running, pid {state['pid']}, port {state['port']}, dir {state_dir}",
+        file=sys.stderr,
+    )
+    _print_environment(state["environment"])
+    return 0
+
+
+def _start(state: dict[str, Any] | None, state_dir: Path, state_file: Path,
+           port: int | None) -> int:
+    import json
+
+    if state is not None:
+        print(f"mariadb: already running on port {state['port']}", file=sys.stderr)
+        _print_environment(state["environment"])
         return 0
-    # stop
-    if not running:
+    if port is None:
+        try:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 3306))
+            port = 3306
+        except OSError:
+            port = free_port()
+    server = ThrowawayMariaDB(
+        port=port, workdir=str(state_dir), datadir=str(state_dir / "data")
+    ).start()
+    state_file.write_text(
+        json.dumps({"pid": server.pid, "port": server.port, "environment": server.environment()})
+    )
+    print(
+        f"mariadb: started in {server.start_seconds:.2f} s, port {server.port}, dir {state_dir}",
+        file=sys.stderr,
+    )
+    _print_environment(server.environment())
+    server.detach()
+    return 0
+
+
+def _stop(state: dict[str, Any] | None, state_dir: Path, state_file: Path) -> int:
+    import signal
+
+    if state is None:
         print("mariadb: not running")
         return 0
-    assert state is not None
     pid = int(state["pid"])
     with contextlib.suppress(Exception):
         import pymysql
@@ -490,9 +500,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with pymysql.connect(unix_socket=state["environment"]["MYSQL_SOCKET"], user="root") as c:
             c.cursor().execute("SHUTDOWN")
     deadline = time.monotonic() + STOP_TIMEOUT_S
-    while alive(pid) and time.monotonic() < deadline:
+    while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if alive(pid):
+    if _alive(pid):
         os.kill(pid, signal.SIGKILL)
     state_file.unlink(missing_ok=True)
     print(f"mariadb: stopped (data kept in {state_dir / 'data'}; delete it for a fresh server)")

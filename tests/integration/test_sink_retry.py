@@ -19,8 +19,8 @@ from replicator.plan import build_plan, offline_catalog
 from replicator.plan import program as programs
 from replicator.plan.program import BatchKey
 from replicator.sink.duckdb import DuckDBSink
+from replicator.sink.session import RETRY_DELAYS_S, retry_delays
 from replicator.sink.snowflake import SnowflakeSink
-from replicator.sink.sql import RETRY_DELAYS_S, retry_delays
 from tests.fixtures.row_transforms import staged_per_row
 from tests.fixtures.sink_sample import sample_events
 from tests.integration.test_sink_program import count, modes_pipeline

@@ -246,34 +246,7 @@ def read_change_batches(
     zero_dates = ZeroDates(source.zero_dates, stats)
     local = FastDecodeCounters()
     keys = keys or KeyColumns({})
-    builders: dict[str, _TableColumns] = {}  # lower-case table -> its current columns
-    by_shape: dict[Any, _TableColumns] = {}  # TableShape (identity) -> its builder
-
-    def builder_of(shape: Any) -> tuple[_TableColumns, TableChunk | None]:
-        """The builder of ``shape``'s rows, and the chunk a change of shape closed."""
-        found = by_shape.get(shape)
-        if found is not None and builders.get(found.table.lower()) is found:
-            return found, None
-        columns = shape.library_table.columns
-        key_names = keys.of(shape.name, columns)
-        current = builders.get(shape.name.lower())
-        probe = _TableColumns(shape, key_names, None)
-        closed = None
-        if current is not None and current.fingerprint == probe.fingerprint \
-                and current.keys == probe.keys:
-            by_shape[shape] = current
-            return current, None
-        if current is not None and current.rows:
-            closed = current.chunk()
-        codec = None
-        if shape.codec is not None and not force_library:
-            compiled = compile_columnar(columns, shape.name,
-                                        [probe.names.index(k) for k in key_names])
-            codec = compiled if isinstance(compiled, ColumnarCodec) else None
-        probe.codec = codec
-        builders[shape.name.lower()] = probe
-        by_shape[shape] = probe
-        return probe, closed
+    builders = _Builders(keys, force_library)
 
     for item in transactions(source, start=start, end=end, tables=tables, server_id=server_id,
                              zero_dates=zero_dates, local=local, counters=counters,
@@ -283,7 +256,7 @@ def read_change_batches(
             continue
         row_index = 0
         for shape, op, packet, begin, stop in item.changes:
-            builder, closed = builder_of(shape)
+            builder, closed = builders.of(shape)
             if closed is not None:
                 yield closed
             if op is None:  # decoded by the library (counted by the state machine)
@@ -303,9 +276,46 @@ def read_change_batches(
                 row_index += count
             if builder.rows >= chunk_rows:
                 yield builder.chunk()
-    for builder in builders.values():
+    for builder in builders.current.values():
         if builder.rows:
             yield builder.chunk()
+
+
+class _Builders:
+    """The column builder of each table's current shape (``read_change_batches``)."""
+
+    def __init__(self, keys: KeyColumns, force_library: bool) -> None:
+        self.keys = keys
+        self.force_library = force_library
+        self.current: dict[str, _TableColumns] = {}  # lower-case table -> its current columns
+        self.by_shape: dict[Any, _TableColumns] = {}  # TableShape (identity) -> its builder
+
+    def of(self, shape: Any) -> tuple[_TableColumns, TableChunk | None]:
+        """The builder of ``shape``'s rows, and the chunk a change of shape closed."""
+        builders, by_shape = self.current, self.by_shape
+        found = by_shape.get(shape)
+        if found is not None and builders.get(found.table.lower()) is found:
+            return found, None
+        columns = shape.library_table.columns
+        key_names = self.keys.of(shape.name, columns)
+        current = builders.get(shape.name.lower())
+        probe = _TableColumns(shape, key_names, None)
+        closed = None
+        if current is not None and current.fingerprint == probe.fingerprint \
+                and current.keys == probe.keys:
+            by_shape[shape] = current
+            return current, None
+        if current is not None and current.rows:
+            closed = current.chunk()
+        codec = None
+        if shape.codec is not None and not self.force_library:
+            compiled = compile_columnar(columns, shape.name,
+                                        [probe.names.index(k) for k in key_names])
+            codec = compiled if isinstance(compiled, ColumnarCodec) else None
+        probe.codec = codec
+        builders[shape.name.lower()] = probe
+        by_shape[shape] = probe
+        return probe, closed
 
 
 def _op_runs(rows: Sequence[tuple[str, str, Any, Any]]) -> Iterator[tuple[str, int]]:

@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Collection, Iterator
+from typing import TYPE_CHECKING
 
 from replicator.errors import SourceError, TransientSourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
 from replicator.model.pipeline import MySQLSource
 from replicator.model.selection import TableSelection, TableSelector, as_selector
-from replicator.source.connection import classify_error, connect, connection_settings
+from replicator.source.connection import classify_error, connection_settings
 from replicator.source.fast import tablemap
 from replicator.source.fast.counters import TOTALS, FastDecodeCounters
-from replicator.source.positions import head_position
+from replicator.source.positions import binlog_head
 from replicator.source.transactions import (
     MARIADB_FL_STANDALONE,
     Commit,
@@ -38,6 +39,10 @@ from replicator.source.transactions import (
     partial_json_refused,
 )
 from replicator.source.values import ValueStats, ZeroDates
+
+if TYPE_CHECKING:
+    from replicator.source.fast.library import Library
+    from replicator.source.fast.stream import BinlogStream
 
 QUERY, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP = 2, 4, 15, 16, 19
 WRITE_V1, UPDATE_V1, DELETE_V1, WRITE_V2, UPDATE_V2, DELETE_V2 = 23, 24, 25, 30, 31, 32
@@ -152,7 +157,8 @@ def transactions(
     ``start`` and ``end``, in binlog order, assembled by ``source.transactions`` (the same
     state machine as the library reader's). One long function on purpose: the per-packet loop
     keeps its state in locals, where a call or an attribute per event costs measurable time
-    (bench/run --only decode). A ``Commit``'s ``changes`` hold, per rows event,
+    (bench/run --only decode); what happens once per read or per transaction (opening the
+    dump, a FORMAT_DESCRIPTION, a GTID, sorting a read error) is in helpers. A ``Commit``'s ``changes`` hold, per rows event,
     ``(shape, op, packet, begin, end)`` with op c/u/d: the rows between ``begin`` and ``end`` of
     ``packet`` (decode them with the shape's codec), or ``(shape, None, rows, 0, 0)``: rows the
     library decoded, as ``(table, op, before, after)`` tuples. ``local`` counts this read (added to
@@ -160,29 +166,17 @@ def transactions(
     import pymysql
 
     from replicator.source.fast.library import Library
-    from replicator.source.fast.stream import BinlogStream
 
     # Every test of a table name goes through the selector (exact names and `sources:`
     # patterns alike); `in` matches case-insensitively.
     wanted = as_selector(tables)
 
     if end is None:
-        try:
-            with connect(source) as connection:
-                end = head_position(connection)
-        except pymysql.err.MySQLError as exc:
-            raise classify_error(exc, source, doing="reading the binlog position") from exc
+        end = binlog_head(source)
     if start >= end:
         return
 
-    settings = connection_settings(source)
-    settings.pop("autocommit", None)
-    try:
-        stream = BinlogStream(settings, server_id=server_id, file=start.file, pos=start.pos,
-                              write_timeout_s=pause_tolerance_s)
-    except (pymysql.err.MySQLError, OSError) as exc:
-        raise classify_error(exc, source, doing="reading the binlog", server_id=server_id) from exc
-
+    stream = _open_stream(source, start, server_id, pause_tolerance_s)
     checksum = 4 if stream.use_checksum else 0
     library = Library(dbms=stream.dbms, use_checksum=stream.use_checksum)
     post_header = {TABLE_MAP: 8, QUERY: 13, WRITE_V1: 8, WRITE_V2: 10}
@@ -272,16 +266,7 @@ def transactions(
                         return
                     continue
                 if kind in (MARIADB_GTID, GTID):
-                    if kind == MARIADB_GTID:
-                        sequence, domain, flags = _GTID_MARIADB(packet, _BODY)
-                        assembler.gtid(log_pos - size, f"{domain}-{event_server}-{sequence}",
-                                       not flags & MARIADB_FL_STANDALONE)
-                    else:
-                        sid = packet[_BODY + 1:_BODY + 17].hex()
-                        gno = int.from_bytes(packet[_BODY + 17:_BODY + 25], "little")
-                        assembler.gtid(log_pos - size,
-                                       f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-"
-                                       f"{sid[20:]}:{gno}", False)
+                    assembler.gtid(log_pos - size, *_gtid(packet, kind, event_server))
                     if assembler.done:
                         return
                     continue
@@ -301,12 +286,7 @@ def transactions(
                                      bool(log_pos and timestamp))
                     continue
                 if kind == FORMAT_DESCRIPTION:
-                    library.format_description(packet)
-                    lengths = library.post_header_lengths or ()
-                    for event_kind in post_header:
-                        if event_kind - 1 < len(lengths) and lengths[event_kind - 1]:
-                            post_header[event_kind] = max(post_header[event_kind],
-                                                          lengths[event_kind - 1])
+                    _format_description(library, packet, post_header)
                     rows_v1 = _BODY + post_header[WRITE_V1]
                     rows_v2 = _BODY + post_header[WRITE_V2]
                     continue
@@ -319,21 +299,62 @@ def transactions(
     except SourceError:
         raise
     except (pymysql.err.MySQLError, OSError) as exc:
-        error = classify_error(exc, source, doing="reading the binlog", server_id=server_id)
-        if isinstance(error, TransientSourceError):
-            # The same words as read_changes: the usual cause of a dropped dump is a second
-            # reader with this server_id (the server drops the older one).
-            error = TransientSourceError(
-                f"lost the binlog connection to {source.host}:{source.port} while reading the "
-                f"binlog (reader server_id {server_id}): {exc}",
-                hint="replicator resumes from the last transaction boundary; if this repeats, "
-                f"another binlog reader uses server_id {server_id} (the server drops the older "
-                "of two readers with one server_id): give every pipeline its own "
-                "source.mysql.server_id",
-            )
-        raise error from exc
+        raise _read_error(exc, source, server_id) from exc
     finally:
         stream.close()
         if counters is not None:
             counters.add(local)
         TOTALS.add(local)
+
+
+def _gtid(packet: bytes, kind: int, event_server: int) -> tuple[str, bool]:
+    """A GTID event's GTID as text, and ``TransactionAssembler.gtid``'s ``in_progress``:
+    MariaDB's GTID not STANDALONE is the BEGIN; MySQL's is never (a Query BEGIN follows)."""
+    if kind == MARIADB_GTID:
+        sequence, domain, flags = _GTID_MARIADB(packet, _BODY)
+        return f"{domain}-{event_server}-{sequence}", not flags & MARIADB_FL_STANDALONE
+    sid = packet[_BODY + 1:_BODY + 17].hex()
+    gno = int.from_bytes(packet[_BODY + 17:_BODY + 25], "little")
+    return f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}:{gno}", False
+
+
+def _format_description(library: Library, packet: bytes, post_header: dict[int, int]) -> None:
+    """A FORMAT_DESCRIPTION event: the library learns the server's format, and
+    ``post_header`` the lengths the server writes (where longer than the defaults)."""
+    library.format_description(packet)
+    lengths = library.post_header_lengths or ()
+    for event_kind in post_header:
+        if event_kind - 1 < len(lengths) and lengths[event_kind - 1]:
+            post_header[event_kind] = max(post_header[event_kind], lengths[event_kind - 1])
+
+
+def _open_stream(source: MySQLSource, start: BinlogPosition, server_id: int,
+                 pause_tolerance_s: int | None) -> BinlogStream:
+    """The binlog dump from ``start``, as ``source.fast.stream.BinlogStream`` reads it."""
+    import pymysql
+
+    from replicator.source.fast.stream import BinlogStream
+
+    settings = connection_settings(source)
+    settings.pop("autocommit", None)
+    try:
+        return BinlogStream(settings, server_id=server_id, file=start.file, pos=start.pos,
+                            write_timeout_s=pause_tolerance_s)
+    except (pymysql.err.MySQLError, OSError) as exc:
+        raise classify_error(exc, source, doing="reading the binlog", server_id=server_id) from exc
+
+
+def _read_error(exc: BaseException, source: MySQLSource, server_id: int) -> SourceError:
+    """A driver or socket error while the dump is read, sorted; a dropped dump says its
+    usual cause: a second reader with this server_id (the server drops the older one)."""
+    error = classify_error(exc, source, doing="reading the binlog", server_id=server_id)
+    if isinstance(error, TransientSourceError):
+        error = TransientSourceError(
+            f"lost the binlog connection to {source.host}:{source.port} while reading the "
+            f"binlog (reader server_id {server_id}): {exc}",
+            hint="replicator resumes from the last transaction boundary; if this repeats, "
+            f"another binlog reader uses server_id {server_id} (the server drops the older "
+            "of two readers with one server_id): give every pipeline its own "
+            "source.mysql.server_id",
+        )
+    return error
