@@ -132,7 +132,11 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
     notes: list[str] = []
     done: list[str] = []
     retyped: list[str] = []
+    ignored = [step.change.column or "" for step in decision.steps
+               if step.change.kind is ChangeKind.ADD_COLUMN and step.action == "ignore"]
     for step in decision.steps:
+        if step.change.kind is ChangeKind.ADD_COLUMN and step.action == "ignore":
+            continue  # said once below
         if step.action in ("ignore", "nothing"):
             notes.append(f"{step.why}: {'ignored (policy)' if step.action == 'ignore' else 'no change'}"
                          + (": the target column stays, NULL for rows written from now on"
@@ -184,7 +188,14 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
         notes += added.notes
         done.insert(0, added.what)
     statements += retyped  # after the re-plan's ADD COLUMNs, as the run does (_alter_columns)
-    return DdlEffectOnTable(name, targets, "recopy" if decision.recopying else "follow",
+    if ignored:
+        done.append(f"adds {', '.join(ignored)}: ignored (`schema_changes.add_column: ignore`): "
+                    "not added to the target and not replicated; the other columns stream on")
+    action = "recopy" if decision.recopying else "follow"
+    if ignored and not statements and all(step.action in ("ignore", "nothing")
+                                          for step in decision.steps):
+        action = "ignore"
+    return DdlEffectOnTable(name, targets, action,
                             "; ".join(done) or "nothing in the target changes",
                             statements=statements, notes=notes)
 

@@ -191,6 +191,12 @@ class SchemaFollower:
                     and not at <= self._copied_from.get(name.lower(), (-1, -1))):
                 # Not yet streamed with the key the catalog has: stop the query here (rekey).
                 raise KeyChanged([replicated[name.lower()].source_name], where, sql)
+            added_ignored = [step.change.column or "" for step in decision.steps
+                             if step.action == "ignore"
+                             and step.change.kind is ChangeKind.ADD_COLUMN]
+            if added_ignored:
+                # Remembered before the re-plan leaves them out (a replay records it again).
+                Context(self.pipeline).ignore_columns(name, added_ignored)
             if any(step.action in ("follow", "ignore", "recopy")
                    and step.change.kind.value in _COLUMN_KINDS for step in decision.steps):
                 # The target's columns change: re-plan, then _alter_columns does the rest.
@@ -395,7 +401,12 @@ class SchemaFollower:
         their arrival yet, and a RENAME into the selection there must still copy them.
         """
         context = Context(self.pipeline)
-        new_plan = context.replan(context.read_catalog())
+        catalog = context.read_catalog()
+        new_plan = context.replan(catalog)
+        # A column of a touched table the target lacks under `add_column: ignore` (renamed
+        # from an ignored one, or added by DDL ahead in the binlog) stays out of the target.
+        if handled and context.ignore_missing_columns(self.sink, new_plan, only=handled):
+            new_plan = context.replan(catalog)
         # A named table this batch's DDL did not touch keeps its plan: the live catalog may
         # already show DDL of it that lies ahead in the binlog (a column dropped or renamed
         # after this batch's end); that DDL's own batch follows it by its policy. (Stopping

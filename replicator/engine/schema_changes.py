@@ -122,7 +122,7 @@ def stop_error(tables: Sequence[str], where: str, step: Step, sql: str) -> Engin
 # The actions each kind allows (the JSON Schema's enums say the same; a unit test holds them
 # together). The defaults are ``model.pipeline.SchemaChangePolicy``'s.
 POLICY_CHOICES: dict[str, tuple[str, ...]] = {
-    "add_column": ("follow", "stop"),
+    "add_column": ("follow", "ignore", "stop"),
     "widen_type": ("follow", "stop"),
     "type_change": ("recopy", "stop"),
     "rename_column": ("follow", "stop"),
