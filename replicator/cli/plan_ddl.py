@@ -124,6 +124,7 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
         drop_column,
         drop_not_null,
         rename_column,
+        truncate_history,
         truncate_rows,
     )
 
@@ -176,6 +177,15 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
                 if column is not None and not column.nullable:
                     statements.append(drop_not_null(table, column.target_column, dialect))
         for _ in decision.following(ChangeKind.TRUNCATE):
+            if table.mode != "merge":
+                statements.append(truncate_history(table, dialect))
+                done.append("records the TRUNCATE after the batch that holds it is applied: "
+                            + ("every current version ends at its commit time"
+                               if table.mode == "scd2" else
+                               "a delete row per key live before it, at its position")
+                            + " (the ? are its position and commit time; run again it does "
+                            "nothing)")
+                continue
             statements.append(truncate_rows(table, dialect))
             done.append("deletes the target rows in the batch's transaction, before its MERGE "
                         "of the changes after the TRUNCATE")

@@ -243,9 +243,10 @@ def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyi
             return Step(change, "stop", f"{change.what}: the pipeline YAML names {change.column} "
                         f"(a mapping or the key); it must name {change.new_name} first")
     if kind is ChangeKind.TRUNCATE and action == "follow" and table is not None \
-            and table.mode != "merge":
-        return Step(change, "stop", f"{change.what}: truncate: follow empties merge-mode "
-                    f"tables; a {table.mode} table keeps its history")
+            and (table.outbox is not None or not table.source_key):
+        return Step(change, "stop", f"{change.what}: truncate: follow records a delete per "
+                    "live key, and this table has " + ("its rows from outbox events"
+                                                       if table.outbox is not None else "no key"))
     if kind is ChangeKind.KEY_CHANGE and action == "recopy":
         return _rekey_step(change, table)
     if kind is ChangeKind.KEY_CHANGE and action == "ignore" and table is not None \
