@@ -9,9 +9,11 @@ pipeline has or what the plan of one is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from replicator.errors import SourceError
 
@@ -24,6 +26,10 @@ if TYPE_CHECKING:
     from replicator.model.pipeline import Pipeline
     from replicator.plan.model import Plan
     from replicator.sink import Sink
+
+# In the checkpoint directory: the columns added in MySQL that a run ignored
+# (`schema_changes.add_column: ignore`), per source table: {"db.table": ["col", ...]}.
+IGNORED_COLUMNS_FILE = "ignored_columns.json"
 
 
 class Context:
@@ -38,6 +44,9 @@ class Context:
         self.offline = offline
         self._catalog: Catalog | None = None
         self._plan: Plan | None = None
+        # Ignored columns found by this context but not recorded (``ignore_missing_columns``
+        # with record=False: verify and status read, they never write the checkpoint).
+        self._seen_ignored: dict[str, set[str]] = {}
 
     @classmethod
     def load(cls, path: str | Path, *, environ: Mapping[str, str] | None = None,
@@ -91,10 +100,96 @@ class Context:
         return self._plan
 
     def replan(self, catalog: Catalog) -> Plan:
-        """The plan of this pipeline for ``catalog`` (not kept: the caller decides)."""
+        """The plan of this pipeline for ``catalog`` (not kept: the caller decides), without
+        the columns ignored under `schema_changes.add_column: ignore` (``ignored_columns``)."""
         from replicator.plan import build_plan
 
-        return build_plan(self.pipeline, catalog)
+        return build_plan(self.pipeline, catalog, self.ignored_columns())
+
+    # -- columns added in MySQL and ignored (`schema_changes.add_column: ignore`) ------------
+    #
+    # The plan is built from the live catalog, so a column added in MySQL is in it unless it
+    # is remembered as ignored. Remembered in two ways that agree: the checkpoint's
+    # ``ignored_columns.json`` (written by the run when it follows the ADD COLUMN, or finds
+    # the column at start-up; read by every command, `plan` included, which has no target
+    # connection), and the target itself: a column the catalog has and the target table
+    # lacks, on a table whose policy is ignore, is an ignored added column
+    # (``ignore_missing_columns``; a target rebuilt from scratch, or a lost checkpoint, is
+    # recovered from it). The policy decides each time: switching a table to
+    # `add_column: follow` brings its ignored columns back (added empty by the setup).
+
+    def _ignored_file(self) -> Path | None:
+        if self.offline:  # the YAML's declared columns only: nothing was added
+            return None
+        return Path(self.pipeline.checkpoint_dir) / IGNORED_COLUMNS_FILE
+
+    def ignored_columns(self) -> dict[str, set[str]]:
+        """Per source table (``db.table``, lower case), the lower-case columns remembered as
+        added in MySQL and ignored (the checkpoint's record and what this context found)."""
+        found: dict[str, set[str]] = {name: set(columns)
+                                      for name, columns in self._seen_ignored.items()}
+        path = self._ignored_file()
+        if path is not None and path.is_file():
+            recorded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            for name, columns in recorded.items():
+                found.setdefault(name.lower(), set()).update(str(c).lower() for c in columns)
+        return found
+
+    def ignore_columns(self, source: str, columns: Iterable[str], *,
+                       record: bool = True) -> bool:
+        """Remember ``columns`` of ``source`` (``db.table``) as added and ignored; the plan is
+        built again on next use. ``record``: write them to the checkpoint (only the run does).
+        True when any was new."""
+        name = source.lower()
+        new = {c.lower() for c in columns} - self.ignored_columns().get(name, set())
+        if not new:
+            return False
+        self._seen_ignored.setdefault(name, set()).update(new)
+        path = self._ignored_file()
+        if record and path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            everything = {key: sorted(value) for key, value in self.ignored_columns().items()}
+            scratch = path.with_suffix(".tmp")
+            scratch.write_text(json.dumps(everything, indent=2, sort_keys=True) + "\n",
+                               encoding="utf-8")
+            os.replace(scratch, path)
+        self._plan = None
+        return True
+
+    def ignore_missing_columns(self, sink: Sink, plan: Plan | None = None, *,
+                               only: Iterable[str] | None = None, skip: Iterable[str] = (),
+                               record: bool = True) -> bool:
+        """The target as memory of ignored columns: in ``plan`` (default: this context's),
+        a named table whose `add_column` policy is ignore and whose target table exists,
+        the source columns the plan writes that the target lacks -- added in MySQL while
+        no run followed them, or renamed from an ignored one -- are remembered as ignored
+        (``ignore_columns``). Columns `columns:` configures, key columns and computed ones
+        are never ignored. ``only``/``skip``: the source tables (``db.table``) to look at /
+        to leave alone (a table queued for a re-copy after a type or key change, whose
+        target columns may be between DROP and ADD). True when the plan must be built
+        again (``self.plan`` is)."""
+        plan = plan if plan is not None else self.plan
+        wanted = None if only is None else {name.lower() for name in only}
+        left_alone = {name.lower() for name in skip}
+        changed = False
+        for table in plan.tables:
+            name = table.source_name.lower()
+            if (table.routed or table.outbox is not None or name in left_alone
+                    or (wanted is not None and name not in wanted)):
+                continue
+            spec = self.pipeline.table(table.source_name)
+            if self.pipeline.schema_changes_for(spec).add_column != "ignore":
+                continue
+            have = sink.described_columns(table)
+            if not have:
+                continue  # no target table yet: its setup creates every column
+            missing = [c.source_column for c in table.data_columns
+                       if c.source_column and c.expression is None and not c.is_key
+                       and spec.mapping_for(c.source_column) is None
+                       and c.target_column.lower() not in have]
+            if missing:
+                changed |= self.ignore_columns(table.source_name, missing, record=record)
+        return changed
 
     def open_sink(self, plan: Plan | None = None) -> Sink:
         """A new connection to the target for ``plan`` (default: this context's); the caller

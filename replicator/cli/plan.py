@@ -217,6 +217,9 @@ def _say_where_columns_came_from(table_plan: TablePlan) -> None:
         parts.append(f"declared in the YAML (checked live): {', '.join(map(str, declared))}")
     if computed:
         parts.append(f"computed: {'; '.join(computed)}")
+    if table_plan.ignored:
+        parts.append("ignored, added in MySQL under `schema_changes.add_column: ignore` (not in "
+                     f"the target, not replicated): {', '.join(table_plan.ignored)}")
     render.info("%s columns %s", table_plan.source_name, "; ".join(parts) or "(none)")
 
 
@@ -247,6 +250,8 @@ def _table_json(table_plan: TablePlan, dialect: Dialect, catalog: Catalog,
         "filter": table_plan.filter,
         **_chunk_read_json(chunk_select_preview(tables, table_plan, catalog)),
         "excluded": list(table_plan.excluded),
+        # Added in MySQL and ignored (`schema_changes.add_column: ignore`); also in excluded.
+        "ignored": list(table_plan.ignored),
         "columns": [
             {
                 "source_column": c.source_column,

@@ -124,6 +124,7 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
         drop_column,
         drop_not_null,
         rename_column,
+        truncate_history,
         truncate_rows,
     )
 
@@ -132,7 +133,11 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
     notes: list[str] = []
     done: list[str] = []
     retyped: list[str] = []
+    ignored = [step.change.column or "" for step in decision.steps
+               if step.change.kind is ChangeKind.ADD_COLUMN and step.action == "ignore"]
     for step in decision.steps:
+        if step.change.kind is ChangeKind.ADD_COLUMN and step.action == "ignore":
+            continue  # said once below
         if step.action in ("ignore", "nothing"):
             notes.append(f"{step.why}: {'ignored (policy)' if step.action == 'ignore' else 'no change'}"
                          + (": the target column stays, NULL for rows written from now on"
@@ -172,6 +177,15 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
                 if column is not None and not column.nullable:
                     statements.append(drop_not_null(table, column.target_column, dialect))
         for _ in decision.following(ChangeKind.TRUNCATE):
+            if table.mode != "merge":
+                statements.append(truncate_history(table, dialect))
+                done.append("records the TRUNCATE after the batch that holds it is applied: "
+                            + ("every current version ends at its commit time"
+                               if table.mode == "scd2" else
+                               "a delete row per key live before it, at its position")
+                            + " (the ? are its position and commit time; run again it does "
+                            "nothing)")
+                continue
             statements.append(truncate_rows(table, dialect))
             done.append("deletes the target rows in the batch's transaction, before its MERGE "
                         "of the changes after the TRUNCATE")
@@ -184,7 +198,14 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
         notes += added.notes
         done.insert(0, added.what)
     statements += retyped  # after the re-plan's ADD COLUMNs, as the run does (_alter_columns)
-    return DdlEffectOnTable(name, targets, "recopy" if decision.recopying else "follow",
+    if ignored:
+        done.append(f"adds {', '.join(ignored)}: ignored (`schema_changes.add_column: ignore`): "
+                    "not added to the target and not replicated; the other columns stream on")
+    action = "recopy" if decision.recopying else "follow"
+    if ignored and not statements and all(step.action in ("ignore", "nothing")
+                                          for step in decision.steps):
+        action = "ignore"
+    return DdlEffectOnTable(name, targets, action,
                             "; ".join(done) or "nothing in the target changes",
                             statements=statements, notes=notes)
 

@@ -143,6 +143,8 @@ def _read_target(pipeline: Any, status: dict[str, Any]) -> None:
         plan = context.plan
         sink = context.open_sink()
         try:
+            if context.ignore_missing_columns(sink, record=False):
+                plan = context.plan
             for table in plan.tables:
                 last = sink.last_applied(table)
                 status["tables"].append({
@@ -153,6 +155,8 @@ def _read_target(pipeline: Any, status: dict[str, Any]) -> None:
                     "applied_at": str(last["applied_at"]) if last else None,
                     # Rows the target refused, set aside (on_error: dead_letter).
                     "dead_letters": sink.dead_letters(table),
+                    # Added in MySQL and left out (`schema_changes.add_column: ignore`).
+                    "ignored_columns": list(table.ignored),
                 })
             status["lease"] = describe_lease(sink.lease_statement("read", [pipeline.name]))
         finally:
@@ -334,6 +338,10 @@ def _print_text(status: dict[str, Any]) -> None:
             [[t["source"], t["target"], t["batch_id"], _offset_text(t["end_offset"]),
               t["applied_at"], t.get("dead_letters", 0)] for t in status["tables"]],
         )
+    for table in status["tables"]:
+        if table.get("ignored_columns"):
+            render.print_text(f"{table['source']}: column(s) {', '.join(table['ignored_columns'])}"
+                              " ignored (schema_changes.add_column: ignore)")
     for problem in status["problems"]:
         render.warning(problem)
 

@@ -74,6 +74,7 @@ CODES: dict[str, str] = {
     "R250": "TLS settings that contradict each other",
     "R251": "engine.checkpoint is a remote URI (the checkpoint is files on the driver's disk)",
     "R246": "schema_changes.key_change: ignore on a table that declares no key",
+    "R247": "schema_changes.add_column: ignore on a `sources:` target (warning)",
 }
 
 

@@ -144,6 +144,18 @@ def _check_schema_changes(document: LoadedDocument, data: dict[str, Any]) -> Non
                      f"declare the key to keep (tables[{index}].key: [id]), or set "
                      "key_change: stop")
 
+    # add_column: ignore leaves a column out of one table's plan; a `sources:` target is the
+    # union of its tables' columns and follows every one added (docs/routing.md) (R247).
+    for index, table in enumerate(_list(data.get("tables"))):
+        own = _dict(table.get("schema_changes")) if isinstance(table, dict) else {}
+        if "sources" in table and own.get("add_column") == "ignore":
+            document.add(document.position(("tables", index, "schema_changes", "add_column")),
+                         "R247", f"tables[{index}]: schema_changes.add_column: ignore does not "
+                         "apply to a `sources:` target: its columns are the union of the "
+                         "selected tables', and a column added to any of them is followed",
+                         "remove it here; to keep a column out of the target, name it under "
+                         "`columns:` with `exclude: true`", severity="warning")
+
 
 def _check_secrets(document: LoadedDocument, data: dict[str, Any]) -> None:
     for path in SECRET_PATHS:

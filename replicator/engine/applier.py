@@ -122,6 +122,7 @@ class BatchApplier(SchemaFollower):
         # db.table (lower) -> the position before which this batch's changes of the table are
         # dropped: a followed TRUNCATE emptied it, or a re-copy rewrites it (_retype).
         self._cut: dict[str, tuple[int, int]] = {}
+        self._truncated: list[tuple[tuple[str, ...], dict[str, Any]]] = []
         self._ddl_at: dict[str, tuple[int, int]] = {}  # db.table (lower) -> its last DDL's
         # db.table (lower) -> the last position before the source's head when its copy was
         # queued afresh, after its primary key changed (rekey) or at start-up for a column
@@ -193,6 +194,7 @@ class BatchApplier(SchemaFollower):
         self._batch_id = sink_batch_id(self.epoch, spark_batch_id)
         self._cut = dict(self._copied_from)
         self._ddl_at = {}
+        self._truncated = []
         if ddl:
             self.follow_schema_changes(ddl, with_rows=files)
         self.plan_unplanned_sources(files)
@@ -218,6 +220,7 @@ class BatchApplier(SchemaFollower):
                     failpoints.reached("apply.between_tables")  # the one before committed
                 report.tables.append(
                     self.apply_files(table_plan, table_files, report.batch_id, end_offset))
+        self.record_truncates()
         if manifest and time.monotonic() - self._pruned_at >= PRUNE_EVERY_S:
             # Listing every task directory per batch would grow with the retention.
             self._pruned_at = time.monotonic()

@@ -45,6 +45,7 @@ from replicator.plan.identifiers import target_identifier
 from replicator.plan.program import Statement, retype_columns
 from replicator.plan.statements import ddl
 from replicator.plan.types import lags_plan
+from replicator.sink.versions import change_seq_at
 from replicator.source.positions import current_position
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ class SchemaFollower:
     _evolving: dict[str, Any]
     _unplanned: set[str]
     _batch_id: int
+    # followed TRUNCATEs of changelog / scd2 tables in this batch: (target parts, DDL row)
+    _truncated: list[tuple[tuple[str, ...], dict[str, Any]]]
 
     def _replicated(self) -> dict[str, TablePlan]:
         return {table.source_name.lower(): table for table in self.plan.tables
@@ -191,6 +194,12 @@ class SchemaFollower:
                     and not at <= self._copied_from.get(name.lower(), (-1, -1))):
                 # Not yet streamed with the key the catalog has: stop the query here (rekey).
                 raise KeyChanged([replicated[name.lower()].source_name], where, sql)
+            added_ignored = [step.change.column or "" for step in decision.steps
+                             if step.action == "ignore"
+                             and step.change.kind is ChangeKind.ADD_COLUMN]
+            if added_ignored:
+                # Remembered before the re-plan leaves them out (a replay records it again).
+                Context(self.pipeline).ignore_columns(name, added_ignored)
             if any(step.action in ("follow", "ignore", "recopy")
                    and step.change.kind.value in _COLUMN_KINDS for step in decision.steps):
                 # The target's columns change: re-plan, then _alter_columns does the rest.
@@ -213,6 +222,11 @@ class SchemaFollower:
         state row), so a replay after a kill deletes again what the MERGE had not replaced,
         and never the rows a committed batch wrote after the TRUNCATE."""
 
+        if table.mode != "merge":
+            # changelog / scd2: recorded after the batch's changes before it are applied
+            # (``record_truncates``), not cut from the batch: the history keeps them.
+            self._truncated.append((table.target_parts, row))
+            return
         self._cut[table.source_name.lower()] = row_position(row)
         applied = self.sink.last_applied(table)
         if applied is not None and int(applied["batch_id"]) >= self._batch_id:
@@ -220,6 +234,26 @@ class SchemaFollower:
         self.sink.execute(table, [Statement("follow TRUNCATE TABLE",
                                             ddl.truncate_rows(table, self.sink.dialect))])
         self._notice(f"{table.source_name}: TRUNCATE followed: target rows deleted")
+
+    def record_truncates(self) -> None:
+        """After the batch is applied (or found applied): each followed TRUNCATE of a changelog
+        or scd2 table is recorded in it (``ddl.truncate_history``: the delete rows of the keys
+        live before it, or their versions ended at its commit time). One statement each, that
+        finds its own work done when run again, so a batch replayed after a kill anywhere
+        (before the batch's COMMIT, between it and this, inside this) records it once."""
+        truncated, self._truncated = self._truncated, []
+        for parts, row in truncated:
+            table = next(t for t in self.plan.tables if t.target_parts == parts)
+            sequence, pos = row_position(row)
+            params = ddl.truncate_history_params(table, str(row["file"]), pos,
+                                                 int(row.get("ts_ms") or 0),
+                                                 change_seq_at(sequence, pos))
+            self.sink.execute(table, [Statement("record a followed TRUNCATE TABLE",
+                                                ddl.truncate_history(table, self.sink.dialect),
+                                                params=params)])
+            self._notice(f"{table.source_name}: TRUNCATE followed: "
+                         + ("the live versions ended" if table.mode == "scd2"
+                            else "a delete recorded per live key"))
 
     def _rename_columns(self, old_plan: Plan) -> None:
         """Followed column renames, before the re-plan (whose setup would otherwise add the
@@ -395,7 +429,12 @@ class SchemaFollower:
         their arrival yet, and a RENAME into the selection there must still copy them.
         """
         context = Context(self.pipeline)
-        new_plan = context.replan(context.read_catalog())
+        catalog = context.read_catalog()
+        new_plan = context.replan(catalog)
+        # A column of a touched table the target lacks under `add_column: ignore` (renamed
+        # from an ignored one, or added by DDL ahead in the binlog) stays out of the target.
+        if handled and context.ignore_missing_columns(self.sink, new_plan, only=handled):
+            new_plan = context.replan(catalog)
         # A named table this batch's DDL did not touch keeps its plan: the live catalog may
         # already show DDL of it that lies ahead in the binlog (a column dropped or renamed
         # after this batch's end); that DDL's own batch follows it by its policy. (Stopping

@@ -179,6 +179,18 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
 
     report = _reporter(result, options)
     try:
+        # Columns added in MySQL while no run followed them (or remembered only by the target)
+        # on tables with `add_column: ignore`: left out before the setup would add them.
+        started = checkpoint.load_start()
+        if context.ignore_missing_columns(sink, skip=started.recopies if started else ()):
+            sink.close()
+            plan = context.plan
+            sink = context.open_sink()
+            sink.on_retry = notice
+            for table in plan.tables:
+                if table.ignored:
+                    notice(f"{table.source_name}: column(s) {', '.join(table.ignored)} ignored "
+                           "(schema_changes.add_column: ignore): not in the target")
         sink.prepare()
         state = resolve_start(pipeline, plan, sink, checkpoint, options.snapshot, notice)
         follow_gtid(pipeline, checkpoint, state, notice)

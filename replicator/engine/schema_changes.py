@@ -122,7 +122,7 @@ def stop_error(tables: Sequence[str], where: str, step: Step, sql: str) -> Engin
 # The actions each kind allows (the JSON Schema's enums say the same; a unit test holds them
 # together). The defaults are ``model.pipeline.SchemaChangePolicy``'s.
 POLICY_CHOICES: dict[str, tuple[str, ...]] = {
-    "add_column": ("follow", "stop"),
+    "add_column": ("follow", "ignore", "stop"),
     "widen_type": ("follow", "stop"),
     "type_change": ("recopy", "stop"),
     "rename_column": ("follow", "stop"),
@@ -243,9 +243,10 @@ def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyi
             return Step(change, "stop", f"{change.what}: the pipeline YAML names {change.column} "
                         f"(a mapping or the key); it must name {change.new_name} first")
     if kind is ChangeKind.TRUNCATE and action == "follow" and table is not None \
-            and table.mode != "merge":
-        return Step(change, "stop", f"{change.what}: truncate: follow empties merge-mode "
-                    f"tables; a {table.mode} table keeps its history")
+            and (table.outbox is not None or not table.source_key):
+        return Step(change, "stop", f"{change.what}: truncate: follow records a delete per "
+                    "live key, and this table has " + ("its rows from outbox events"
+                                                       if table.outbox is not None else "no key"))
     if kind is ChangeKind.KEY_CHANGE and action == "recopy":
         return _rekey_step(change, table)
     if kind is ChangeKind.KEY_CHANGE and action == "ignore" and table is not None \

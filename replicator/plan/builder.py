@@ -7,6 +7,7 @@ setting that fixes it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from replicator.errors import PlanError
@@ -45,8 +46,14 @@ from replicator.plan.types import (
 DEAD_LETTER_TABLE = "_REPLICATOR_DEAD_LETTERS"  # rows the target refused (on_error: dead_letter)
 
 
-def build_plan(pipeline: Pipeline, catalog: Catalog) -> Plan:
+def build_plan(pipeline: Pipeline, catalog: Catalog,
+               ignored: Mapping[str, Collection[str]] | None = None) -> Plan:
+    """``ignored``: per source table (``db.table``, lower case), the columns a run recorded
+    as added in MySQL and ignored (`schema_changes.add_column: ignore`, ``Context``): each is
+    left out of the table's plan as `exclude: true` would, while the table's policy is still
+    ignore, its key does not name it and `columns:` does not configure it."""
     problems = PlanProblems()
+    ignored = ignored or {}
     tables = []
     for table in pipeline.tables:
         problems.base = table_path(pipeline, table)
@@ -54,7 +61,7 @@ def build_plan(pipeline: Pipeline, catalog: Catalog) -> Plan:
             routed = plan_routed(pipeline, table, catalog, problems)
             if routed is not None:
                 source_table, sources = routed
-                planned = _plan_table(pipeline, table, source_table, catalog.live, problems)
+                planned = _plan_table(pipeline, table, source_table, catalog.live, problems, ())
                 if planned is not None:
                     tables.append(dataclasses.replace(planned, sources=sources))
             continue
@@ -69,7 +76,8 @@ def build_plan(pipeline: Pipeline, catalog: Catalog) -> Plan:
         if table.outbox is not None:  # one plan per route, all reading the outbox table
             tables += plan_outbox(pipeline, table, source_table, catalog.live, problems)
             continue
-        planned = _plan_table(pipeline, table, source_table, catalog.live, problems)
+        planned = _plan_table(pipeline, table, source_table, catalog.live, problems,
+                              ignored.get(table.source_name.lower(), ()))
         if planned is not None:
             tables.append(planned)
     problems.base = ()
@@ -89,6 +97,7 @@ def _plan_table(
     source_table: SourceTable,
     live: bool,
     problems: PlanProblems,
+    ignored_here: Collection[str],
 ) -> TablePlan | None:
     case = pipeline.target.identifier_case
     name = table.source_name
@@ -98,6 +107,9 @@ def _plan_table(
     key, key_origin = _resolve_key(table, source_table, problems)
     columns: list[PlannedColumn] = []
     excluded: list[str] = []
+    ignored: list[str] = []
+    ignoring = ({c.lower() for c in ignored_here}
+                if pipeline.schema_changes_for(table).add_column == "ignore" else set())
     if table.routed:
         # Rows of many source tables: which one a row came from leads the key, so equal keys
         # of different shards stay distinct rows (routing.source_table_column).
@@ -113,6 +125,12 @@ def _plan_table(
                     code="R303", at=("columns", source_column.name),
                 )
             excluded.append(source_column.name)
+            continue
+        if (source_column.name.lower() in ignoring and declared is None
+                and source_column.name not in key):
+            # Added in MySQL under `add_column: ignore`: left out as an excluded column is.
+            excluded.append(source_column.name)
+            ignored.append(source_column.name)
             continue
         column = _plan_column(
             table, source_column, key, live, case, pipeline.source.tinyint1, problems
@@ -165,6 +183,7 @@ def _plan_table(
         filter=table.filter,
         filter_inputs=filter_inputs,
         excluded=tuple(excluded),
+        ignored=tuple(ignored),
         mode=table.mode,
         log_table=log_table,
         log_columns=tuple(log_columns),

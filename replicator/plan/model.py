@@ -127,6 +127,9 @@ class TablePlan:
     dead_letter_table: str = "_REPLICATOR_DEAD_LETTERS"
     filter: str | None = None
     excluded: tuple[str, ...] = ()  # source columns left out on purpose
+    # Those of ``excluded`` that were added in MySQL and ignored by the table's
+    # `schema_changes.add_column: ignore` (``builder.build_plan``'s ``ignored``).
+    ignored: tuple[str, ...] = ()
     # The Spark type of every source column the filter may read (excluded ones too, and
     # _SOURCE_TABLE of a routed table): plan.expressions.spark_types.spark_type_of.
     filter_inputs: tuple[tuple[str, SparkType], ...] = ()

@@ -35,6 +35,12 @@ def change_seq(event: ChangeEvent) -> str:
     return f"{sequence:010d}.{pos:020d}.{kind}{row_index:010d}"
 
 
+def change_seq_at(sequence: int, pos: int) -> str:
+    """``change_seq`` of a statement at binlog file ``sequence``, position ``pos`` that has no
+    rows (a followed TRUNCATE): after a snapshot read there, before any row after it."""
+    return f"{sequence:010d}.{pos:020d}.1{0:010d}"
+
+
 @dataclass
 class Version:
     """One version of a key, as the batch leaves it."""

@@ -223,6 +223,13 @@ def verify_pipeline(
     """
     context = Context(pipeline)
     catalog, plan = context.catalog, context.plan
+    own_sink = sink is None
+    if sink is None:
+        sink = context.open_sink()
+    # A column added in MySQL that the run ignores (`add_column: ignore`) is no difference:
+    # from the checkpoint's record, or found as the run would find it (never recorded here).
+    if context.ignore_missing_columns(sink, record=False):
+        plan = context.plan
     chosen = list(plan.tables)
     if tables:
         try:
@@ -233,9 +240,6 @@ def verify_pipeline(
                 hint="--table takes a source name (db.table) or a target table name: "
                 + ", ".join(t.source_name for t in plan.tables),
             ) from None
-    own_sink = sink is None
-    if sink is None:
-        sink = context.open_sink()
     report = VerifyReport(pipeline.name)
     verifiers: dict[str, TableVerifier] = {}
     try:

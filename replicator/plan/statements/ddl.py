@@ -4,8 +4,10 @@ DEFAULT the target can hold the same), widened, renamed and dropped, and TRUNCAT
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import PlannedColumn, TablePlan
@@ -121,3 +123,54 @@ def truncate_rows(table: TablePlan, dialect: Dialect) -> str:
         return (f"UPDATE {target_name(table, dialect)} SET {q(deleted)} = TRUE, "
                 f"{q(deleted_at)} = {dialect.current_timestamp} WHERE NOT {q(deleted)}")
     return f"DELETE FROM {target_name(table, dialect)}"
+
+
+def _named(table: TablePlan, name: str) -> str:
+    return next(c.target_column for c in table.columns if c.role != "data"
+                and c.target_column.upper() == name)
+
+
+def truncate_history(table: TablePlan, dialect: Dialect) -> str:
+    """TRUNCATE in MySQL, followed in a table that keeps history, after the batch that holds
+    it is applied (its changes before the TRUNCATE are then in the table). Parameters
+    (``truncate_history_params``) bind the TRUNCATE's position and commit time; the SQL is one
+    statement that does nothing the second time, so a replayed batch records it once.
+
+    changelog: one delete row (``_OP = 'd'``, the live row's image) per key whose latest change
+    before the TRUNCATE's position is not a delete, at that position. scd2: every version
+    current at the TRUNCATE (its last change before it; still current, or ended by a change
+    after it in the same batch) ends at the TRUNCATE's commit time, ``_CHANGE_SEQ`` = its
+    position, as a delete ends one."""
+    target = target_name(table, dialect)
+    if table.mode == "scd2":
+        valid_to, is_current, seq = (_named(table, n) for n in ("_VALID_TO", "_IS_CURRENT",
+                                                               "_CHANGE_SEQ"))
+        return (f"UPDATE {target} SET {q(valid_to)} = ?, {q(is_current)} = FALSE, "
+                f"{q(seq)} = ?\nWHERE {q(seq)} < ? AND ({q(is_current)} OR {q(valid_to)} > ?)")
+    data = [c.target_column for c in table.columns if c.role == "data"]
+    op, deleted, ts, file, pos, txid, order = (_named(table, n) for n in (
+        "_OP", "_DELETED", "_TS_MS", "_BINLOG_FILE", "_BINLOG_POS", "_TRANSACTION_ID",
+        "_TRANSACTION_ORDER"))
+    key = ", ".join(q(c.target_column) for c in table.key_columns)
+    columns = ", ".join(q(c) for c in [*data, op, deleted, ts, file, pos, txid, order])
+    latest = ", ".join(f"{q(c)} DESC NULLS LAST" for c in (file, pos, order))
+    return (
+        f"INSERT INTO {target} ({columns})\n"
+        f"SELECT {', '.join(q(c) for c in data)}, 'd', TRUE, ?, ?, ?, ?, "
+        f"ROW_NUMBER() OVER (ORDER BY {key}) - 1\n"
+        f"FROM (\n  SELECT * FROM {target}\n"
+        f"  WHERE {q(file)} IS NULL OR {q(file)} < ? OR ({q(file)} = ? AND {q(pos)} < ?)\n"
+        f"  QUALIFY ROW_NUMBER() OVER (PARTITION BY {key} ORDER BY {latest}) = 1\n"
+        f") AS live\n"
+        f"WHERE NOT COALESCE(live.{q(deleted)}, FALSE)\n"
+        f"  AND NOT EXISTS (SELECT 1 FROM {target} WHERE {q(file)} = ? AND {q(pos)} = ?)")
+
+
+def truncate_history_params(table: TablePlan, file: str, pos: int, ts_ms: int,
+                            change_seq: str) -> tuple[Any, ...]:
+    """The bind parameters of ``truncate_history``: the TRUNCATE's binlog position, its commit
+    time (ms since the epoch) and its position as scd2's ``_CHANGE_SEQ`` text."""
+    if table.mode == "scd2":
+        at = datetime.datetime.fromtimestamp(ts_ms / 1000, tz=datetime.UTC)
+        return (at, change_seq, change_seq, at)
+    return (ts_ms, file, pos, f"{file}:{pos}", file, file, pos, file, pos)
