@@ -179,18 +179,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
 
     report = _reporter(result, options)
     try:
-        # Columns added in MySQL while no run followed them (or remembered only by the target)
-        # on tables with `add_column: ignore`: left out before the setup would add them.
-        started = checkpoint.load_start()
-        if context.ignore_missing_columns(sink, skip=started.recopies if started else ()):
-            sink.close()
-            plan = context.plan
-            sink = context.open_sink()
-            sink.on_retry = notice
-            for table in plan.tables:
-                if table.ignored:
-                    notice(f"{table.source_name}: column(s) {', '.join(table.ignored)} ignored "
-                           "(schema_changes.add_column: ignore): not in the target")
+        sink = _leave_out_ignored_columns(context, checkpoint, sink, notice)
+        plan = context.plan
         sink.prepare()
         state = resolve_start(pipeline, plan, sink, checkpoint, options.snapshot, notice)
         follow_gtid(pipeline, checkpoint, state, notice)
@@ -241,6 +231,24 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
             # Spark's callback server keeps the foreachBatch function (the applier) alive until
             # the JVM stops; drop the sink so its driver objects are freed now.
             applier.sink = None
+
+
+def _leave_out_ignored_columns(context: Context, checkpoint: CheckpointDir, sink: Any,
+                               notice: Callable[[str], None]) -> Any:
+    """Columns added in MySQL while no run followed them (or remembered only by the target) on
+    tables with ``add_column: ignore`` leave the plan before the sink's setup would add them;
+    the sink is opened again on the new plan when any did."""
+    started = checkpoint.load_start()
+    if not context.ignore_missing_columns(sink, skip=started.recopies if started else ()):
+        return sink
+    sink.close()
+    sink = context.open_sink()
+    sink.on_retry = notice
+    for table in context.plan.tables:
+        if table.ignored:
+            notice(f"{table.source_name}: column(s) {', '.join(table.ignored)} ignored "
+                   "(schema_changes.add_column: ignore): not in the target")
+    return sink
 
 
 def _recopy_afresh(checkpoint: CheckpointDir, state: StartState, table: str) -> None:

@@ -7,7 +7,7 @@ setting that fixes it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from replicator.errors import PlanError
@@ -106,38 +106,16 @@ def _plan_table(
     _check_configured_columns(table, source_table, problems)
     key, key_origin = _resolve_key(table, source_table, problems)
     columns: list[PlannedColumn] = []
-    excluded: list[str] = []
-    ignored: list[str] = []
-    ignoring = ({c.lower() for c in ignored_here}
-                if pipeline.schema_changes_for(table).add_column == "ignore" else set())
     if table.routed:
         # Rows of many source tables: which one a row came from leads the key, so equal keys
         # of different shards stay distinct rows (routing.source_table_column).
         columns.append(source_table_column(case))
         key = (SOURCE_TABLE_COLUMN, *key)
-    for source_column in sorted(source_table.columns, key=lambda c: c.ordinal):
-        declared = table.mapping_for(source_column.name)
-        if declared is not None and declared.exclude:
-            if source_column.name in key:
-                problems.add(
-                    f"{name}: key column {source_column.name!r} cannot be excluded",
-                    hint="remove `exclude: true` or declare another `key:`",
-                    code="R303", at=("columns", source_column.name),
-                )
-            excluded.append(source_column.name)
-            continue
-        if (source_column.name.lower() in ignoring and declared is None
-                and source_column.name not in key):
-            # Added in MySQL under `add_column: ignore`: left out as an excluded column is.
-            excluded.append(source_column.name)
-            ignored.append(source_column.name)
-            continue
-        column = _plan_column(
-            table, source_column, key, live, case, pipeline.source.tinyint1, problems
-        )
-        if column is not None:
-            columns.append(column)
-
+    ignoring = ({c.lower() for c in ignored_here}
+                if pipeline.schema_changes_for(table).add_column == "ignore" else set())
+    planned, excluded, ignored = _plan_source_columns(pipeline, table, source_table, key, live,
+                                                      ignoring, problems)
+    columns += planned
     for mapping in table.columns:
         if mapping.computed:
             computed = _plan_computed(pipeline, table, mapping, source_table, problems)
@@ -149,12 +127,7 @@ def _plan_table(
 
     check_column_collisions(name, columns, problems)
     columns = with_staging_names(columns)
-    log_columns: list[PlannedColumn] = []
-    if table.log_table and table.mode == "merge":
-        by_name = {c.target_column: c for c in columns}
-        log_columns = [by_name[c.target_column] for c in data_columns]
-        log_columns += changelog_columns(case)
-        check_column_collisions(f"{name} (log table)", log_columns, problems)
+    log_columns = _plan_log_columns(table, columns, data_columns, case, problems)
     filter_inputs = _plan_filter(pipeline, table, source_table, problems)
 
     if len(problems.items) > before:
@@ -190,6 +163,56 @@ def _plan_table(
         track_history=track_history,
         selection=table.selection,
     )
+
+
+def _plan_source_columns(
+    pipeline: Pipeline, table: TablePipeline, source_table: SourceTable, key: tuple[str, ...],
+    live: bool, ignoring: Collection[str], problems: PlanProblems,
+) -> tuple[list[PlannedColumn], list[str], list[str]]:
+    """The source table's columns in the target, in source order, and the names left out:
+    excluded (``exclude: true``, and the ignored too) and ignored (added in MySQL under
+    ``add_column: ignore``, ``ignoring`` lower-cased)."""
+    columns: list[PlannedColumn] = []
+    excluded: list[str] = []
+    ignored: list[str] = []
+    for source_column in sorted(source_table.columns, key=lambda c: c.ordinal):
+        declared = table.mapping_for(source_column.name)
+        if declared is not None and declared.exclude:
+            if source_column.name in key:
+                problems.add(
+                    f"{table.source_name}: key column {source_column.name!r} cannot be excluded",
+                    hint="remove `exclude: true` or declare another `key:`",
+                    code="R303", at=("columns", source_column.name),
+                )
+            excluded.append(source_column.name)
+            continue
+        if (source_column.name.lower() in ignoring and declared is None
+                and source_column.name not in key):
+            # Added in MySQL under `add_column: ignore`: left out as an excluded column is.
+            excluded.append(source_column.name)
+            ignored.append(source_column.name)
+            continue
+        column = _plan_column(
+            table, source_column, key, live, pipeline.target.identifier_case,
+            pipeline.source.tinyint1, problems
+        )
+        if column is not None:
+            columns.append(column)
+
+    return columns, excluded, ignored
+
+
+def _plan_log_columns(table: TablePipeline, columns: Sequence[PlannedColumn],
+                      data_columns: Sequence[PlannedColumn], case: str,
+                      problems: PlanProblems) -> list[PlannedColumn]:
+    """The log table's columns (``log_table: true`` on a merge-mode table), else none."""
+    if not (table.log_table and table.mode == "merge"):
+        return []
+    by_name = {c.target_column: c for c in columns}
+    log_columns = [by_name[c.target_column] for c in data_columns]
+    log_columns += changelog_columns(case)
+    check_column_collisions(f"{table.source_name} (log table)", log_columns, problems)
+    return log_columns
 
 
 def _check_configured_columns(table: TablePipeline, source_table: SourceTable,
