@@ -181,8 +181,12 @@ def truncate_history(table: TablePlan, dialect: Dialect) -> str:
     key = ", ".join(q(c.target_column) for c in table.key_columns)
     columns = ", ".join(q(c) for c in [*data, op, deleted, ts, file, pos, txid, order])
     sequence = file_sequence(q(file))
-    # Rows without a position (none are written so) count as the oldest.
-    latest = ", ".join(f"COALESCE({c}, -1) DESC" for c in (sequence, q(pos), q(order)))
+    # Newest first, as ``sink.versions.change_seq`` orders: a snapshot read (``r``) carries
+    # the position the next transaction starts at, so at one position it is the older; rows
+    # without a position (none are written so) count as the oldest.
+    latest = ", ".join([*(f"COALESCE({c}, -1) DESC" for c in (sequence, q(pos))),
+                        f"CASE WHEN {q(op)} = 'r' THEN 0 ELSE 1 END DESC",
+                        f"COALESCE({q(order)}, -1) DESC"])
     return (
         f"INSERT INTO {target} ({columns})\n"
         f"SELECT {', '.join(q(c) for c in data)}, 'd', TRUE, ?, ?, ?, ?, "
