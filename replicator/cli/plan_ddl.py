@@ -179,12 +179,14 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
         for _ in decision.following(ChangeKind.TRUNCATE):
             if table.mode != "merge":
                 statements.append(truncate_history(table, dialect))
-                done.append("records the TRUNCATE after the batch that holds it is applied: "
-                            + ("every current version ends at its commit time"
+                done.append("records the TRUNCATE in the transaction of the batch that holds "
+                            "it, after the batch's changes (those before it count, those after "
+                            "it follow it): "
+                            + ("every version current at it ends at its commit time, and a "
+                               "key the batch inserts again after it opens a new version"
                                if table.mode == "scd2" else
                                "a delete row per key live before it, at its position")
-                            + " (the ? are its position and commit time; run again it does "
-                            "nothing)")
+                            + " (the ? are its position and commit time)")
                 continue
             statements.append(truncate_rows(table, dialect))
             done.append("deletes the target rows in the batch's transaction, before its MERGE "

@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from replicator.engine import failpoints
 from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
-from replicator.engine.ddl_rows import after_position, default_fills, fill_defaults, row_position
+from replicator.engine.ddl_rows import (
+    after_position,
+    default_fills,
+    fill_defaults,
+    row_position,
+    truncate_deletes,
+)
 from replicator.engine.follow import SchemaFollower
 from replicator.engine.landing import FileFacts, key_moves, landing_root, local_facts
 from replicator.engine.metrics import BatchReport, TableReport
@@ -43,7 +49,7 @@ from replicator.transform import file_staging, stage_batch
 if TYPE_CHECKING:
     from replicator.model.pipeline import Pipeline
     from replicator.plan.model import Plan, TablePlan
-    from replicator.plan.program import StagingQuery
+    from replicator.plan.program import StagingQuery, TruncateAt
 
 ReportCallback = Callable[[BatchReport], None]
 Notice = Callable[[str], None]
@@ -122,7 +128,9 @@ class BatchApplier(SchemaFollower):
         # db.table (lower) -> the position before which this batch's changes of the table are
         # dropped: a followed TRUNCATE emptied it, or a re-copy rewrites it (_retype).
         self._cut: dict[str, tuple[int, int]] = {}
-        self._truncated: list[tuple[tuple[str, ...], dict[str, Any]]] = []
+        # target parts -> the followed TRUNCATEs of a changelog / scd2 table in this batch,
+        # recorded in the table's batch transaction (``program.truncate_records``).
+        self._truncates: dict[tuple[str, ...], list[TruncateAt]] = {}
         self._ddl_at: dict[str, tuple[int, int]] = {}  # db.table (lower) -> its last DDL's
         # db.table (lower) -> the last position before the source's head when its copy was
         # queued afresh, after its primary key changed (rekey) or at start-up for a column
@@ -194,7 +202,7 @@ class BatchApplier(SchemaFollower):
         self._batch_id = sink_batch_id(self.epoch, spark_batch_id)
         self._cut = dict(self._copied_from)
         self._ddl_at = {}
-        self._truncated = []
+        self._truncates = {}
         if ddl:
             self.follow_schema_changes(ddl, with_rows=files)
         self.plan_unplanned_sources(files)
@@ -207,11 +215,12 @@ class BatchApplier(SchemaFollower):
                              pipeline=self.pipeline.name)
         # One source table can feed several targets (outbox routes) and one target can read
         # several source tables (routing): each plan takes the files it reads.
+        # A table with a followed TRUNCATE to record is applied even without a change.
         work = [(table_plan, table_files) for table_plan in self.plan.tables
                 for table_files in [self._after_cut(table_plan, [
                     row for name, rows_of in files.items()
                     if table_plan.reads(name) for row in rows_of])]
-                if table_files]
+                if table_files or self._truncates.get(table_plan.target_parts)]
         if len(work) > 1 and self.atomic:
             report.tables += self.apply_atomic(work, report.batch_id, end_offset)
         else:
@@ -220,7 +229,6 @@ class BatchApplier(SchemaFollower):
                     failpoints.reached("apply.between_tables")  # the one before committed
                 report.tables.append(
                     self.apply_files(table_plan, table_files, report.batch_id, end_offset))
-        self.record_truncates()
         if manifest and time.monotonic() - self._pruned_at >= PRUNE_EVERY_S:
             # Listing every task directory per batch would grow with the retention.
             self._pruned_at = time.monotonic()
@@ -241,12 +249,16 @@ class BatchApplier(SchemaFollower):
         warehouse stages them where it can (``_in_warehouse``), else the driver does
         (``_staged_by_driver``)."""
         report = TableReport(table=table_plan.label, changes=0)
+        truncates = self._truncates.get(table_plan.target_parts)
+        # Only when there are some: a test's stand-in sink may not know them.
+        recorded = {"truncates": truncates, "before_truncate": _before_truncate} \
+            if truncates else {}
         in_warehouse = self._in_warehouse(table_plan, files)
         if in_warehouse is not None:
             batch, facts = in_warehouse
             try:
                 result = self.sink.apply(table_plan, batch_id, end_offset or {}, batch.staged,
-                                         query=batch.query)
+                                         query=batch.query, **recorded)
             except SinkError as error:
                 if error.transient:
                     raise
@@ -256,7 +268,8 @@ class BatchApplier(SchemaFollower):
                 _record(_with_facts(report, facts), result)
                 return report
         batch = self._staged_by_driver(table_plan, files, batch_id, report)
-        _record(report, self.sink.apply(table_plan, batch_id, end_offset or {}, batch.staged))
+        _record(report, self.sink.apply(table_plan, batch_id, end_offset or {}, batch.staged,
+                                        **recorded))
         return report
 
     def apply_atomic(self, work: Sequence[tuple[TablePlan, list[dict[str, Any]]]],
@@ -293,7 +306,9 @@ class BatchApplier(SchemaFollower):
                         end_offset: dict[str, Any] | None) -> list[Any]:
         return self.sink.apply_atomic(
             batches, batch_id, end_offset or {},
-            between_tables=lambda: failpoints.reached("apply.between_tables"))
+            between_tables=lambda: failpoints.reached("apply.between_tables"),
+            **({"before_truncate": _before_truncate} if any(b.truncates for b in batches)
+               else {}))
 
     def _in_warehouse(self, table_plan: TablePlan, files: list[dict[str, Any]]
                       ) -> tuple[TableBatch, FileFacts] | None:
@@ -301,15 +316,17 @@ class BatchApplier(SchemaFollower):
         warehouse can stage them itself (``warehouse_staging``), no row passing through this
         process (big batches keep their slices: their memory and failpoints are the
         driver's). None where the driver stages them."""
+        truncates = self._truncates.get(table_plan.target_parts, [])
         simple = (len({row["table"].lower() for row in files}) == 1 and not table_plan.routed
                   and self._whole(table_plan, files) and not self._fills(table_plan, files)
-                  and self._cut.get(table_plan.source_name.lower()) is None)
+                  and self._cut.get(table_plan.source_name.lower()) is None
+                  and not (truncates and table_plan.mode == "scd2"))  # truncate_deletes
         paths = [row["path"] for row in files]
         staging = self.warehouse_staging(table_plan, paths, snapshot=False) if simple else None
         if staging is None:
             return None
         query, facts = staging
-        return TableBatch(table_plan, paths, query), facts
+        return TableBatch(table_plan, paths, query, truncates), facts
 
     def _after_cut(self, table_plan: TablePlan, files: list[dict[str, Any]]
                    ) -> list[dict[str, Any]]:
@@ -349,6 +366,9 @@ class BatchApplier(SchemaFollower):
         table is staged whole (a key's versions depend on all its changes in the batch)."""
         from replicator.engine.landing import file_slices, key_slices, read_files
 
+        truncates = self._truncates.get(table_plan.target_parts, [])
+        if not files:  # a followed TRUNCATE to record, no change
+            return TableBatch(table_plan, [], truncates=truncates)
         root = self.landing
         paths = [row["path"] for row in files]
         sources = {row["table"].lower() for row in files}
@@ -364,12 +384,18 @@ class BatchApplier(SchemaFollower):
                 + (f" ({buckets} slices by key)" if by_key else ""))
         fills = self._fills(table_plan, files)
         cut = self._cut.get(table_plan.source_name.lower())
+        ended = truncates if table_plan.mode == "scd2" else []
 
         def followed(batch: Any) -> Any:
             """Defaults and renamed values filled in; the changes before a followed TRUNCATE
             (the table was emptied after them) or a re-created column (the table's re-copy
-            rewrites every row) dropped."""
+            rewrites every row) dropped; in scd2, a followed TRUNCATE as a delete of the keys
+            changed after it (``truncate_deletes``)."""
             batch = fill_defaults(batch, fills)
+            if ended:
+                from replicator.transform.stage import batch_key
+
+                batch = truncate_deletes(batch, ended, batch_key(table_plan))
             return batch if cut is None else after_position(batch, cut)
 
         def batches() -> Iterator[Any]:
@@ -398,7 +424,7 @@ class BatchApplier(SchemaFollower):
                 # The sink consumed a slice: its transaction is open, part of the batch staged.
                 failpoints.reached("apply.between_slices")
 
-        return TableBatch(table_plan, staged())
+        return TableBatch(table_plan, staged(), truncates=truncates)
 
     def warehouse_staging(self, table_plan: TablePlan, paths: Sequence[str], *, snapshot: bool
                           ) -> tuple[StagingQuery, FileFacts] | None:
@@ -542,6 +568,11 @@ class BatchApplier(SchemaFollower):
         staged = self._stage(table_plan, list(events), report)
         _record(report, self.sink.apply(table_plan, batch_id, end_offset or {}, staged))
         return report
+
+def _before_truncate() -> None:
+    """Between a table's batch changes and its first TRUNCATE record, in their transaction."""
+    failpoints.reached("apply.before_truncate_record")
+
 
 class _Timer:
     """Seconds spent inside an iterator's ``next`` (reading and decoding a range's slices)."""

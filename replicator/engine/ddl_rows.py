@@ -4,7 +4,8 @@ Landed change files written before a column was added lack it: MySQL shows those
 the column's constant DEFAULT now, so the batch carries the DEFAULT into the target, not the
 NULL a file without the column reads back as (``default_fills``, ``fill_defaults``); files
 written before a followed column rename hold the values under the old name. A followed
-TRUNCATE keeps only the changes after it (``after_position``).
+TRUNCATE keeps only the changes after it (``after_position``) in a merged table; an scd2
+table gets it as a delete of the keys changed after it (``truncate_deletes``).
 """
 
 from __future__ import annotations
@@ -121,6 +122,49 @@ def after_position(batch: Any, position: tuple[int, int]) -> Any:
     seq, pos = batch.column(cb.FILE_SEQ), batch.column(cb.POS)
     return batch.filter(pc.or_(pc.greater(seq, position[0]),
                                pc.and_(pc.equal(seq, position[0]), pc.greater(pos, position[1]))))
+
+
+def truncate_deletes(batch: Any, truncates: Sequence[Any], key: Sequence[str]) -> Any:
+    """scd2: each followed TRUNCATE (``plan.program.TruncateAt``) as a delete, at its
+    position and commit time, of every key ``batch`` changes after it (its image: the key's
+    first change after it; only the key matters to a delete). The batch's versions then end
+    there, and a key inserted again after it opens a new version even with the same tracked
+    columns, as after a DELETE. Keys the batch does not change after it are ended in the
+    warehouse (``plan.statements.ddl.truncate_history``). In binlog order, as a batch is."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from replicator.model import change_batch as cb
+
+    if not batch.num_rows or not key or not truncates:
+        return batch
+    index = "__replicator_truncate_index"
+    pieces = [batch]
+    for at in truncates:
+        after = after_position(batch, (at.sequence, at.pos))
+        if not after.num_rows:
+            continue
+        numbered = after.append_column(index, pa.array(range(after.num_rows), pa.int64()))
+        firsts = numbered.group_by(list(key), use_threads=False).aggregate([(index, "min")])
+        rows = after.take(firsts.column(f"{index}_min"))
+        count = rows.num_rows
+        values = {cb.OP: "d", cb.FILE: at.file, cb.FILE_SEQ: at.sequence, cb.POS: at.pos,
+                  cb.ROW_INDEX: 0, cb.TS_MS: at.ts_ms, cb.GTID: None,
+                  cb.TRANSACTION_ID: f"{at.file}:{at.pos}"}
+        for number, field in enumerate(rows.schema):
+            if field.name in values:
+                column = pa.array([values[field.name]] * count, field.type)
+            elif cb.is_before(field.name) or field.name.startswith(cb.LEGACY_BEFORE_KEY):
+                column = pa.nulls(count, field.type)  # a delete of the key, not a key move
+            else:
+                continue
+            rows = rows.set_column(number, field, column)
+        pieces.append(rows)
+    if len(pieces) == 1:
+        return batch
+    merged = pa.concat_tables(pieces)
+    order = pc.sort_indices(merged, [(name, "ascending") for name in cb.ORDER_COLUMNS])
+    return merged.take(order)
 
 
 @lru_cache(maxsize=256)

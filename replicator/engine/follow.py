@@ -42,7 +42,7 @@ from replicator.engine.schema_changes import (
 )
 from replicator.errors import EngineError
 from replicator.plan.identifiers import target_identifier
-from replicator.plan.program import Statement, retype_columns
+from replicator.plan.program import Statement, TruncateAt, retype_columns
 from replicator.plan.statements import ddl
 from replicator.plan.types import lags_plan
 from replicator.sink.versions import change_seq_at
@@ -68,8 +68,8 @@ class SchemaFollower:
     _evolving: dict[str, Any]
     _unplanned: set[str]
     _batch_id: int
-    # followed TRUNCATEs of changelog / scd2 tables in this batch: (target parts, DDL row)
-    _truncated: list[tuple[tuple[str, ...], dict[str, Any]]]
+    # followed TRUNCATEs of changelog / scd2 tables in this batch, by target
+    _truncates: dict[tuple[str, ...], list[TruncateAt]]
 
     def _replicated(self) -> dict[str, TablePlan]:
         return {table.source_name.lower(): table for table in self.plan.tables
@@ -223,9 +223,16 @@ class SchemaFollower:
         and never the rows a committed batch wrote after the TRUNCATE."""
 
         if table.mode != "merge":
-            # changelog / scd2: recorded after the batch's changes before it are applied
-            # (``record_truncates``), not cut from the batch: the history keeps them.
-            self._truncated.append((table.target_parts, row))
+            # changelog / scd2: recorded in the batch's transaction, after its changes
+            # (``program.truncate_records``), not cut from the batch: the history keeps them.
+            sequence, pos = row_position(row)
+            self._truncates.setdefault(table.target_parts, []).append(TruncateAt(
+                str(row["file"]), sequence, pos, int(row.get("ts_ms") or 0),
+                change_seq_at(sequence, pos)))
+            self._notice(f"{table.source_name}: TRUNCATE followed: "
+                         + ("the versions current at it end there" if table.mode == "scd2"
+                            else "a delete recorded per key live before it")
+                         + ", in the batch's transaction")
             return
         self._cut[table.source_name.lower()] = row_position(row)
         applied = self.sink.last_applied(table)
@@ -234,26 +241,6 @@ class SchemaFollower:
         self.sink.execute(table, [Statement("follow TRUNCATE TABLE",
                                             ddl.truncate_rows(table, self.sink.dialect))])
         self._notice(f"{table.source_name}: TRUNCATE followed: target rows deleted")
-
-    def record_truncates(self) -> None:
-        """After the batch is applied (or found applied): each followed TRUNCATE of a changelog
-        or scd2 table is recorded in it (``ddl.truncate_history``: the delete rows of the keys
-        live before it, or their versions ended at its commit time). One statement each, that
-        finds its own work done when run again, so a batch replayed after a kill anywhere
-        (before the batch's COMMIT, between it and this, inside this) records it once."""
-        truncated, self._truncated = self._truncated, []
-        for parts, row in truncated:
-            table = next(t for t in self.plan.tables if t.target_parts == parts)
-            sequence, pos = row_position(row)
-            params = ddl.truncate_history_params(table, str(row["file"]), pos,
-                                                 int(row.get("ts_ms") or 0),
-                                                 change_seq_at(sequence, pos))
-            self.sink.execute(table, [Statement("record a followed TRUNCATE TABLE",
-                                                ddl.truncate_history(table, self.sink.dialect),
-                                                params=params)])
-            self._notice(f"{table.source_name}: TRUNCATE followed: "
-                         + ("the live versions ended" if table.mode == "scd2"
-                            else "a delete recorded per live key"))
 
     def _rename_columns(self, old_plan: Plan) -> None:
         """Followed column renames, before the re-plan (whose setup would otherwise add the

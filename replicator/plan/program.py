@@ -31,6 +31,7 @@ from typing import Any, Literal
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import PlannedColumn, TablePlan
 from replicator.plan.statements import batch, bookkeeping, ddl, loading, merging, names, tables
+from replicator.plan.statements.ddl import TruncateAt
 
 # What the sink does with a statement's result:
 #   run      nothing;
@@ -39,7 +40,9 @@ from replicator.plan.statements import batch, bookkeeping, ddl, loading, merging
 #   columns  its cursor description names the table's existing columns (``column_changes``).
 #   fence    it must update exactly one row (the run's lease), else another run took the
 #            lease: roll back and stop (``engine.lease``).
-Role = Literal["run", "skip", "load", "columns", "key", "fence"]
+#   truncate it records a followed TRUNCATE (runs as ``run``; the sink's ``before_truncate``
+#            hook, the engine's failpoint, is called before the first of a table's).
+Role = Literal["run", "skip", "load", "columns", "key", "fence", "truncate"]
 
 ROLLBACK = "ROLLBACK"
 COMMIT = "COMMIT"
@@ -292,14 +295,16 @@ def load_statements(
 
 def batch_tail(table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
                dead_letters: Sequence[tuple[Any, ...]] | None = None, *, fresh: bool = False,
-               generation: int | None = None) -> list[Statement]:
+               generation: int | None = None, truncates: Sequence[TruncateAt] = ()
+               ) -> list[Statement]:
     """After the staging load: MERGE (or append, or versions; ``fresh``: the INSERT of a copy
     into a target that was empty, ``fresh_copy``), the rows the target refused
     (``on_error: dead_letter``: one INSERT per row, parameters (key JSON, column, error); for
     `plan`, ``None`` shows one), the state row, the lease's fence (a run holding lease
     ``generation``; `plan` shows it: every run holds one), COMMIT."""
     return [*load_commit(dialect),
-            *table_changes(table, dialect, key, dead_letters, fresh=fresh),
+            *table_changes(table, dialect, key, dead_letters, fresh=fresh,
+                           truncates=truncates),
             *batch_end(table, dialect, key, generation)]
 
 
@@ -312,11 +317,13 @@ def load_commit(dialect: Dialect) -> list[Statement]:
 
 def table_changes(table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
                   dead_letters: Sequence[tuple[Any, ...]] | None = None, *,
-                  fresh: bool = False) -> list[Statement]:
+                  fresh: bool = False, truncates: Sequence[TruncateAt] = ()) -> list[Statement]:
     """One table's writes of a batch, from its loaded staging: MERGE (or its mode's
-    statements), dead letters, the state row."""
+    statements), the followed TRUNCATEs of a changelog / scd2 table the batch holds
+    (``truncate_records``), dead letters, the state row."""
     out = [Statement(purpose, sql)
            for purpose, sql in batch.batch_statements(table, dialect, fresh=fresh)]
+    out += truncate_records(table, dialect, truncates)
     if table.on_error == "dead_letter":
         insert = bookkeeping.dead_letter_insert(table, dialect)
         offset = dict(key.end_offset) if key else {}
@@ -329,6 +336,19 @@ def table_changes(table: TablePlan, dialect: Dialect, key: BatchKey | None = Non
     out.append(Statement("record the batch", bookkeeping.state_insert(table, dialect),
                          params=key.record if key else ()))
     return out
+
+
+def truncate_records(table: TablePlan, dialect: Dialect, truncates: Sequence[TruncateAt]
+                     ) -> list[Statement]:
+    """Each followed TRUNCATE of a changelog or scd2 table, in binlog order, recorded in the
+    batch's transaction after the batch's own statements (``ddl.truncate_history``: those
+    compare positions, so the batch's changes before the TRUNCATE count and those after it
+    do not). The state row commits with them: a replay finds it and runs none of this."""
+    what = ("end the versions current at a followed TRUNCATE TABLE" if table.mode == "scd2"
+            else "record a followed TRUNCATE TABLE: a delete row per key live before it")
+    return [Statement(what, ddl.truncate_history(table, dialect),
+                      params=ddl.truncate_history_params(table, at), role="truncate")
+            for at in truncates]
 
 
 def batch_end(table: TablePlan, dialect: Dialect, key: BatchKey | None = None,
@@ -350,11 +370,13 @@ def batch_program(
     files: Sequence[str] | None = None, folder: str = "",
     dead_letters: Sequence[tuple[Any, ...]] | None = None, query: StagingQuery | None = None,
     *, fresh: bool = False, generation: int | None = None,
+    truncates: Sequence[TruncateAt] = (),
 ) -> list[Statement]:
     """Every statement one batch runs when it is not skipped, in order."""
     return [*batch_head(table, dialect, key),
             *load_statements(table, dialect, files, folder, query),
-            *batch_tail(table, dialect, key, dead_letters, fresh=fresh, generation=generation)]
+            *batch_tail(table, dialect, key, dead_letters, fresh=fresh, generation=generation,
+                        truncates=truncates)]
 
 
 @dataclass(frozen=True)
@@ -369,6 +391,7 @@ class AtomicPart:
     folder: str = ""
     dead_letters: Sequence[tuple[Any, ...]] | None = None
     query: StagingQuery | None = None
+    truncates: Sequence[TruncateAt] = ()
 
 
 def atomic_program(parts: Sequence[AtomicPart], dialect: Dialect, *,
@@ -386,7 +409,7 @@ def atomic_program(parts: Sequence[AtomicPart], dialect: Dialect, *,
             *(statement for part in parts for statement in atomic_load(part, dialect)),
             *load_commit(dialect),
             *(statement for part in parts for statement in table_changes(
-                part.table, dialect, part.key, part.dead_letters)),
+                part.table, dialect, part.key, part.dead_letters, truncates=part.truncates)),
             *batch_end(parts[0].table, dialect, parts[0].key, generation)]
 
 
@@ -429,6 +452,7 @@ __all__ = [
     "BatchKey",
     "StagingQuery",
     "Statement",
+    "TruncateAt",
     "atomic_head",
     "atomic_load",
     "atomic_program",
@@ -447,4 +471,5 @@ __all__ = [
     "table_changes",
     "target_has_rows",
     "transaction_begin",
+    "truncate_records",
 ]

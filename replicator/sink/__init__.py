@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from replicator.model.pipeline import Pipeline
     from replicator.plan.model import Plan, TablePlan
-    from replicator.plan.program import StagingQuery
+    from replicator.plan.program import StagingQuery, TruncateAt
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ class TableBatch:
     table: TablePlan
     staged: Any  # an Arrow table, an iterable of Arrow slices, or Parquet file paths
     query: StagingQuery | None = None
+    # followed TRUNCATEs of a changelog / scd2 table in the batch (``program.truncate_records``)
+    truncates: Sequence[TruncateAt] = ()
 
 
 def slices_of(staged: pa.Table | Iterable[pa.Table]) -> Iterator[pa.Table]:
@@ -89,15 +91,19 @@ class Sink(Protocol):
         self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
         staged: pa.Table | Iterable[pa.Table] | Sequence[str | os.PathLike[str]],
         *, query: StagingQuery | None = None, fresh: bool = False,
+        truncates: Sequence[TruncateAt] = (), before_truncate: Callable[[], None] | None = None,
     ) -> ApplyResult:
         """Stage (every slice, or the given Parquet files), MERGE and record the batch in ONE
         transaction; skip a batch already applied without pulling a slice. With ``query``
         the files are change files the warehouse stages itself (``program.StagingQuery``);
-        ``fresh``: a copy into a target that was empty inserts (``program.fresh_copy``)."""
+        ``fresh``: a copy into a target that was empty inserts (``program.fresh_copy``);
+        ``truncates``: followed TRUNCATEs recorded in that transaction, ``before_truncate``
+        called before the first."""
 
     def apply_atomic(self, batches: Sequence[TableBatch], batch_id: int,
                      end_offset: dict[str, Any], *,
-                     between_tables: Callable[[], None] | None = None) -> list[ApplyResult]:
+                     between_tables: Callable[[], None] | None = None,
+                     before_truncate: Callable[[], None] | None = None) -> list[ApplyResult]:
         """``target.atomic``: every table of one batch in ONE transaction; a table whose
         batch is recorded already is left out. One result per table, in order."""
 

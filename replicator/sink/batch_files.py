@@ -40,7 +40,7 @@ class BatchPart:
     dead_letters: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
 
     def program_part(self) -> program.AtomicPart:
-        return program.AtomicPart(self.batch.table, self.key)
+        return program.AtomicPart(self.batch.table, self.key, truncates=self.batch.truncates)
 
     def result(self) -> ApplyResult:
         return ApplyResult(skipped=False, rows=self.rows, seconds_stage=self.stage_seconds,

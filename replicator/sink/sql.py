@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from replicator.errors import LeaseError, SinkError
 from replicator.plan import program
 from replicator.plan.model import Plan, TablePlan
-from replicator.plan.program import BatchKey, StagingQuery, Statement
+from replicator.plan.program import BatchKey, StagingQuery, Statement, TruncateAt
 from replicator.plan.statements import bookkeeping, merging, names, tables
 from replicator.sink import ApplyResult, TableBatch, parquet_files, state_from_row
 from replicator.sink.batch_files import (
@@ -89,12 +89,16 @@ class SQLSink(SinkSession):
         self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
         staged: pa.Table | Iterable[pa.Table] | Sequence[str | os.PathLike[str]],
         *, query: StagingQuery | None = None, fresh: bool = False,
+        truncates: Sequence[TruncateAt] = (), before_truncate: Callable[[], None] | None = None,
     ) -> ApplyResult:
         """The batch program: skip an applied batch, else load, MERGE and record it in ONE
         transaction. ``staged``: an Arrow table, an iterable of Arrow slices (pulled only
         after the lookup), or a list of Parquet files already in the staging layout; with
         ``query``, a list of change files the warehouse stages by running it. ``fresh``: a
         snapshot batch of a copy that began with the target empty (INSERT, not MERGE).
+        ``truncates``: the followed TRUNCATEs of a changelog / scd2 table the batch holds,
+        recorded in its transaction after its changes (``program.truncate_records``);
+        ``before_truncate`` is called before the first (the engine's failpoint).
 
         A transient failure at any statement (a lost connection, an expired session, a
         warehouse resuming) rolls back and runs the whole program again on a new session,
@@ -105,19 +109,22 @@ class SQLSink(SinkSession):
         key = BatchKey(self.pipeline_name, table.target_table, batch_id, end_offset)
         given = parquet_files(staged)
         with self._one_at_a_time(), scratch_directory(given is None) as directory:
-            part = BatchPart(TableBatch(table, staged, query), key, given, directory)
-            return self._with_retries(batch_id, lambda: self._apply_once(part, fresh))
+            part = BatchPart(TableBatch(table, staged, query, truncates), key, given, directory)
+            return self._with_retries(batch_id,
+                                      lambda: self._apply_once(part, fresh, before_truncate))
 
     def apply_atomic(self, batches: Sequence[TableBatch], batch_id: int,
                      end_offset: dict[str, Any], *,
-                     between_tables: Callable[[], None] | None = None) -> list[ApplyResult]:
+                     between_tables: Callable[[], None] | None = None,
+                     before_truncate: Callable[[], None] | None = None) -> list[ApplyResult]:
         """``target.atomic``: one batch of several tables in ONE transaction
         (``program.atomic_program``): the tables whose state row for ``batch_id`` exists are
         left out (a batch a per-table run had half applied before the switch), the others
         are loaded, merged and recorded, and one COMMIT makes them visible together. Results
         in the order of ``batches``. Retries as ``apply``: the whole transaction again.
         ``between_tables``: called after a table's writes when another table's follow (the
-        engine's failpoint: a crash there must leave the target without either)."""
+        engine's failpoint: a crash there must leave the target without either);
+        ``before_truncate``: as for ``apply``, before a table's first TRUNCATE record."""
         with self._one_at_a_time(), contextlib.ExitStack() as stack:
             parts = []
             for batch in batches:
@@ -126,9 +133,11 @@ class SQLSink(SinkSession):
                 parts.append(BatchPart(batch, BatchKey(self.pipeline_name, batch.table.target_table,
                                                    batch_id, end_offset), given, directory))
             return self._with_retries(batch_id,
-                                     lambda: self._apply_atomic_once(parts, between_tables))
+                                     lambda: self._apply_atomic_once(parts, between_tables,
+                                                                     before_truncate))
 
-    def _apply_once(self, part: BatchPart, fresh: bool = False) -> ApplyResult:
+    def _apply_once(self, part: BatchPart, fresh: bool = False,
+                    before_truncate: Callable[[], None] | None = None) -> ApplyResult:
         table, key = part.batch.table, part.key
         cursor = self._cursor()
         try:
@@ -142,7 +151,7 @@ class SQLSink(SinkSession):
             staged_at = time.perf_counter()
             self._run_tail(cursor, program.batch_tail(
                 table, self.dialect, key, part.dead_letters, fresh=fresh,
-                generation=self.generation))
+                generation=self.generation, truncates=part.batch.truncates), before_truncate)
             part.merge_seconds = time.perf_counter() - staged_at
         except self.driver_errors() as exc:
             self._rollback(cursor)
@@ -159,7 +168,9 @@ class SQLSink(SinkSession):
         return part.result()
 
     def _apply_atomic_once(self, parts: list[BatchPart],
-                           between_tables: Callable[[], None] | None) -> list[ApplyResult]:
+                           between_tables: Callable[[], None] | None,
+                           before_truncate: Callable[[], None] | None = None
+                           ) -> list[ApplyResult]:
         """One attempt at ``apply_atomic``: the statements of ``program.atomic_program`` for
         the tables not applied yet."""
         dialect = self.dialect
@@ -189,7 +200,8 @@ class SQLSink(SinkSession):
                         between_tables()
                     started = time.perf_counter()
                 self._run_tail(cursor, program.table_changes(
-                    part.batch.table, dialect, part.key, part.dead_letters))
+                    part.batch.table, dialect, part.key, part.dead_letters,
+                    truncates=part.batch.truncates), before_truncate)
                 part.merge_seconds = time.perf_counter() - started
             started = time.perf_counter()
             self._run_tail(cursor, program.batch_end(pending[0].batch.table, dialect,
@@ -246,9 +258,14 @@ class SQLSink(SinkSession):
             )
         part.stage_seconds += time.perf_counter() - started
 
-    def _run_tail(self, cursor: Any, statements: Sequence[Statement]) -> None:
-        """Run statements after the load; the lease's fence must update its one row."""
-        for statement in statements:
+    def _run_tail(self, cursor: Any, statements: Sequence[Statement],
+                  before_truncate: Callable[[], None] | None = None) -> None:
+        """Run statements after the load; the lease's fence must update its one row;
+        ``before_truncate`` is called before the first TRUNCATE record among them."""
+        for number, statement in enumerate(statements):
+            if (statement.role == "truncate" and before_truncate is not None
+                    and all(s.role != "truncate" for s in statements[:number])):
+                before_truncate()
             self._run(cursor, statement)
             if statement.role == "fence" and _updated(cursor) != 1:
                 raise LeaseError(

@@ -16,26 +16,77 @@ import pytest
 from replicator.context import IGNORED_COLUMNS_FILE, Context
 from replicator.demo.workload import apply_changes, create_schema, seed
 from replicator.model.pipeline import DuckDBTarget, SchemaChangePolicy
-from tests.integration.e2e_support import assert_target_equals_source, demo_pipeline, run
-from tests.integration.test_schema_policies_e2e import Streaming, _columns, _target
+from tests.integration.e2e_support import (
+    assert_target_equals_source,
+    demo_pipeline,
+    fakesnow_warehouse,
+    run,
+)
+from tests.integration.test_schema_policies_e2e import Streaming
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
 
+class _Reader:
+    """The target read back: a DuckDB file (read only), or the Snowflake sink's SQL on
+    fakesnow (``fakesnow_warehouse``)."""
+
+    def __init__(self, connect):
+        self._connect = connect
+        self._connection = None
+
+    def __enter__(self):
+        self._opened = self._connect()
+        self._connection = self._opened.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._opened.__exit__(*exc)
+
+    def cursor(self):  # for assert_target_equals_source
+        return self._connection.cursor()
+
+    def execute(self, sql):
+        cursor = self._connection.cursor()
+        cursor.execute(sql)
+        return cursor
+
+    def columns(self, table):
+        return {row[0].upper() for row in self.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = "
+            f"'{table}'").fetchall()}
+
+
+@pytest.fixture(params=["duckdb", "snowflake"])
+def warehouse(request, tmp_path, monkeypatch):
+    """(the pipeline's target, a function opening a ``_Reader`` of it)"""
+    if request.param == "duckdb":
+        import contextlib
+
+        import duckdb
+
+        path = tmp_path / "warehouse.duckdb"
+        yield DuckDBTarget(str(path)), lambda: _Reader(
+            lambda: contextlib.closing(duckdb.connect(str(path), read_only=True)))
+        return
+    with fakesnow_warehouse(tmp_path, monkeypatch) as (target, connect):
+        yield target, lambda: _Reader(connect)
+
+
 def test_added_columns_are_ignored_while_streaming_while_stopped_and_after_a_restart(
-        spark, mariadb, mysql_source, fresh_database, tmp_path):
+        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):
     from replicator.cli.plan_ddl import preview_ddl
     from replicator.plan import get_dialect
     from replicator.verify.compare import verify_pipeline
 
+    target_config, _target = warehouse
     root = mariadb.root_connection()
     streaming = None
     try:
         create_schema(root, fresh_database)
         seed(root, fresh_database, customers=30, orders=120, awkward=10)
-        warehouse = tmp_path / "warehouse.duckdb"
-        pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path,
-                                 DuckDBTarget(str(warehouse)), max_rows=5000)
+        pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path, target_config,
+                                 max_rows=5000)
         pipeline = dataclasses.replace(pipeline,
                                        schema_changes=SchemaChangePolicy(add_column="ignore"))
         run(pipeline, spark)
@@ -56,8 +107,8 @@ def test_added_columns_are_ignored_while_streaming_while_stopped_and_after_a_res
         streaming.close()
         notices, streaming = streaming.notices, None
         assert any("adds column secret" in n and "ignored" in n for n in notices), notices
-        with _target(warehouse) as target:
-            assert "SECRET" not in _columns(target, "ORDERS")
+        with _target() as target:
+            assert "SECRET" not in target.columns("ORDERS")
             assert target.execute("SELECT count(*) FROM ORDERS WHERE STATUS = 'after add'"
                                   ).fetchone()[0] > 0
             assert_target_equals_source(pipeline, root, target)
@@ -75,8 +126,8 @@ def test_added_columns_are_ignored_while_streaming_while_stopped_and_after_a_res
                            "3, 'z')")
         result = run(pipeline, spark)
         assert result.changes > 0
-        with _target(warehouse) as target:
-            columns = _columns(target, "ORDERS")
+        with _target() as target:
+            columns = target.columns("ORDERS")
             assert "SECRET" not in columns and "LATER" not in columns
             assert target.execute("SELECT STATUS FROM ORDERS WHERE ID = 30001").fetchone() \
                 == ("new",)
@@ -89,7 +140,8 @@ def test_added_columns_are_ignored_while_streaming_while_stopped_and_after_a_res
         assert orders.ignored == ("secret", "later")
         effects = preview_ddl(pipeline, context.catalog, context.plan,
                               f"ALTER TABLE {fresh_database}.orders ADD COLUMN more INT",
-                              get_dialect("duckdb"))
+                              get_dialect("duckdb" if isinstance(target_config, DuckDBTarget)
+                                          else "snowflake"))
         assert [e.action for e in effects] == ["ignore"], effects
         assert "ignored" in effects[0].what and not effects[0].statements
 
@@ -100,8 +152,8 @@ def test_added_columns_are_ignored_while_streaming_while_stopped_and_after_a_res
                            "WHERE id % 5 = 0")
             cursor.execute(f"DELETE FROM {db}.orders WHERE id = 30001")
         run(pipeline, spark)
-        with _target(warehouse) as target:
-            columns = _columns(target, "ORDERS")
+        with _target() as target:
+            columns = target.columns("ORDERS")
             assert "SECRET" not in columns and "LATER" not in columns
             assert target.execute("SELECT count(*) FROM ORDERS WHERE STATUS = 'after drop'"
                                   ).fetchone()[0] > 0
@@ -115,19 +167,19 @@ def test_added_columns_are_ignored_while_streaming_while_stopped_and_after_a_res
 
 
 def test_a_lost_checkpoint_record_is_recovered_from_the_target(
-        spark, mariadb, mysql_source, fresh_database, tmp_path):
+        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):
     """The target is the other memory: without the checkpoint's record, a column the target
     lacks on a table whose policy is ignore stays ignored (verify finds it so, read-only), and
     switching the table to `add_column: follow` brings it in."""
     from replicator.verify.compare import verify_pipeline
 
+    target_config, _target = warehouse
     root = mariadb.root_connection()
     try:
         create_schema(root, fresh_database)
         seed(root, fresh_database, customers=10, orders=30, awkward=5)
-        warehouse = tmp_path / "warehouse.duckdb"
-        pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path,
-                                 DuckDBTarget(str(warehouse)), max_rows=5000)
+        pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path, target_config,
+                                 max_rows=5000)
         ignoring = dataclasses.replace(pipeline,
                                        schema_changes=SchemaChangePolicy(add_column="ignore"))
         run(ignoring, spark)
@@ -144,13 +196,13 @@ def test_a_lost_checkpoint_record_is_recovered_from_the_target(
         with root.cursor() as cursor:
             cursor.execute(f"UPDATE {db}.customers SET name = 'again', nick = 'q' WHERE id = 2")
         run(ignoring, spark)
-        with _target(warehouse) as target:
-            assert "NICK" not in _columns(target, "CUSTOMERS")
+        with _target() as target:
+            assert "NICK" not in target.columns("CUSTOMERS")
             assert_target_equals_source(ignoring, root, target)
         # The policy decides each time: follow adds the column (its DEFAULT for old rows).
         run(pipeline, spark)
-        with _target(warehouse) as target:
-            assert "NICK" in _columns(target, "CUSTOMERS")
+        with _target() as target:
+            assert "NICK" in target.columns("CUSTOMERS")
             assert target.execute("SELECT count(*) FROM CUSTOMERS WHERE NICK = 'n'"
                                   ).fetchone()[0] >= 9
     finally:

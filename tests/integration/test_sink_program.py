@@ -300,6 +300,85 @@ def test_an_atomic_batch_executes_exactly_the_planned_program(target):
         sink.close()
 
 
+def test_a_followed_truncate_is_recorded_in_the_batch_transaction(target):
+    """A batch of a changelog and an scd2 table holding a followed TRUNCATE: its records run
+    in the batch's ONE transaction after the tables' changes, exactly as the program says
+    (atomic, and table by table with no change at all), the hook before the first record
+    of each table; positions compare by the binlog file's number (a seventh digit), not as
+    text. Values are bound, never in the SQL text (scd2 binds its commit time)."""
+    from replicator.model.changes import BinlogPosition
+    from replicator.plan.program import TruncateAt
+    from replicator.sink import TableBatch
+    from replicator.sink.versions import change_seq_at
+
+    dialect, warehouse, sink_for = target
+    pipeline = modes_pipeline(warehouse)
+    catalog = offline_catalog(pipeline)
+    plan = build_plan(pipeline, catalog)
+    chosen = [t for t in plan.tables if t.mode in ("changelog", "scd2")]
+    assert {t.mode for t in chosen} == {"changelog", "scd2"}
+    sink = sink_for(pipeline, plan)
+    recorder = sink.connection
+
+    def truncate(pos):
+        return TruncateAt("mysql-bin.1000000", 1_000_000, pos, 1_700_000_100_000 + pos,
+                          change_seq_at(1_000_000, pos))
+
+    staged = {t.target_table: staged_per_row(t, [
+        dataclasses.replace(e, position=BinlogPosition("mysql-bin.999999", e.position.pos))
+        for e in sample_events(t, catalog.table(t.source_database, t.source_table))])
+        for t in chosen}
+    fired: list[str] = []
+
+    def counted(table, where):
+        cursor = sink.connection.inner.cursor()
+        cursor.execute(f"SELECT count(*) FROM {target_name(table, dialect)} WHERE {where}")
+        return cursor.fetchone()[0]
+
+    try:
+        sink.prepare()
+        recorder.take()
+        at = truncate(4)
+        sink.apply_atomic([TableBatch(t, staged[t.target_table], truncates=[at])
+                           for t in chosen], 12, {"file": "f", "pos": 12},
+                          before_truncate=lambda: fired.append("atomic"))
+        recorded = recorder.take()
+        parts = [programs.AtomicPart(t, BatchKey(pipeline.name, t.target_table, 12,
+                                                 {"file": "f", "pos": 12}),
+                                     files, folder, truncates=[at])
+                 for t, (files, folder) in zip(chosen, loads_of(dialect, recorded), strict=True)]
+        assert recorded == as_recorded(programs.atomic_program(parts, dialect))
+        assert fired == ["atomic", "atomic"]
+        changelog, scd2 = (next(t for t in chosen if t.mode == m) for m in ("changelog", "scd2"))
+        # the one key live before it (the other was deleted) gets its delete row, at it
+        assert counted(changelog, '"_OP" = \'d\' AND "_BINLOG_FILE" = \'mysql-bin.1000000\' '
+                                  'AND "_BINLOG_POS" = 4 AND "_DELETED"') == 1
+        assert counted(changelog, "TRUE") == 5
+        assert counted(scd2, '"_IS_CURRENT"') == 0
+        assert counted(scd2, f'"_CHANGE_SEQ" = \'{at.change_seq}\' AND "_VALID_TO" IS NOT '
+                             'NULL') == 1
+
+        # A later batch of the tables, one at a time, a TRUNCATE and no change: recorded
+        # with nothing live before it, it adds nothing.
+        later = truncate(90)
+        for table in chosen:
+            key = BatchKey(pipeline.name, table.target_table, 13, {"file": "f", "pos": 13})
+            result = sink.apply(table, 13, dict(key.end_offset), [], truncates=[later],
+                                before_truncate=lambda: fired.append("one"))
+            assert not result.skipped and result.rows == 0
+            assert recorder.take() == as_recorded(programs.batch_program(
+                table, dialect, key, [], truncates=[later]))
+        assert fired[2:] == ["one", "one"]
+        assert counted(changelog, "TRUE") == 5 and counted(scd2, '"_IS_CURRENT"') == 0
+        assert counted(scd2, f'"_CHANGE_SEQ" = \'{later.change_seq}\'') == 0
+        server = getattr(sink_for, "server", None)
+        if server is not None:  # what went over the wire is what the sink recorded
+            received = [sql for sql in server.queries if not sql.startswith("SELECT count(*)")]
+            assert _without_upload_requests(received) == recorder.everything
+    finally:
+        sink.close()
+
+
 def test_prepare_on_a_grown_plan_runs_the_planned_alters(target):
     from replicator.plan.model import PlannedColumn
     from replicator.plan.types import STRING

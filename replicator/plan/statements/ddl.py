@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from replicator.plan.dialects import Dialect
@@ -130,47 +131,77 @@ def _named(table: TablePlan, name: str) -> str:
                 and c.target_column.upper() == name)
 
 
-def truncate_history(table: TablePlan, dialect: Dialect) -> str:
-    """TRUNCATE in MySQL, followed in a table that keeps history, after the batch that holds
-    it is applied (its changes before the TRUNCATE are then in the table). Parameters
-    (``truncate_history_params``) bind the TRUNCATE's position and commit time; the SQL is one
-    statement that does nothing the second time, so a replayed batch records it once.
+@dataclass(frozen=True)
+class TruncateAt:
+    """A followed TRUNCATE TABLE inside a batch: its binlog file, the file's number (positions
+    order by it, then ``pos``: ``engine.ddl_rows.row_position``), its position, its commit
+    time (ms since the epoch) and its position as scd2's ``_CHANGE_SEQ`` text
+    (``sink.versions.change_seq_at``)."""
 
-    changelog: one delete row (``_OP = 'd'``, the live row's image) per key whose latest change
-    before the TRUNCATE's position is not a delete, at that position. scd2: every version
-    current at the TRUNCATE (its last change before it; still current, or ended by a change
-    after it in the same batch) ends at the TRUNCATE's commit time, ``_CHANGE_SEQ`` = its
-    position, as a delete ends one."""
+    file: str
+    sequence: int
+    pos: int
+    ts_ms: int
+    change_seq: str
+
+
+def file_sequence(column: str) -> str:
+    """A ``_BINLOG_FILE`` column's number (``mysql-bin.000012`` -> 12), the order of binlog
+    files everywhere else (``model.changes.BinlogPosition.sequence``): as text, a seventh
+    digit would sort ``1000000`` before ``999999``."""
+    return f"CAST(SPLIT_PART({column}, '.', -1) AS BIGINT)"
+
+
+def truncate_history(table: TablePlan, dialect: Dialect) -> str:
+    """TRUNCATE in MySQL, followed in a table that keeps history: run in the transaction of
+    the batch that holds it, after the batch's own statements (``program.table_changes``).
+    Parameters (``truncate_history_params``) bind the TRUNCATE's position and commit time.
+
+    changelog: one delete row (``_OP = 'd'``, the live row's image) per key whose latest
+    change before the TRUNCATE's position is not a delete, at that position. The batch's
+    changes are in the table by then, each at its own position: those before the TRUNCATE
+    count, those after it do not, exactly as if it had run between them.
+
+    scd2: every version still current whose last change is before the TRUNCATE ends at its
+    commit time, ``_CHANGE_SEQ`` = its position, as a delete ends one. The batch staged the
+    TRUNCATE as a delete of every key it changes after it (``engine.ddl_rows.
+    truncate_deletes``), so those keys' versions ended there already and their versions
+    after it are new; what is left current before it is the keys the batch did not touch
+    after it."""
     target = target_name(table, dialect)
     if table.mode == "scd2":
         valid_to, is_current, seq = (_named(table, n) for n in ("_VALID_TO", "_IS_CURRENT",
                                                                "_CHANGE_SEQ"))
         return (f"UPDATE {target} SET {q(valid_to)} = ?, {q(is_current)} = FALSE, "
-                f"{q(seq)} = ?\nWHERE {q(seq)} < ? AND ({q(is_current)} OR {q(valid_to)} > ?)")
+                f"{q(seq)} = ?\nWHERE {q(is_current)} AND {q(seq)} < ?")
     data = [c.target_column for c in table.columns if c.role == "data"]
     op, deleted, ts, file, pos, txid, order = (_named(table, n) for n in (
         "_OP", "_DELETED", "_TS_MS", "_BINLOG_FILE", "_BINLOG_POS", "_TRANSACTION_ID",
         "_TRANSACTION_ORDER"))
     key = ", ".join(q(c.target_column) for c in table.key_columns)
     columns = ", ".join(q(c) for c in [*data, op, deleted, ts, file, pos, txid, order])
-    latest = ", ".join(f"{q(c)} DESC NULLS LAST" for c in (file, pos, order))
+    sequence = file_sequence(q(file))
+    # Newest first, as ``sink.versions.change_seq`` orders: a snapshot read (``r``) carries
+    # the position the next transaction starts at, so at one position it is the older; rows
+    # without a position (none are written so) count as the oldest.
+    latest = ", ".join([*(f"COALESCE({c}, -1) DESC" for c in (sequence, q(pos))),
+                        f"CASE WHEN {q(op)} = 'r' THEN 0 ELSE 1 END DESC",
+                        f"COALESCE({q(order)}, -1) DESC"])
     return (
         f"INSERT INTO {target} ({columns})\n"
         f"SELECT {', '.join(q(c) for c in data)}, 'd', TRUE, ?, ?, ?, ?, "
         f"ROW_NUMBER() OVER (ORDER BY {key}) - 1\n"
-        f"FROM (\n  SELECT * FROM {target}\n"
-        f"  WHERE {q(file)} IS NULL OR {q(file)} < ? OR ({q(file)} = ? AND {q(pos)} < ?)\n"
-        f"  QUALIFY ROW_NUMBER() OVER (PARTITION BY {key} ORDER BY {latest}) = 1\n"
+        f"FROM (\n"
+        f"  SELECT *, ROW_NUMBER() OVER (PARTITION BY {key} ORDER BY {latest}) AS {q('_LATEST')}\n"
+        f"  FROM {target}\n"
+        f"  WHERE {q(file)} IS NULL OR {sequence} < ? OR ({sequence} = ? AND {q(pos)} < ?)\n"
         f") AS live\n"
-        f"WHERE NOT COALESCE(live.{q(deleted)}, FALSE)\n"
-        f"  AND NOT EXISTS (SELECT 1 FROM {target} WHERE {q(file)} = ? AND {q(pos)} = ?)")
+        f"WHERE live.{q('_LATEST')} = 1 AND NOT COALESCE(live.{q(deleted)}, FALSE)")
 
 
-def truncate_history_params(table: TablePlan, file: str, pos: int, ts_ms: int,
-                            change_seq: str) -> tuple[Any, ...]:
-    """The bind parameters of ``truncate_history``: the TRUNCATE's binlog position, its commit
-    time (ms since the epoch) and its position as scd2's ``_CHANGE_SEQ`` text."""
+def truncate_history_params(table: TablePlan, at: TruncateAt) -> tuple[Any, ...]:
+    """The bind parameters of ``truncate_history`` for the TRUNCATE ``at``."""
     if table.mode == "scd2":
-        at = datetime.datetime.fromtimestamp(ts_ms / 1000, tz=datetime.UTC)
-        return (at, change_seq, change_seq, at)
-    return (ts_ms, file, pos, f"{file}:{pos}", file, file, pos, file, pos)
+        when = datetime.datetime.fromtimestamp(at.ts_ms / 1000, tz=datetime.UTC)
+        return (when, at.change_seq, at.change_seq)
+    return (at.ts_ms, at.file, at.pos, f"{at.file}:{at.pos}", at.sequence, at.sequence, at.pos)
