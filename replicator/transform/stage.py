@@ -15,8 +15,9 @@ The statement, in the order ``sink.staging.stage_changes`` applies its steps per
 
 scd2 tables keep every change and then fold them into versions with window functions
 (``_scd2_ctes``: the versions of ``sink.versions``). DuckDB scans the Arrow batch in place;
-nothing loops over rows in Python. Outbox routes still go through the per-row path
-(``sink.outbox`` flattens JSON payloads per event).
+nothing loops over rows in Python. Outbox routes are flattened columnar first
+(``transform.outbox``: Arrow's JSON reader over the route's payloads) into a change batch of
+the route; a batch it cannot read exactly takes the per-row path (``sink.outbox``).
 """
 
 from __future__ import annotations
