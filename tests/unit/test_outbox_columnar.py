@@ -261,3 +261,14 @@ def test_the_example_pipeline_routes_stage_alike_and_two_of_three_go_columnar():
         taken.append(route_batch(table, batch) is not None)
     assert taken == [False, True, True]
     assert count_unrouted(plan.tables[0], change_batch(events, columns, batch_key(plan.tables[0]))) == 1
+
+
+def test_a_batch_in_several_chunks_stages_alike(plan):
+    """Landed files are read back as chunked columns."""
+    import pyarrow as pa
+
+    for table in plan.tables:
+        batch = pa.concat_tables([_batch(table, CANONICAL[:5]), _batch(table, CANONICAL[5:])])
+        assert batch.column(0).num_chunks == 2
+        assert route_batch(table, batch) is not None
+        assert stage_batch(table, batch).to_pylist() == _per_row(table, batch, 0).to_pylist()
