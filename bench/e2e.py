@@ -123,10 +123,12 @@ def duckdb_counts(path: Path, tables: list[str]) -> dict[str, int]:
 def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
             library_rate: float | None, *, decode_partitions: int = 1,
             atomic: bool | None = None, max_rows: int | None = None,
-            suffix: str = "") -> dict[str, Any]:
+            suffix: str = "", tables: tuple[str, ...] | None = None,
+            transforms: dict[str, Any] | None = None) -> dict[str, Any]:
     """One ``replicator run --until-caught-up`` of the workload range into ``target``
     (``atomic``: target.atomic, None its default; ``max_rows``: batching.max_rows;
-    ``suffix``: a pipeline of its own, when the same settings run again)."""
+    ``suffix``: a pipeline of its own, when the same settings run again; ``tables``: only
+    these of the workload's tables; ``transforms``: ``pipeline_yaml``'s, per table)."""
     name = (f"bench-e2e-{target}" + (f"-p{decode_partitions}" if decode_partitions > 1 else "")
             + ("" if atomic is None else f"-atomic-{str(atomic).lower()}")
             + ("" if max_rows is None else f"-{max_rows}") + suffix)
@@ -135,6 +137,8 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
         start=workload.start, server_id=ctx.next_server_id(),
         decode_partitions=decode_partitions, atomic=atomic,
         **({} if max_rows is None else {"max_rows": max_rows}),
+        **({} if tables is None else {"tables": [t for t in TABLES if t.name in tables]}),
+        transforms=transforms,
     )
     env = ctx.environment()
     with contextlib.ExitStack() as stack:
@@ -180,7 +184,7 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
     result["server_cpu_seconds"] = round(server_cpu, 2)
     if target != "duckdb":
         result["warehouse_cpu_seconds"] = round(warehouse_cpu, 2)
-    table_names = [spec.name for spec in TABLES]
+    table_names = [spec.name for spec in TABLES if tables is None or spec.name in tables]
     source = source_counts(ctx, workload.database, table_names)
     result["source_rows"] = source
     if target == "duckdb":
@@ -188,6 +192,60 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
         result["target_rows"] = target_rows
         result["target_matches_source"] = target_rows == source
     return result
+
+
+# issue 17's table: one computed column, one filter, one mask (salted sha256), on orders.
+ORDERS_TRANSFORMS = {"orders": {
+    "filter": "status <> 'cancelled'",
+    "masks": {"note": '{sha256: {salt: "bench-salt"}}'},
+    "computed": {"amount_with_tax": ("round(amount * 1.2, 2)", "NUMBER(14,2)")},
+}}
+
+
+def run_transforms_e2e(ctx: BenchContext, workload: WorkloadResult, *, rounds: int = 2,
+                       target: str = "duckdb") -> dict[str, Any]:
+    """Issue 17's target end to end: ``replicator run --until-caught-up`` of the workload's
+    range replicating the ``orders`` table alone, without transforms (A) and with one computed
+    column, one filter and one mask (B), in rounds A B, B A, ... (a machine getting busier or
+    quieter weighs on both alike), each a pipeline of its own over the same binlog range.
+    Compared, the best and the median of each side: the streaming seconds (first batch start
+    -> last batch end; no JVM start-up), the whole wall time, and the apply seconds (stage +
+    merge: where DuckDB runs the transform step over the batch's files);
+    ``throughput_ratio`` = plain seconds / transformed seconds (1.0: no cost; the target is
+    >= 0.85)."""
+    import os
+
+    runs: dict[str, list[dict[str, Any]]] = {"plain": [], "transforms": []}
+    loads = []
+    for number in range(rounds):
+        order = (("plain", None), ("transforms", ORDERS_TRANSFORMS))
+        for label, transforms in order if number % 2 == 0 else order[::-1]:
+            loads.append(round(os.getloadavg()[0], 2))
+            runs[label].append(run_e2e(ctx, workload, target, None, tables=("orders",),
+                                       transforms=transforms, suffix=f"-{label}-r{number}"))
+    summary: dict[str, Any] = {"target": target, "table": "orders", **ORDERS_TRANSFORMS["orders"],
+                               "rounds": rounds, "load_average_1m_at_each_run": loads,
+                               "runs": runs}
+    import statistics
+
+    def apply_seconds(run: dict[str, Any]) -> float:
+        return sum(run["phases_seconds"].get(p, 0.0) for p in ("stage", "merge"))
+
+    for key in ("streaming_seconds", "wall_seconds", "apply_seconds"):
+        measured = {label: [apply_seconds(r) if key == "apply_seconds" else r[key]
+                            for r in found if r.get("returncode") == 0 and r.get("batches")]
+                    for label, found in runs.items()}
+        summary[key] = {}
+        for stat, pick in (("best", min), ("median", statistics.median)):
+            values = {label: round(pick(v), 3) if v else None for label, v in measured.items()}
+            summary[key][stat] = values
+            if values["plain"] and values["transforms"]:
+                values["throughput_ratio"] = round(values["plain"] / values["transforms"], 3)
+    summary["changes"] = [r.get("changes") for r in runs["plain"] + runs["transforms"]]
+    summary["transform_phase_seconds"] = {
+        label: [r.get("phases_seconds", {}).get("transform") for r in found]
+        for label, found in runs.items()}
+    return summary
 
 
 def run_atomic(ctx: BenchContext, workload: WorkloadResult, *, max_rows: tuple[int, ...],

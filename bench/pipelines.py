@@ -40,7 +40,10 @@ def pipeline_yaml(
     also: Sequence[tuple[str, TableSpec]] = (),  # (database, table) of other databases
     atomic: bool | None = None,  # target.atomic (None: the default)
     row_filter: str | None = None,  # every table's `filter:` (Spark SQL)
+    transforms: Mapping[str, Mapping[str, Any]] | None = None,  # table name -> its transforms
 ) -> str:
+    """``transforms``: per table, ``filter`` (Spark SQL), ``masks`` (column -> the YAML of
+    its ``mask:``) and ``computed`` (name -> (expression, type)), as a user writes them."""
     if isinstance(start, BinlogPosition):
         start_text = f"{{file: {start.file}, pos: {start.pos}}}"
     else:
@@ -86,11 +89,18 @@ def pipeline_yaml(
         lines.append(f"    key: [{spec.key}]")
         if mode != "merge":
             lines.append(f"    mode: {mode}")
-        if row_filter is not None:
-            lines.append(f"    filter: {_quote(row_filter)}")
+        own = (transforms or {}).get(spec.name, {}) if table_database == database else {}
+        table_filter = own.get("filter", row_filter)
+        if table_filter is not None:
+            lines.append(f"    filter: {_quote(table_filter)}")
         lines.append("    columns:")
+        masks = own.get("masks", {})
         for column, mysql_type in spec.columns:
-            lines.append(f"      {column}: {{source_type: {_quote(mysql_type)}}}")
+            mask = f", mask: {masks[column]}" if column in masks else ""
+            lines.append(f"      {column}: {{source_type: {_quote(mysql_type)}{mask}}}")
+        for column, (expression, target_type) in own.get("computed", {}).items():
+            lines.append(f"      {column}: {{expression: {_quote(expression)}, "
+                         f"type: {_quote(target_type)}}}")
     return "\n".join(lines) + "\n"
 
 

@@ -6,7 +6,8 @@
     bench/run --changes 100000 --out /tmp/result.json
 
 Sections (all by default): decode, profile, e2e, partitions, latency, snapshot, bigtxn, recopy,
-pushdown, startup, transforms, peer (Debezium embedded on the e2e range, bench/peer.py), atomic (the e2e
+pushdown, startup, transforms, transforms_e2e (issue 17's table end to end, with and without
+transforms, bench/e2e.py), peer (Debezium embedded on the e2e range, bench/peer.py), atomic (the e2e
 run with target.atomic on and off). A failing section
 is recorded with its error and the others still run; the exit status is 1 if any failed.
 See bench/README.md for what each number means.
@@ -35,7 +36,7 @@ from bench.report import RESULTS_DIR, render_table, write_charts, write_json
 from bench.tables import TABLES
 
 SECTIONS = ("decode", "profile", "e2e", "partitions", "latency", "snapshot", "bigtxn", "recopy",
-            "pushdown", "startup", "transforms", "peer", "atomic")
+            "pushdown", "startup", "transforms", "transforms_e2e", "peer", "atomic")
 # The server for the benchmark: a bigger buffer pool than the test default so the 1M-row
 # table is not disk-bound.
 SERVER_ARGS = ("--innodb-buffer-pool-size=512M",)
@@ -58,6 +59,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="targets the atomic section runs on (duckdb, snowflake)")
     parser.add_argument("--atomic-rounds", type=int, default=2,
                         help="runs of each setting in the atomic section (on, off alternating)")
+    parser.add_argument("--transforms-rounds", type=int, default=2,
+                        help="rounds of the transforms_e2e section (plain/transformed, alternating)")
     parser.add_argument("--out", type=Path, help="result file (default bench/results/<date>.json)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args(argv)
@@ -157,7 +160,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             results["seed"] = args.seed
             ctx = BenchContext(server, workdir, sizes)
             generated = None
-            if {"decode", "profile", "e2e", "partitions", "peer", "atomic"} & set(sections):
+            if {"decode", "profile", "e2e", "partitions", "peer", "atomic", "transforms_e2e"} & set(sections):
                 print(f"bench: generating {sizes.changes:,} changes ...", file=sys.stderr, flush=True)
                 generated = workload.generate(server.socket, "bench", sizes.changes, seed=args.seed)
                 results["workload"] = generated.to_json()
@@ -213,6 +216,11 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                     ctx, generated, max_rows=(50_000, 2_000),
                     targets=tuple(t for t in args.atomic_targets.split(",") if t),
                     rounds=args.atomic_rounds))
+            if "transforms_e2e" in sections and generated is not None:
+                from bench.e2e import run_transforms_e2e
+
+                _section(results, "transforms_e2e", lambda: run_transforms_e2e(
+                    ctx, generated, rounds=args.transforms_rounds))
             if "latency" in sections:
                 from bench.latency import run_latency
 

@@ -205,6 +205,9 @@ def _say_where_columns_came_from(table_plan: TablePlan) -> None:
                              for name, column in table_plan.outbox.row_columns])
         render.info("%s columns from the payload (%s): %s", table_plan.label,
                     table_plan.outbox.payload_column, paths)
+        from replicator.transform.outbox import describe_flattening  # pyarrow only when run
+
+        render.info("%s payload flattening: %s", table_plan.label, describe_flattening(table_plan))
         return
     data = table_plan.data_columns
     live = [c.source_column for c in data if c.origin == "live" and c.expression is None]
@@ -221,6 +224,12 @@ def _say_where_columns_came_from(table_plan: TablePlan) -> None:
         parts.append("ignored, added in MySQL under `schema_changes.add_column: ignore` (not in "
                      f"the target, not replicated): {', '.join(table_plan.ignored)}")
     render.info("%s columns %s", table_plan.source_name, "; ".join(parts) or "(none)")
+
+
+def _flattening(table_plan: TablePlan) -> str:
+    from replicator.transform.outbox import describe_flattening
+
+    return describe_flattening(table_plan)
 
 
 def _table_json(table_plan: TablePlan, dialect: Dialect, catalog: Catalog,
@@ -243,6 +252,7 @@ def _table_json(table_plan: TablePlan, dialect: Dialect, catalog: Catalog,
             "row_columns": dict(outbox.row_columns),
             "delete_when": outbox.delete_when,
             "null_on_error": list(outbox.null_on_error),
+            "flattening": _flattening(table_plan),
         },
         "key": list(table_plan.source_key),
         "key_origin": table_plan.key_origin,

@@ -143,7 +143,7 @@ def _check_table(document: LoadedDocument, base: JsonPath, table: dict[str, Any]
 
 
 def _check_expression(document: LoadedDocument, path: JsonPath, text: str, types: Any) -> None:
-    from replicator.plan.expressions.compiler import check_expression
+    from replicator.plan.expressions.checker import check_expression
     from replicator.plan.expressions.errors import ExpressionError
     from replicator.plan.transpile.errors import Untranslatable
     from replicator.plan.transpile.translator import translate
@@ -164,13 +164,13 @@ def _report_expression(document: LoadedDocument, path: JsonPath, exc: Any) -> No
 
 
 def _check_filter(document: LoadedDocument, path: JsonPath, text: str, types: Any) -> None:
-    from replicator.plan.expressions.compiler import compile_filter
+    from replicator.plan.expressions.checker import check_filter
     from replicator.plan.expressions.errors import ExpressionError
     from replicator.plan.transpile.errors import Untranslatable
     from replicator.plan.transpile.translator import translate
 
     try:
-        compile_filter(text, types)
+        check_filter(text, types)
         if types is not None and "any" not in {t.kind for t in types.values()}:
             translate(text, types)
     except (ExpressionError, Untranslatable) as exc:

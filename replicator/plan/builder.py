@@ -286,11 +286,11 @@ def _replicator_columns(table: TablePipeline, case: IdentifierCase,
 
 def _plan_filter(pipeline: Pipeline, table: TablePipeline, source_table: SourceTable,
                  problems: PlanProblems) -> tuple[tuple[str, Any], ...]:
-    """The filter's input columns (name, Spark type); the filter must compile and translate."""
+    """The filter's input columns (name, Spark type); the filter must check and translate."""
     if not table.filter:
         return ()
     name = table.source_name
-    from replicator.plan.expressions.compiler import compile_filter
+    from replicator.plan.expressions.checker import check_filter
     from replicator.plan.expressions.errors import ExpressionError
     from replicator.plan.expressions.spark_types import STRING as SPARK_STRING
     from replicator.plan.expressions.spark_types import spark_type_of
@@ -304,7 +304,7 @@ def _plan_filter(pipeline: Pipeline, table: TablePipeline, source_table: SourceT
     from replicator.plan.transpile.translator import translate
 
     try:
-        compile_filter(table.filter, dict(filter_inputs))
+        check_filter(table.filter, dict(filter_inputs))
         translate(table.filter, dict(filter_inputs))
     except (ExpressionError, Untranslatable) as exc:
         problems.add(f"{name}: filter {table.filter!r}: {exc.message} (at character "
@@ -446,8 +446,8 @@ def _plan_computed(
     source_table: SourceTable,
     problems: PlanProblems,
 ) -> PlannedColumn | None:
-    """A computed column: its expression compiled against the live (or declared) columns."""
-    from replicator.plan.expressions.compiler import compile_expression
+    """A computed column: its expression checked against the live (or declared) columns."""
+    from replicator.plan.expressions.checker import check_expression
     from replicator.plan.expressions.errors import ExpressionError
     from replicator.plan.expressions.spark_types import spark_type_of
 
@@ -472,7 +472,7 @@ def _plan_computed(
 
     try:
         target_type = parse_target_type(mapping.target_type)
-        compile_expression(mapping.expression, types)
+        check_expression(mapping.expression, types)
         translate(mapping.expression, types)
     except (ExpressionError, Untranslatable) as exc:
         problems.add(f"{table.source_name}: computed column {name!r}: {exc.message} "

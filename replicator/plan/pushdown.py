@@ -25,7 +25,7 @@ temporal columns: on every row where Spark's is not NULL):
   columns and other character sets are left out. The literal is hex: no sql_mode
   (NO_BACKSLASH_ESCAPES) changes its meaning;
 - a DATE, DATETIME or TIMESTAMP column compared with a date or timestamp literal (a string
-  is parsed as Spark parses it when comparing, ``plan.expressions.parse_date`` /
+  is parsed as Spark parses it when comparing, ``plan.expressions.casts.parse_date`` /
   ``parse_timestamp``), rendered as its canonical text. The snapshot session reads in UTC
   (``time_zone = '+00:00'``), so a TIMESTAMP column compares as the UTC wall clock the
   transform step sees, a DATETIME as its own wall clock (which the replicator reads as UTC).
@@ -64,7 +64,7 @@ from typing import Any
 from replicator.errors import PlanError
 from replicator.model.catalog import SourceColumn, SourceTable
 from replicator.plan.expressions.casts import parse_date, parse_timestamp
-from replicator.plan.expressions.compiler import Compiler
+from replicator.plan.expressions.checker import Checker
 from replicator.plan.expressions.parsing import parse
 from replicator.plan.expressions.spark_types import MAX_PRECISION, SparkType
 from replicator.plan.model import TablePlan
@@ -123,7 +123,7 @@ def _capped(shapes: Sequence[tuple[int, int] | None]) -> bool:
 
 class _Pushdown:
     def __init__(self, inputs: Mapping[str, SparkType], columns: Sequence[SourceColumn]) -> None:
-        self.compiler = Compiler({name.lower(): (name, t) for name, t in inputs.items()})
+        self.checker = Checker({name.lower(): (name, t) for name, t in inputs.items()})
         types = {name.lower(): t for name, t in inputs.items()}
         self.columns: dict[str, tuple[SourceColumn, str, SparkType]] = {}
         for column in columns:
@@ -222,14 +222,14 @@ class _Pushdown:
         return exp.Is(this=self.column_sql(column), expression=exp.Null())
 
     def constant(self, node: Any) -> tuple[Any, SparkType] | None:
-        """The value and Spark type of a constant the user wrote (folded), never NULL."""
+        """The value and Spark type of a literal the user wrote (nothing is folded), never NULL."""
         try:
-            compiled = self.compiler.compile(node)
+            typed = self.checker.check(node)
         except PlanError:
-            return None  # not a constant this module reads; the transform step judges it
-        if not compiled.constant or compiled.value is None:
+            return None  # not a literal this module reads; the transform step judges it
+        if not typed.literal or typed.value is None:
             return None
-        return compiled.value, compiled.type
+        return typed.value, typed.type
 
     def leaf(self, node: Any) -> Any:
         """A comparison, IS NULL or IN whose MySQL value refines Spark's, or None."""
@@ -339,11 +339,11 @@ class _Pushdown:
 def pushdown(text: str, inputs: Mapping[str, SparkType], columns: Sequence[SourceColumn]) -> Any:
     """The sqlglot MySQL predicate of Spark filter ``text`` (over source columns of these
     Spark types, read from these MySQL columns) that never drops a row the filter keeps,
-    or None. A filter that does not compile pushes nothing (``validate`` reports it)."""
+    or None. A filter that does not check pushes nothing (``validate`` reports it)."""
     try:
         tree = parse(text)
         translator = _Pushdown(inputs, columns)
-        translator.compiler.compile(tree)  # the filter as a whole type-checks
+        translator.checker.check(tree)  # the filter as a whole type-checks
         return translator.superset(tree)
     except PlanError:
         return None

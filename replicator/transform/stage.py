@@ -15,8 +15,9 @@ The statement, in the order ``sink.staging.stage_changes`` applies its steps per
 
 scd2 tables keep every change and then fold them into versions with window functions
 (``_scd2_ctes``: the versions of ``sink.versions``). DuckDB scans the Arrow batch in place;
-nothing loops over rows in Python. Outbox routes still go through the per-row path
-(``sink.outbox`` flattens JSON payloads per event).
+nothing loops over rows in Python. Outbox routes are flattened columnar first
+(``transform.outbox``: Arrow's JSON reader over the route's payloads) into a change batch of
+the route; a batch it cannot read exactly takes the per-row path (``sink.outbox``).
 """
 
 from __future__ import annotations
@@ -87,8 +88,13 @@ def stage_batch(table: TablePlan, batch: pa.Table, *, first_seq: int = 0) -> pa.
     batch staged before these (``STAGE_SEQ`` continues across slices)."""
     from replicator.transform.expressions import translatable
 
-    if table.outbox is not None:  # no filter or computed column: sink.outbox flattens per event
-        return _per_row(table, batch, first_seq)
+    if table.outbox is not None:  # no filter or computed column; the payload flattened columnar
+        from replicator.transform.outbox import route_batch
+
+        routed = route_batch(table, batch)
+        if routed is None:  # what Arrow's JSON reader cannot promise: sink.outbox, per event
+            return _per_row(table, batch, first_seq)
+        return _columnar(table, routed, first_seq)
     if not translatable(table):
         # The plan refuses what has no DuckDB form; a batch typed unlike the plan checked
         # (a column's type changed under it) is not evaluated any other way.

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from replicator.plan.expressions.compiler import compile_expression
+from replicator.plan.expressions.checker import check_expression
 from replicator.plan.expressions.spark_types import (
     BIGINT,
     BINARY,
@@ -128,7 +128,7 @@ def _with_nulls(rows, data):
     return out
 
 
-COMPILED = {text: compile_expression(text, COLUMNS) for text in EXPRESSIONS}  # types only
+TYPES = {text: check_expression(text, COLUMNS) for text in EXPRESSIONS}
 ARROW = {"i": pa.int32(), "j": pa.int32(), "l": pa.int64(), "d": pa.decimal128(10, 2),
          "e": pa.decimal128(20, 4), "f": pa.float64(), "s": pa.string(), "t": pa.string(),
          "dt": pa.date32(), "ts": pa.timestamp("us"), "b": pa.binary(), "flag": pa.bool_()}
@@ -188,7 +188,7 @@ def test_result_types_are_sparks(spark) -> None:
     frame = spark.createDataFrame([], SPARK_SCHEMA)
     selected = frame.selectExpr(*[f"{text} AS c{n}" for n, text in enumerate(EXPRESSIONS)])
     spark_types = [field.dataType.simpleString() for field in selected.schema.fields]
-    ours = [str(COMPILED[text].type) for text in EXPRESSIONS]
+    ours = [str(TYPES[text]) for text in EXPRESSIONS]
     mismatches = [(text, o, s) for text, o, s in zip(EXPRESSIONS, ours, spark_types, strict=True) if o != s]
     assert mismatches == []
 

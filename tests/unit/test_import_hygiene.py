@@ -28,7 +28,7 @@ except SystemExit as exc:
 finished = time.perf_counter()
 heavy = sorted({name.split(".")[0] for name in sys.modules} & heavy_names)
 ours = sorted(name for name in ("replicator.source.snapshot", "replicator.plan.pushdown",
-                                "replicator.plan.expressions.compiler") if name in sys.modules)
+                                "replicator.plan.expressions.checker") if name in sys.modules)
 print(json.dumps({"code": code, "heavy": heavy, "ours": ours, "rich": "rich" in sys.modules,
                   "import_s": imported - started,
                   "total_s": finished - started}), file=sys.stderr)
@@ -47,7 +47,7 @@ def test_validate_loads_no_heavy_library_and_is_fast() -> None:
           f"validate one file in total: {report['total_s']:.3f}s")
     assert report["code"] == 0, process.stdout
     assert report["heavy"] == [], f"validate imported {report['heavy']}"
-    # Nor our own heavy modules: the snapshot's chunk SELECT brings the expression compiler
+    # Nor our own heavy modules: the snapshot's chunk SELECT brings the expression checker
     # (~35 ms), which a file without filters or computed columns never needs.
     assert report["ours"] == [], f"validate imported {report['ours']}"
     # Plain output (CI, a pipe) is written without rich: ~25 ms of start-up (bench startup).

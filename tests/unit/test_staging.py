@@ -13,12 +13,12 @@ import pytest
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.text import time_text as mysql_time_text
 from replicator.plan import build_plan
-from replicator.plan.expressions.compiler import compile_filter
+from replicator.plan.expressions.checker import check_filter
 from replicator.plan.expressions.errors import ExpressionError
 from replicator.plan.expressions.spark_types import DATE, INT, STRING, TIMESTAMP, decimal
 from replicator.sink.staging import stage_changes
 from replicator.sink.values import mask_function
-from tests.fixtures.row_transforms import reference_stage
+from tests.fixtures.row_transforms import duckdb_values, reference_stage
 from tests.fixtures.sink_sample import AWKWARD, CATALOG, NULLS, sample_pipeline
 
 PLAN = build_plan(sample_pipeline("snowflake"), CATALOG)
@@ -154,12 +154,13 @@ FILTER_COLUMNS = {"qty": INT, "name": STRING, "created": TIMESTAMP, "price": dec
     ],
 )
 def test_filter_semantics(predicate, row, passes):
-    check = compile_filter(predicate, FILTER_COLUMNS)
-    assert (check(row) is True) is passes
+    assert check_filter(predicate, FILTER_COLUMNS).kind == "boolean"
+    inputs = {name: t for name, t in FILTER_COLUMNS.items() if name in row}
+    assert (duckdb_values(predicate, inputs, [row])[0] is True) is passes
 
 
 @pytest.mark.parametrize("old", ["qty > 1 XOR name = 'x'", "name = 'a' || qty = 1"])
 def test_an_old_mysql_filter_gets_a_hint_that_filters_are_spark_sql(old):
     with pytest.raises(ExpressionError) as caught:
-        compile_filter(old, FILTER_COLUMNS)
+        check_filter(old, FILTER_COLUMNS)
     assert "Spark SQL" in caught.value.message + caught.value.hint

@@ -17,7 +17,7 @@ from replicator.errors import PlanError
 from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.plan import build_plan, offline_catalog
-from replicator.plan.expressions.compiler import compile_expression
+from replicator.plan.expressions.checker import check_expression
 from replicator.plan.expressions.errors import EvaluationError, ExpressionError
 from replicator.plan.expressions.spark_types import BIGINT, INT, STRING, decimal
 from replicator.sink.values import value_converter
@@ -184,19 +184,23 @@ def test_computed_column_named_like_a_source_column_is_refused_by_plan() -> None
     ("concat(s, i)", {"s": STRING, "i": BIGINT}, STRING, "x7"),
 ])
 def test_expression_types(text, types, result_type, value) -> None:
+    from tests.fixtures.row_transforms import duckdb_values
+
     row = {"d": Decimal("10.55"), "i": 7, "s": "x"}
-    compiled = compile_expression(text, types)
     if result_type is not None:
-        assert compiled.type == result_type
-    assert compiled(row) == value
+        assert check_expression(text, types) == result_type
+    [computed] = duckdb_values(text, types, [row])  # the engine's value (the product's SQL)
+    assert computed == value
+    if isinstance(value, Decimal):
+        assert computed.as_tuple().exponent == value.as_tuple().exponent  # and Spark's scale
 
 
 def test_unsupported_and_non_deterministic_functions_are_refused_with_an_offset() -> None:
     with pytest.raises(ExpressionError) as caught:
-        compile_expression("upper(s) || rand()", {"s": STRING})
+        check_expression("upper(s) || rand()", {"s": STRING})
     assert caught.value.offset == 12
     with pytest.raises(ExpressionError, match="current_date"):
-        compile_expression("current_date()", {})
+        check_expression("current_date()", {})
 
 
 def _diagnostics(tmp_path, body):
@@ -233,3 +237,33 @@ def test_scd2_tracks_computed_columns_by_their_value() -> None:
     staged = _staged(table, events)
     assert staged.to_pylist() == reference_stage(table, events).to_pylist()
     assert [r["FULL_NAME"] for r in staged.to_pylist()] == ["Zoë", "Zoe"]
+
+
+def test_a_constant_spark_cannot_cast_fails_when_the_engine_runs_it() -> None:
+    """Nothing is evaluated at plan time (issue 17): a CAST of a literal that Spark would fail
+    is planned, and the transform step stops the batch with Spark's error class, naming the
+    table, the column and the row (the plan-time folding that caught it before is gone)."""
+    pipeline = _pipeline()
+    tables = []
+    for table in pipeline.tables:
+        bad = dataclasses.replace(next(c for c in table.columns if c.computed),
+                                  source_column="bad", expression="id + CAST('abc' AS INT)",
+                                  target_type="BIGINT")
+        tables.append(dataclasses.replace(table, columns=(*table.columns, bad)))
+    table = _plan(dataclasses.replace(pipeline, tables=tuple(tables)))
+    assert _staged(table, []).num_rows == 0  # the constant alone fails no batch
+    with pytest.raises(EvaluationError) as caught:
+        _staged(table, [_event("r", after=ROW)])
+    assert caught.value.error_class == "CAST_INVALID_INPUT"
+    assert "BAD" in caught.value.message and "id=7" in caught.value.message
+    assert "try_cast" in caught.value.hint
+
+
+@pytest.mark.parametrize("text", ["d > DATE '2024-13-45'", "d = '2024-02-30'",
+                                  "CAST('not a time' AS TIMESTAMP) > d"])
+def test_a_date_literal_that_reads_as_no_date_is_refused_by_the_checker(text) -> None:
+    from replicator.plan.expressions.checker import check_filter
+    from replicator.plan.expressions.spark_types import DATE
+
+    with pytest.raises(ExpressionError, match="is not a"):
+        check_filter(text, {"d": DATE})

@@ -1,7 +1,7 @@
 """What an expression may use (``FUNCTIONS``, ``SUPPORTED_HINT``) and its two failures: an
-``ExpressionError`` when it cannot be compiled (with the offset of the offending part, so
-``validate`` reports it without Spark), an ``EvaluationError`` where Spark (ANSI mode) would
-fail the query on a row.
+``ExpressionError`` when it does not check (with the offset of the offending part, so
+``validate`` reports it without Spark), an ``EvaluationError`` where the engine fails a row
+as Spark (ANSI mode) would fail the query (``transform.expressions.evaluation_error``).
 
 What is outside the subset, and what Spark would only do by an implicit conversion we do not
 reproduce (a string compared with a number, a CASE mixing strings and numbers), is an
@@ -10,13 +10,11 @@ reproduce (a string compared with a number, a CASE mixing strings and numbers), 
 
 from __future__ import annotations
 
-from typing import Any
-
 from replicator.errors import PlanError, ReplicatorError
 
 
 class ExpressionError(PlanError):
-    """The expression cannot be compiled; ``offset`` is where in its text (0-based)."""
+    """The expression does not check; ``offset`` is where in its text (0-based)."""
 
     def __init__(self, message: str, offset: int = 0, hint: str | None = None) -> None:
         super().__init__(message, hint=hint or SUPPORTED_HINT)
@@ -57,7 +55,3 @@ SUPPORTED_HINT = (
     "DATE <-> TIMESTAMP) and the functions "
     + ", ".join(sorted(FUNCTIONS)) + " (docs/configuration.md#computed-columns)"
 )
-
-
-def fail_evaluation(error_class: str, message: str) -> Any:
-    raise EvaluationError(error_class, message)

@@ -1,5 +1,6 @@
-"""Spark types and values: the types of Spark's analyzer as the compiler reasons about them,
-the Spark type a MySQL column reads as, a compiled node (a closure and its type), and Spark's decimal and integer arithmetic rules.
+"""Spark types: the types of Spark's analyzer as the checker reasons about them, the Spark
+type a MySQL column reads as, a checked node (its type; its value if it is a literal), and
+Spark's rules for the result types of decimal arithmetic and of mixed branches.
 
 Source columns have the Spark type their MySQL type reads as (``spark_type_of``): integers
 up to INT as INT, INT UNSIGNED and BIGINT as BIGINT, BIGINT UNSIGNED as DECIMAL(20,0),
@@ -10,21 +11,14 @@ TINYINT(1) as BOOLEAN (under ``tinyint1: boolean``).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
-from replicator.plan.expressions.errors import ExpressionError, fail_evaluation
-
-Row = dict[str, Any]
-Fn = Callable[[Row], Any]
+from replicator.plan.expressions.errors import ExpressionError
 
 MAX_PRECISION = 38
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
-DECIMAL_CONTEXT = Context(prec=200)
+LONG_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -83,28 +77,22 @@ def spark_type_of(mysql_type: Any, *, tinyint1: str = "boolean") -> SparkType:
     return STRING  # char, varchar, text, enum, set, json, time, geometry as text
 
 
-# -- compiled nodes ---------------------------------------------------------------------------
+# -- typed nodes ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Compiled:
-    fn: Fn
+class Typed:
+    """A checked node: its Spark type, and its value where the user wrote it as a literal
+    (a number, a string, TRUE/FALSE/NULL, a negated number, ``DATE '...'``/``TIMESTAMP
+    '...'``). Nothing is evaluated here: an expression over literals (``1 + 1``) is no
+    literal, the engine folds it when it runs (docs/architecture.md, issue 17)."""
+
     type: SparkType
-    constant: bool = False
-    value: Any = None  # the value of a constant
-
-    def __call__(self, row: Row) -> Any:
-        return self.fn(row)
+    literal: bool = False
+    value: Any = None
 
 
-def compiled_constant(value: Any, type_: SparkType) -> Compiled:
-    return Compiled(lambda row: value, type_, True, value)
-
-
-def check_int(value: int, type_: SparkType, what: str = "overflow") -> int:
-    low, high = (INT_MIN, INT_MAX) if type_.kind == "int" else (LONG_MIN, LONG_MAX)
-    if not low <= value <= high:
-        fail_evaluation("ARITHMETIC_OVERFLOW", what)
-    return value
+def literal(value: Any, type_: SparkType) -> Typed:
+    return Typed(type_, True, value)
 
 
 def bounded_decimal(precision: int, scale: int) -> SparkType:
@@ -120,26 +108,14 @@ def adjusted_decimal(precision: int, scale: int) -> SparkType:
     return decimal(MAX_PRECISION, max(MAX_PRECISION - int_digits, min_scale))
 
 
-def as_decimal_type(node: Compiled) -> SparkType:
+def as_decimal_type(node: Typed) -> SparkType:
     t = node.type
     if t.kind == "decimal":
         return t
-    if node.constant and t.integral and node.value is not None:
+    if node.literal and t.integral and node.value is not None:
         digits = len(str(abs(node.value)))
         return decimal(digits, 0)  # Spark types an integer literal by its digits here
     return decimal(10, 0) if t.kind == "int" else decimal(20, 0)
-
-
-def fit_decimal(value: Decimal, type_: SparkType, *, error: bool = True) -> Decimal | None:
-    """``value`` rounded HALF_UP to the type's scale; overflow is Spark's error (or NULL)."""
-    quantum = Decimal(1).scaleb(-type_.scale)
-    rounded = value.quantize(quantum, rounding=ROUND_HALF_UP, context=DECIMAL_CONTEXT)
-    if rounded.adjusted() >= type_.precision - type_.scale and rounded != 0:
-        if not error:
-            return None
-        fail_evaluation("NUMERIC_VALUE_OUT_OF_RANGE",
-                        f"{value} cannot be represented as Decimal({type_.precision}, {type_.scale})")
-    return rounded
 
 
 def wider_type(left: SparkType, right: SparkType, offset: int, what: str) -> SparkType:
@@ -166,12 +142,3 @@ def wider_type(left: SparkType, right: SparkType, offset: int, what: str) -> Spa
         return TIMESTAMP
     raise ExpressionError(f"{what} mixes {left} and {right}", offset,
                           hint="CAST one side explicitly so both have one type")
-
-
-def identity(value: Any) -> Any:
-    return value
-
-
-def double_order_key(value: float) -> Any:
-    # Spark orders NaN above every other double and NaN = NaN; -0.0 = 0.0.
-    return (1, 0.0) if math.isnan(value) else (0, value)

@@ -15,7 +15,9 @@ transform step (``transform.stage``) evaluates it vectorized inside its one stat
   (tests/integration/test_transforms_spark_differential.py) proves equal to Spark.
 
 Literals the user wrote are part of the expression and rendered as SQL literals; row values
-never enter SQL text. One module per concern, each importing only those above it:
+never enter SQL text. Nothing is folded here: ``1 + 1`` is written as DuckDB's sum of two
+literals, which DuckDB folds when it runs (a constant's error, such as an overflow or an
+invalid CAST, is its run-time error, raised as Spark's). One module per concern, each importing only those above it:
 
 - ``errors``: ``Untranslatable``;
 - ``casts``: DuckDB types, literals, Spark's CAST as DuckDB SQL;

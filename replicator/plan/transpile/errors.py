@@ -1,4 +1,4 @@
-"""``Untranslatable``: a construct the compiler accepts (``plan.expressions``) but that has
+"""``Untranslatable``: a construct the checker accepts (``plan.expressions``) but that has
 no exact DuckDB form; ``validate`` and ``plan`` refuse it (R241), so what runs is what the
 differential test proves equal to Spark."""
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from replicator.plan.expressions.casts import parse_date, parse_timestamp
-from replicator.plan.expressions.compiler import Compiler
+from replicator.plan.expressions.checker import Checker
 from replicator.plan.expressions.parsing import node_offset
 from replicator.plan.expressions.spark_types import (
     DATE,
@@ -35,20 +35,21 @@ ColumnSql = Callable[[str], str]  # source column name -> its SQL, already in it
 class OperatorTranslator:
     """Spark SQL nodes -> DuckDB SQL, for everything but named functions: comparisons,
     arithmetic (exact DECIMAL division included), concatenation, CASE, TRIM, the conditional
-    functions, and the argument forms every function family uses. The compiler
+    functions, and the argument forms every function family uses. The checker
     (``plan.expressions``) types every node; ``translator`` adds the dispatch."""
 
     def __init__(self, columns: Mapping[str, SparkType], column_sql: ColumnSql) -> None:
-        self.compiler = Compiler({name.lower(): (name, t) for name, t in columns.items()})
+        self.checker = Checker({name.lower(): (name, t) for name, t in columns.items()})
         self.columns = {name.lower(): name for name in columns}
         self.column_sql = column_sql
 
     def type(self, node: Any) -> SparkType:
-        return self.compiler.compile(node).type
+        return self.checker.check(node).type
 
     def constant(self, node: Any) -> tuple[bool, Any]:
-        compiled = self.compiler.compile(node)
-        return compiled.constant, compiled.value
+        """Whether ``node`` is a literal the user wrote, and its value (nothing is folded)."""
+        typed = self.checker.check(node)
+        return typed.literal, typed.value
 
     def fail(self, node: Any, what: str) -> Untranslatable:
         return Untranslatable(f"{what} is not supported", node_offset(node))
@@ -59,7 +60,7 @@ class OperatorTranslator:
         raise NotImplementedError
 
     def as_type(self, node: Any, target: SparkType) -> str:
-        """``node`` implicitly cast to ``target`` (the compiler's coerce: ANSI CAST)."""
+        """``node`` implicitly cast to ``target`` (Spark's implicit cast: ANSI CAST)."""
         return cast_sql(self.sql(node), self.type(node), target)
 
     def string_arg(self, node: Any) -> str:
@@ -102,7 +103,7 @@ class OperatorTranslator:
 
     def side(self, node: Any, common: SparkType) -> str:
         """One side of a comparison in the common type; a string literal compared with a date
-        or timestamp is parsed at plan time, as the compiler does."""
+        or timestamp is read at plan time, as Spark's analyzer reads it."""
         constant, value = self.constant(node)
         if constant and isinstance(value, str) and common.kind in ("date", "timestamp"):
             parse_ = parse_date if common.kind == "date" else parse_timestamp
@@ -150,8 +151,8 @@ class OperatorTranslator:
         """Exact DECIMAL division (DuckDB would divide as DOUBLE): the unscaled integers in
         HUGEINT, rounded HALF_UP to Spark's result scale."""
         left, right = node.this, node.expression
-        a_type = as_decimal_type(self.compiler.compile(left))
-        b_type = as_decimal_type(self.compiler.compile(right))
+        a_type = as_decimal_type(self.checker.check(left))
+        b_type = as_decimal_type(self.checker.check(right))
         shift = result.scale + b_type.scale - a_type.scale
         if a_type.precision + max(shift, 0) > 38 or b_type.precision + max(-shift, 0) > 38:
             raise self.fail(node, "a DECIMAL division this wide")

@@ -33,10 +33,10 @@ class _Translator(StringFunctions, NumericFunctions, DateFunctions):
         """DuckDB SQL for ``node``, giving Spark's value in the DuckDB form of Spark's type."""
         from sqlglot import exp
 
-        compiled = self.compiler.compile(node)  # type-checks the node (ExpressionError)
-        if compiled.constant:
-            return literal_sql(compiled.value, compiled.type)
-        result = compiled.type
+        typed = self.checker.check(node)  # type-checks the node (ExpressionError)
+        if typed.literal:  # what the user wrote; an expression over literals the engine folds
+            return literal_sql(typed.value, typed.type)
+        result = typed.type
         if isinstance(node, exp.Paren):
             return self.sql(node.this)
         if isinstance(node, exp.Column):
