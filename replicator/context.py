@@ -15,7 +15,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import replicator.sink
+from replicator.config import load_pipeline
 from replicator.errors import SourceError
+from replicator.source.catalog import read_catalog
 
 # The config, plan, source and sink modules are imported where they are used: importing them
 # costs ~0.3 s together (the YAML, JSON Schema and SQL machinery), and `replicator validate`
@@ -53,8 +56,6 @@ class Context:
              offline: bool = False) -> Context:
         """The context of the pipeline file at ``path`` (validated: ``ConfigError`` with
         every diagnostic when it is not)."""
-        from replicator.config import load_pipeline
-
         return cls(load_pipeline(path, environ=environ), offline=offline)
 
     def reload(self) -> None:
@@ -67,11 +68,11 @@ class Context:
         """The catalog as it is now (read again on every call: the batch applier re-reads it
         when the binlog shows tables appearing); ``catalog`` keeps the first one."""
         if self.offline:
+            # The planner (replicator.plan, ~50 ms) stays off every command's start-up: cli/
+            # modules import this one.
             from replicator.plan import offline_catalog
 
             return offline_catalog(self.pipeline)
-        from replicator.source.catalog import read_catalog
-
         pipeline = self.pipeline
         return read_catalog(pipeline.source, pipeline.fixed_tables, pipeline.selections)
 
@@ -102,7 +103,7 @@ class Context:
     def replan(self, catalog: Catalog) -> Plan:
         """The plan of this pipeline for ``catalog`` (not kept: the caller decides), without
         the columns ignored under `schema_changes.add_column: ignore` (``ignored_columns``)."""
-        from replicator.plan import build_plan
+        from replicator.plan import build_plan  # off every command's start-up: see read_catalog
 
         return build_plan(self.pipeline, catalog, self.ignored_columns())
 
@@ -194,6 +195,4 @@ class Context:
     def open_sink(self, plan: Plan | None = None) -> Sink:
         """A new connection to the target for ``plan`` (default: this context's); the caller
         closes it."""
-        from replicator.sink import open_sink
-
-        return open_sink(self.pipeline, plan if plan is not None else self.plan)
+        return replicator.sink.open_sink(self.pipeline, plan if plan is not None else self.plan)

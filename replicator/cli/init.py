@@ -19,9 +19,11 @@ from urllib.parse import unquote, urlsplit
 
 import typer
 
+from replicator.config.semantic import format_source_name
 from replicator.errors import UsageError
 from replicator.model.catalog import SourceTable
 from replicator.model.pipeline import MySQLSource
+from replicator.source.catalog import list_tables, read_catalog
 
 COMMAND_SETTINGS = {"help": "Scaffold a pipeline YAML from a live MySQL schema."}
 
@@ -73,8 +75,6 @@ def pipeline_name(database: str) -> str:
 
 def render_pipeline(source: MySQLSource, database: str, tables: list[SourceTable],
                     *, target: Target) -> str:
-    from replicator.config.semantic import format_source_name
-
     lines = [
         SCHEMA_MODELINE,
         "#",
@@ -130,8 +130,6 @@ def command(
     ] = None,
     target: Annotated[Target, typer.Option("--target", help="duckdb or snowflake.")] = Target.duckdb,
 ) -> None:
-    from replicator.source.catalog import list_tables, read_catalog
-
     source, database = parse_mysql_url(from_url)
     names = [n.strip() for n in tables.split(",") if n.strip()] if tables else None
     if names is None:

@@ -18,8 +18,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from replicator.cli import render
+from replicator.config.diagnostics import REPORTERS, Diagnostic
+from replicator.config.loader import load_document
 from replicator.context import Context
 from replicator.errors import PlanError, UsageError
+from replicator.model.catalog import INTEGER_TYPES, MySQLType, MySQLTypeError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -65,8 +68,9 @@ def command(
                      "(the target ALTERs, the stop, or nothing); runs nothing."),
     ] = None,
 ) -> None:
-    # The chunk SELECT brings the expression compiler (plan.pushdown, ~35 ms): kept off
-    # validate's start-up, which imports every command module.
+    # The planner (replicator.plan, ~50 ms) and the chunk SELECT, which brings the expression
+    # compiler (plan.pushdown, ~35 ms): kept off validate's start-up, which imports every
+    # command module.
     from replicator.plan import atomic_statements, get_dialect
     from replicator.source.snapshot import chunk_select_preview
 
@@ -106,8 +110,9 @@ def command(
         }
         render.print_text(json.dumps(document, indent=2, ensure_ascii=False))
         return
+    # Off validate's start-up too (see above); the transforms package is ~20 ms more.
     from replicator.plan import render_atomic_sql, render_sql
-    from replicator.transform import snapshot_staging  # ~22 ms: kept off validate's start-up
+    from replicator.transform import snapshot_staging
 
     for table_plan in tables:
         if not offline:
@@ -121,6 +126,7 @@ def command(
 
 def _print_ddl_preview(pipeline: Pipeline, catalog: Catalog, plan: Plan, ddl: str,
                        dialect: Dialect, output_format: OutputFormat) -> None:
+    # Off every command's start-up (~3 ms): only `plan --ddl` needs it.
     from replicator.cli.plan_ddl import preview_ddl, render_effects
 
     effects = preview_ddl(pipeline, catalog, plan, ddl, dialect)
@@ -139,9 +145,6 @@ def _report_problems(file: Path, problems: tuple[PlanProblem, ...],
                      output_format: OutputFormat) -> None:
     """Every plan problem as a ``Diagnostic`` at the line and column of the setting that fixes
     it, through validate's reporters (text on stderr; json and github on stdout)."""
-    from replicator.config.diagnostics import REPORTERS, Diagnostic
-    from replicator.config.loader import load_document
-
     document = load_document(file)
     diagnostics = []
     for problem in problems:
@@ -156,8 +159,6 @@ def _report_problems(file: Path, problems: tuple[PlanProblem, ...],
 
 def _warn_declared_types_that_differ(pipeline: Pipeline, catalog: Catalog) -> None:
     """A declared source_type that disagrees with MySQL: the live type wins, say so."""
-    from replicator.model.catalog import INTEGER_TYPES, MySQLType, MySQLTypeError
-
     def comparable(mysql_type: MySQLType) -> MySQLType:
         if mysql_type.name in INTEGER_TYPES and mysql_type.length != 1:
             return replace(mysql_type, length=None)  # int(11) is int: display width only
@@ -234,9 +235,10 @@ def _flattening(table_plan: TablePlan) -> str:
 
 def _table_json(table_plan: TablePlan, dialect: Dialect, catalog: Catalog,
                 tables: Sequence[TablePlan]) -> dict[str, Any]:
+    # Off validate's start-up: see command().
     from replicator.plan import table_statements
-    from replicator.source.snapshot import chunk_select_preview  # see command()
-    from replicator.transform import snapshot_staging  # ~22 ms: kept off validate's start-up
+    from replicator.source.snapshot import chunk_select_preview
+    from replicator.transform import snapshot_staging
 
     outbox = table_plan.outbox
     return {

@@ -19,7 +19,12 @@ from typing import Annotated, Any
 import typer
 
 from replicator.cli import render
-from replicator.errors import UsageError
+from replicator.config import load_pipeline
+from replicator.engine.metrics import format_json, format_text
+from replicator.errors import ReplicatorError, UsageError
+from replicator.model.changes import BinlogPosition
+from replicator.source.positions import current_position
+from replicator.source.progress import RETENTION_WARNING_S, lag_behind, retention, row_estimates
 
 COMMAND_SETTINGS = {"help": "Replicate: snapshot if needed, then stream the binlog."}
 
@@ -51,10 +56,6 @@ def _lag(pipeline: Any, report: Any) -> tuple[int | None, float | None]:
     newest change applied (0 once at the head): for the live display and ``run.json``."""
     if not report.end_offset:
         return None, None
-    from replicator.errors import ReplicatorError
-    from replicator.model.changes import BinlogPosition
-    from replicator.source.positions import current_position
-    from replicator.source.progress import lag_behind
 
     try:
         position = BinlogPosition.from_offset(report.end_offset)
@@ -74,10 +75,6 @@ RETENTION_CHECK_S = 600.0
 def _retention_warning(pipeline: Any, report: Any) -> str | None:
     """A warning when the binlog the run still needs may be purged within
     ``source.progress.RETENTION_WARNING_S`` (the run is too far behind, or the expiry short)."""
-    from replicator.errors import ReplicatorError
-    from replicator.model.changes import BinlogPosition
-    from replicator.source.progress import RETENTION_WARNING_S, retention
-
     if not report.end_offset:
         return None
     try:
@@ -145,7 +142,7 @@ def command(
     master hands the run to spark-submit (``_submit``), a local one runs it here (``_run``)."""
     import os
 
-    from replicator.config import load_pipeline
+    # Off every command's start-up (cli/main imports every command module): zipfile, ~3 ms.
     from replicator.engine.launch import SUBMITTED_ENV, master_kind
 
     # Set first: a bad pipeline file is reported as a JSON error line too.
@@ -199,9 +196,8 @@ def _metrics(pipeline: Any, path: Path | None, port: int | None) -> Any:
     """Prometheus metrics of this run, or None when neither a file nor a port was asked for."""
     if path is None and port is None:
         return None
+    # prometheus_client (~30 ms, and http.server, ssl, email) only when metrics are asked for.
     from replicator.engine.prometheus import PipelineMetrics
-    from replicator.source.positions import current_position
-    from replicator.source.progress import lag_behind, retention
 
     metrics = PipelineMetrics(
         pipeline.name,
@@ -220,6 +216,7 @@ def _metrics(pipeline: Any, path: Path | None, port: int | None) -> Any:
 def _submit(file: Path, pipeline: Any, master: str, spark_conf: dict[str, str],
             run_args: list[str], *, dry_run: bool) -> None:
     """Hand the run to spark-submit (replacing this process), or print the command."""
+    # Off every command's start-up (see command()).
     from replicator.engine.launch import package_zip, run_submit, submit_command
 
     code_zip = package_zip(Path(pipeline.checkpoint_dir) / "package")
@@ -252,9 +249,6 @@ class _Reporter:
 
     def estimate(self, tables: list[str]) -> dict[str, int]:
         """Row estimates of tables not looked up yet (one information_schema query)."""
-        from replicator.errors import ReplicatorError
-        from replicator.source.progress import row_estimates
-
         new = [name for name in tables if name.lower() not in self.looked_up]
         if new:
             self.looked_up.update(name.lower() for name in new)
@@ -326,11 +320,11 @@ class _Reporter:
 
 def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, master: str | None,
          spark_conf: dict[str, str], log_format: LogFormat, metrics: Any = None, take_over: bool = False) -> None:
-    from replicator.engine.metrics import format_json, format_text
+    # The engine (its snapshot reader, the expression compiler, ~150 ms; pickle) stays off
+    # every other command's start-up (cli/main imports every command module).
     from replicator.engine.runner import RunOptions, run_pipeline
     from replicator.engine.runstate import JVM_LOG, RunStateWriter
     from replicator.engine.session import route_jvm_output
-    from replicator.errors import ReplicatorError
 
     checkpoint_dir = Path(pipeline.checkpoint_dir)
     # Spark's start-up chatter and its Python workers' output: a file, not the user's stderr.

@@ -18,7 +18,9 @@ from typing import Annotated, Any
 import typer
 
 from replicator.cli import render
+from replicator.context import Context
 from replicator.errors import ConfigError
+from replicator.source.conditions import condition_sql
 
 COMMAND_SETTINGS = {"help": "Copy one table again while the others stream (a running run "
                     "takes the request at once, else the next run)."}
@@ -45,7 +47,8 @@ def command(
         OutputFormat, typer.Option("--format", "-f", help="text or json.")
     ] = OutputFormat.text,
 ) -> None:
-    from replicator.context import Context
+    # The engine's recopy (the snapshot reader, the expression compiler, ~85 ms) and pickle
+    # stay off every command's start-up (cli/main imports every command module).
     from replicator.engine.checkpoint import CheckpointDir
     from replicator.engine.recopy import request
     from replicator.engine.runstate import lock_holder
@@ -89,7 +92,6 @@ def _condition(context: Any, table: str, where: str | None) -> str | None:
     """``--where`` checked against the table's live columns (``source.conditions``)."""
     if where is None:
         return None
-    from replicator.source.conditions import condition_sql
 
     database, name = table.split(".", 1)
     source = context.catalog.table(database, name)

@@ -30,6 +30,7 @@ from replicator.model.pipeline import (
     TablePipeline,
     TargetConfig,
 )
+from replicator.model.selection import TableSelection
 
 _NAME_JUNK = re.compile(r"[^a-z0-9_-]+")
 
@@ -170,8 +171,6 @@ def _table(spec: dict[str, Any], defaults: dict[str, Any], batching: BatchPolicy
            schema_changes: SchemaChangePolicy) -> TablePipeline:
     selection = None
     if "sources" in spec:  # semantic checked: no `source`, a `target`, patterns compile
-        from replicator.model.selection import TableSelection
-
         sources = spec["sources"]
         selection = TableSelection(tuple(sources["include"]), tuple(sources.get("exclude") or ()))
         parts: tuple[str, str] | None = ("", "")

@@ -33,6 +33,7 @@ from replicator.model.pipeline import (
     SOFT_DELETE_COLUMNS,
     SOURCE_TABLE_COLUMN,
 )
+from replicator.model.selection import PatternError, TableSelection, compile_pattern
 
 # https://docs.snowflake.com/en/sql-reference/identifiers-syntax : quoted identifiers hold
 # up to 255 characters, any of them except NUL.
@@ -380,8 +381,6 @@ def _bare_dot(pattern: str) -> bool:
 def _check_sources(document: LoadedDocument, tables: list[Any]) -> list[tuple[int, Any]]:
     """`source:` xor `sources:` (R221), a target for a selection (R222), patterns that compile
     (R220) or hold a bare `.` (R223). Returns the selections that compiled, by entry index."""
-    from replicator.model.selection import PatternError, TableSelection, compile_pattern
-
     found: list[tuple[int, Any]] = []
     for index, table in enumerate(tables):
         if not isinstance(table, dict):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from replicator.plan.identifiers import qualified_name, quote_identifier
 from replicator.source.arrow_types import time_text
 
 if TYPE_CHECKING:
@@ -113,8 +114,6 @@ def read_source_rows(source_connection: Any, table: TablePlan) -> list[tuple[Any
 
 def read_target_rows(target_connection: Any, table: TablePlan) -> list[tuple[Any, ...]]:
     """Rows of the compared columns from the warehouse (any DB-API connection)."""
-    from replicator.plan.identifiers import qualified_name, quote_identifier
-
     columns = _compared_columns(table)
     names = ", ".join(quote_identifier(c.target_column) for c in columns)
     where = ""

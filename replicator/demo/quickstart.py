@@ -19,6 +19,9 @@ from pathlib import Path
 
 from replicator.cli import render
 from replicator.context import Context
+from replicator.demo.compare import compare_table
+from replicator.demo.workload import apply_changes, create_schema, seed
+from replicator.source.throwaway import ThrowawayMariaDB
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINE = ROOT / "pipelines" / "quickstart.yaml"
@@ -59,8 +62,6 @@ def _show_tables(warehouse: Path) -> None:
 def _compare(server, warehouse: Path, env: dict[str, str]) -> bool:
     import duckdb
 
-    from replicator.demo.compare import compare_table
-
     plan = Context.load(PIPELINE, environ=env).plan
     rows = []
     equal = True
@@ -77,9 +78,6 @@ def _compare(server, warehouse: Path, env: dict[str, str]) -> bool:
 
 
 def main() -> int:
-    from replicator.demo.workload import apply_changes, create_schema, seed
-    from replicator.source.throwaway import ThrowawayMariaDB
-
     workdir = Path(os.environ.get("QUICKSTART_DIR", ROOT / ".quickstart")).resolve()
     # The server is new each time, so an old checkpoint would point into a binlog that is gone.
     shutil.rmtree(workdir, ignore_errors=True)

@@ -15,6 +15,20 @@ import tempfile
 import time
 from pathlib import Path
 
+from replicator.engine.metrics import format_text
+from replicator.engine.runner import RunOptions, run_pipeline
+from replicator.engine.session import spark_session
+from replicator.model.pipeline import (
+    BatchPolicy,
+    DuckDBTarget,
+    EngineConfig,
+    Pipeline,
+    StartPosition,
+    TablePipeline,
+    TargetConfig,
+)
+from replicator.source.throwaway import ThrowawayMariaDB
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -22,19 +36,6 @@ def main() -> None:
     parser.add_argument("--max-rows", type=int, default=50_000)
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
-
-    from replicator.engine.runner import RunOptions, run_pipeline
-    from replicator.engine.session import spark_session
-    from replicator.model.pipeline import (
-        BatchPolicy,
-        DuckDBTarget,
-        EngineConfig,
-        Pipeline,
-        StartPosition,
-        TablePipeline,
-        TargetConfig,
-    )
-    from replicator.source.throwaway import ThrowawayMariaDB
 
     work = Path(tempfile.mkdtemp(prefix="replicator-throughput-"))
     rng = random.Random(7)
@@ -54,7 +55,6 @@ def main() -> None:
         started = time.perf_counter()
         spark = spark_session(args.master, {"spark.sql.shuffle.partitions": "2"})
         spark_seconds = time.perf_counter() - started
-        from replicator.engine.metrics import format_text
 
         options = RunOptions(until_caught_up=True, handle_signals=False,
                              on_report=lambda report: print(format_text(report)))
@@ -73,8 +73,6 @@ def main() -> None:
 
 
 def _round(root, rng, ids, first, changes, pipeline, options, spark):
-    from replicator.engine.runner import run_pipeline
-
     with root.cursor() as cursor:
         for n in range(first, first + changes):
             roll = rng.random()

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import replicator
+from replicator import __version__
 from replicator.errors import UsageError
 
 MasterKind = Literal["local", "standalone", "yarn", "kubernetes"]
@@ -71,16 +73,12 @@ def spark_submit_path() -> str:
 
 def package_root() -> Path:
     """The directory that holds the ``replicator`` package."""
-    import replicator
-
     return Path(replicator.__file__).resolve().parent.parent
 
 
 def package_zip(output_dir: Path) -> Path:
     """Write ``replicator-<version>.zip`` (the package, its data files, no bytecode) and
     return its path. Rewritten only when a source file is newer than the zip."""
-    from replicator import __version__
-
     root = package_root()
     files = sorted(
         path for path in (root / "replicator").rglob("*")

@@ -51,6 +51,7 @@ from replicator.engine.checkpoint import (
 from replicator.engine.snapshot import CHUNK_ROWS, TableCopy, prepare_copy, remove_absent_rows
 from replicator.errors import EngineError
 from replicator.plan.statements import merging
+from replicator.source.snapshot import read_chunk_batches
 
 if TYPE_CHECKING:
     from replicator.engine.applier import BatchApplier
@@ -238,8 +239,6 @@ class Recopier:
                                                 position, kind="recopy")
 
     def _copy_chunk(self, copy: TableCopy, index: int, position: Any) -> None:
-        from replicator.source.snapshot import read_chunk_batches
-
         batches = list(read_chunk_batches(self.applier.pipeline.source, copy.source_table,
                                           copy.chunks[index], position=position,
                                           predicate=copy.predicate))

@@ -29,12 +29,18 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import replicator.errors as errors
+import replicator.sink
 from replicator.context import Context
+from replicator.engine.applier import BatchApplier
 from replicator.engine.checkpoint import CheckpointDir, StartState
+from replicator.engine.errors import driver_error, quiet_task_failures, recover
+from replicator.engine.lease import take_lease
 from replicator.engine.metrics import BatchReport
 from replicator.engine.recopy import Recopier, queue
 from replicator.engine.routing import SourcesToCopy
 from replicator.engine.schema_changes import KeyChanged
+from replicator.engine.session import register_sources, spark_session
 from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
 from replicator.engine.start import (
     Notice,
@@ -47,6 +53,9 @@ from replicator.engine.start import (
 from replicator.errors import ReplicatorError
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
+from replicator.source.connection import pin_writer, several_hosts
+from replicator.source.positions import ensure_available
+from replicator.source.preflight import require_replication_settings
 
 if TYPE_CHECKING:
     from replicator.model.pipeline import Pipeline
@@ -133,8 +142,6 @@ def run_pipeline(pipeline: Pipeline, options: RunOptions, *, spark: Any = None) 
     in ``source.mysql.host`` the run reads from the writable one; when a failover moves the
     writer, it starts again on the new one, resuming by GTID (source.gtid).
     """
-    from replicator.source.connection import pin_writer, several_hosts
-
     notice = options.on_notice or (lambda message: None)
     listed = pipeline.source
     with CheckpointDir(pipeline.checkpoint_dir).lock(pipeline.name):
@@ -154,14 +161,6 @@ def run_pipeline(pipeline: Pipeline, options: RunOptions, *, spark: Any = None) 
 
 def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                 listed: Any = None) -> RunResult:
-    from replicator.engine.applier import BatchApplier
-    from replicator.engine.errors import quiet_task_failures
-    from replicator.engine.lease import take_lease
-    from replicator.engine.session import register_sources, spark_session
-    from replicator.sink import open_sink
-    from replicator.source.positions import ensure_available
-    from replicator.source.preflight import require_replication_settings
-
     notice = options.on_notice or (lambda message: None)
     result = RunResult()
     # Before anything is copied: a STATEMENT binlog (or binlog off, ...) would let the run copy
@@ -188,7 +187,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
         # (After the start position is recorded: "latest" means when the run was started.)
         lease = take_lease(sink, pipeline.name, take_over=options.take_over, notice=notice)
         applier = BatchApplier(pipeline, plan, sink, checkpoint, epoch=state.epoch,
-                               open_sink=lambda p, pl: lease.fence(open_sink(p, pl)),
+                               open_sink=lambda p, pl: lease.fence(replicator.sink.open_sink(p, pl)),
                                on_report=report, on_notice=notice,
                                on_new_sources=lambda names: cover_selected(checkpoint, state, names,
                                                                            notice),
@@ -328,8 +327,6 @@ def _stream_with_retries(
     connection, a warehouse resuming): it resumes from Spark's checkpoint, and the sink skips
     what was applied. Terminal errors stop the run. Forever mode retries forever with capped
     backoff; ``--until-caught-up`` gives up after a few attempts."""
-    from replicator.source.preflight import require_replication_settings
-
     attempt = 0
     while True:
         try:
@@ -358,8 +355,6 @@ def _stream_with_retries(
 def _check_writer(pipeline: Pipeline, listed: Any) -> None:
     """Several hosts listed: _WriterMoved when another one is now the writable server (no
     writable server at all: a transient error, retried)."""
-    from replicator.source.connection import pin_writer, several_hosts
-
     if listed is None or not several_hosts(listed):
         return
     writer = pin_writer(listed)
@@ -372,6 +367,8 @@ def _stream(
     options: RunOptions, flag: _StopFlag, result: RunResult, lease: Any = None,
     recopier: Any = None,
 ) -> None:
+    # pyspark (and the data source, which subclasses its classes) loads with the stream, not
+    # with this module: the lock, the checks and the snapshot come first.
     from pyspark.errors import StreamingQueryException
 
     from replicator.engine.datasource import SOURCE_FORMAT, reader_options
@@ -435,8 +432,6 @@ def _unwrap(failure: BaseException, applier: Any) -> ReplicatorError:
     executor or in the source's planner reaches us only as text inside Spark's error, carrying
     its class, message, hint and transient flag (``engine.errors``).
     """
-    from replicator.engine.errors import driver_error, recover
-
     cause = getattr(applier, "failure", None)
     if isinstance(cause, ReplicatorError):
         return cause
@@ -444,8 +439,6 @@ def _unwrap(failure: BaseException, applier: Any) -> ReplicatorError:
     carried = recover(text)
     if carried is not None:
         return carried
-    import replicator.errors as errors
-
     # Raised by code that does not carry its error (no payload): the class and message only.
     for match in _ERROR_LINE.finditer(text):
         kind = getattr(errors, match.group("kind"), None)

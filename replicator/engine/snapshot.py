@@ -34,10 +34,16 @@ from replicator.engine.checkpoint import (
     routed_chunk_number,
     snapshot_chunk_number,
 )
+from replicator.engine.errors import carry_errors, driver_error
+from replicator.engine.landing import landing_root
 from replicator.errors import EngineError, ReplicatorError, SinkError
+from replicator.model.changes import ChangeEvent
 from replicator.plan.program import fresh_copy
 from replicator.plan.pushdown import readers_of, snapshot_predicate
-from replicator.source.snapshot import Chunk
+from replicator.source.snapshot import Chunk, plan_chunks, read_chunk_batches
+from replicator.verify.compare import SEGMENT_ROWS, TableVerifier
+from replicator.verify.normalize import source_parameter
+from replicator.verify.report import TableReport
 
 if TYPE_CHECKING:
     from replicator.engine.applier import BatchApplier
@@ -71,8 +77,6 @@ def landing_dir(pipeline: Pipeline, checkpoint: CheckpointDir) -> str:
     """The snapshot's part of the landing zone: ``<engine.landing>/snapshot/`` (default
     ``<checkpoint>/landing/snapshot/``), beside the stream's ``stream/`` (``engine.landing``);
     a local path or any URI ``pyarrow.fs`` opens (on a cluster: one every node shares)."""
-    from replicator.engine.landing import landing_root
-
     return landing_root(pipeline.engine.landing, checkpoint.path).rstrip("/") + "/snapshot"
 
 
@@ -109,9 +113,6 @@ def write_chunk_file(source: MySQLSource, task: ChunkTask, position: BinlogPosit
     temporary name and moved, so a file the driver sees is whole; on object stores the
     upload itself appears whole). Returns its rows."""
     import pyarrow.parquet as pq
-
-    from replicator.engine.errors import carry_errors
-    from replicator.source.snapshot import read_chunk_batches
 
     with carry_errors():
         filesystem, target = _filesystem(task.path)
@@ -169,8 +170,6 @@ class _ReadJob:
         self._thread.join(timeout=60)
 
     def raise_failure(self) -> None:
-        from replicator.engine.errors import driver_error
-
         if self.failure is None:
             return
         if isinstance(self.failure, ReplicatorError):
@@ -256,11 +255,6 @@ def remove_absent_rows(
     the keys for the resumed run to find again). The stream resumes from before the copy, so
     a key deleted here that comes back in the binlog is re-inserted by its replay.
     """
-    from replicator.model.changes import ChangeEvent
-    from replicator.verify.compare import SEGMENT_ROWS, TableVerifier
-    from replicator.verify.normalize import source_parameter
-    from replicator.verify.report import TableReport
-
     if not table_plan.source_key or any(c.mask for c in table_plan.key_columns):
         return 0  # no key to compare by, or a hashed key that cannot be mapped back
     if table_plan.outbox is not None:
@@ -306,8 +300,6 @@ class TableCopy:
 
 def prepare_copy(applier: BatchApplier, catalog: Catalog, checkpoint: CheckpointDir,
                  state: StartState, name: str, chunk_rows: int) -> TableCopy:
-    from replicator.source.snapshot import plan_chunks
-
     # Every plan reading this source table (the routes of an outbox; a routed target and a
     # named one) gets each chunk; progress is per source table, so a chunk counts as applied
     # once all of them have it.

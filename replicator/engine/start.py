@@ -16,6 +16,8 @@ from replicator.engine.checkpoint import CheckpointDir, StartState, epoch_of
 from replicator.engine.recopy import queue
 from replicator.errors import BinlogGoneError, EngineError
 from replicator.model.changes import BinlogPosition
+from replicator.source.gtid import locate
+from replicator.source.positions import current_position, ensure_available
 
 if TYPE_CHECKING:
     from replicator.model.pipeline import Pipeline
@@ -30,8 +32,6 @@ def resolve_start(
     notice: Notice,
 ) -> StartState:
     """The start state, from the checkpoint or (starting fresh) resolved once and saved."""
-    from replicator.source.positions import current_position
-
     state = checkpoint.load_start()
     if state is not None and mode != "always":
         return cover_new_tables(state, plan, checkpoint, mode, notice, incremental=True)
@@ -60,8 +60,6 @@ def resolve_start(
                               hint="source.mysql.start: {file: mysql-bin.000042, pos: 4}")
         position = BinlogPosition(start.file, int(start.pos))
     elif start.kind == "gtid" and not snapshot:
-        from replicator.source.gtid import locate
-
         if not start.gtid:
             raise EngineError("start: gtid needs a GTID position",
                               hint="source.mysql.start: {gtid: '0-1-100'} (MariaDB "
@@ -98,9 +96,6 @@ def _resume_from_target(
     None (start over, as before) when that cannot be known: a table without state rows, no
     stream batch yet (a snapshot may be incomplete), `--snapshot always`, or a purged binlog.
     """
-    from replicator.errors import BinlogGoneError
-    from replicator.source.positions import ensure_available
-
     if mode == "always" or not any(recorded.values()):
         return None
     why = None
@@ -231,8 +226,6 @@ def follow_gtid(pipeline: Pipeline, checkpoint: CheckpointDir, state: StartState
     applied again under a new id: merged tables converge, an append-only log (changelog mode)
     holds that batch's rows twice.
     """
-    from replicator.source.gtid import locate
-
     if state.snapshot == "pending":
         return  # the snapshot's own position is checked when the stream starts
     resume = checkpoint.resume_position() or state.position

@@ -25,6 +25,7 @@ from replicator.model.pipeline import MySQLSource
 from replicator.model.selection import TableSelection, TableSelector, as_selector
 from replicator.source.connection import classify_error, connection_settings
 from replicator.source.fast.payload import TRANSACTION_PAYLOAD
+from replicator.source.fast.reader import read_changes_fast
 from replicator.source.positions import binlog_head
 from replicator.source.transactions import (
     MARIADB_FL_STANDALONE,
@@ -169,8 +170,6 @@ def read_changes(
         fast = os.environ.get("REPLICATOR_FAST_DECODE", "1").strip().lower() not in (
             "0", "false", "no", "off")
     if fast:
-        from replicator.source.fast.reader import read_changes_fast
-
         yield from read_changes_fast(source, start=start, end=end, tables=tables,
                                      server_id=server_id, stats=stats, rows=rows,
                                      pause_tolerance_s=pause_tolerance_s)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import MySQLSource
+from replicator.source.connection import connect
 
 PAGE_EVENTS = 5_000
 SAMPLE_EVENTS = 2_000
@@ -58,8 +59,6 @@ def scan_boundaries(
     ``start`` must be a boundary (an event start); ``end`` is yielded last, with the estimate
     of all rows in the range.
     """
-    from replicator.source.connection import connect
-
     rows = 0
     file, pos = start.file, start.pos
     with connect(source) as connection, connection.cursor() as cursor:
@@ -120,8 +119,6 @@ def _skip_ahead(
     0.95 s). Events per row come from the sample, so the batch holds *about* ``max_rows``.
     None when the answer needs the exact scan (the range crosses a binlog file).
     """
-    from replicator.source.connection import connect
-
     with connect(source) as connection, connection.cursor() as cursor:
         file = connection.escape(start.file)
         cursor.execute(f"SHOW BINLOG EVENTS IN {file} FROM {int(start.pos)} LIMIT {SAMPLE_EVENTS}")
@@ -190,8 +187,6 @@ def _split_file(
     Otherwise each cut skips the sampled estimate of events (the server steps over them
     without sending them) and takes the first transaction boundary at or after the byte target.
     None when the answer needs the exact scan (a rotate inside the range)."""
-    from replicator.source.connection import connect
-
     with connect(source) as connection, connection.cursor() as cursor:
         file = connection.escape(start.file)
         cursor.execute(f"SHOW BINLOG EVENTS IN {file} FROM {int(start.pos)} LIMIT {SAMPLE_EVENTS}")

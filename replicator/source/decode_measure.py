@@ -29,6 +29,11 @@ from typing import Any
 
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import MySQLSource
+from replicator.source.binlog import read_changes
+from replicator.source.fast.counters import TOTALS
+from replicator.source.fast.reader import read_changes_fast
+from replicator.source.positions import current_position
+from replicator.source.throwaway import ThrowawayMariaDB
 
 TABLES = ("orders", "payments")
 TRANSACTION_ROWS = 500
@@ -171,11 +176,6 @@ def timed(run: Callable[..., int], *args: Any,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from replicator.source.binlog import read_changes
-    from replicator.source.fast.counters import TOTALS
-    from replicator.source.fast.reader import read_changes_fast
-    from replicator.source.positions import current_position
-    from replicator.source.throwaway import ThrowawayMariaDB
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changes", type=int, default=100_000)

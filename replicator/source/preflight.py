@@ -14,6 +14,7 @@ from typing import Any, Literal
 from replicator.errors import SourceError
 from replicator.model.catalog import Catalog
 from replicator.model.pipeline import Pipeline
+from replicator.source.catalog import read_catalog
 from replicator.source.connection import connect, grant_statement, is_mariadb, server_variables
 from replicator.source.progress import expire_seconds
 
@@ -219,6 +220,8 @@ def table_checks(pipeline: Pipeline, catalog: Catalog) -> list[CheckResult]:
 
 def _routed_check(table: Any, catalog: Catalog) -> CheckResult:
     """A `sources:` selection: which tables it matches now (the plan checks they agree)."""
+    # The planner (replicator.plan, ~50 ms) stays off every command's start-up (cli/check
+    # imports this module, and cli/main every command module).
     from replicator.plan.routing import matching_tables
 
     name = f"tables {table.source_name}"
@@ -234,8 +237,6 @@ def _routed_check(table: Any, catalog: Catalog) -> CheckResult:
 
 def source_checks(pipeline: Pipeline) -> tuple[list[CheckResult], Catalog | None]:
     """Every source check, and the live catalog (None when the server cannot be reached)."""
-    from replicator.source.catalog import read_catalog
-
     source = pipeline.source
     try:
         connection = connect(source)

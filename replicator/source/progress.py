@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import MySQLSource
+from replicator.source.connection import connect, connection_settings
+from replicator.source.positions import binary_logs
 
 # The dump that reads when a binlog file was opened uses a server_id of its own: a replica
 # connection with a duplicate id kicks the other one off (decode partitions use id + index).
@@ -30,9 +32,6 @@ def lag_behind(source: MySQLSource, position: BinlogPosition, head: BinlogPositi
     files = head.sequence - position.sequence
     if files == 0:
         return Lag(head.pos - position.pos, 0)
-    from replicator.source.connection import connect
-    from replicator.source.positions import binary_logs
-
     with connect(source) as connection:
         sizes = dict(binary_logs(connection))
     total = 0
@@ -52,8 +51,6 @@ def row_estimates(source: MySQLSource, tables: list[str]) -> dict[str, int]:
     (InnoDB's sampled estimate, often off by tens of percent; exact for MyISAM/Aria). One
     query for all tables, no table scan: it only scales the snapshot progress bars.
     Keys are lower-cased ``db.table``; a table the server does not list is left out."""
-    from replicator.source.connection import connect
-
     names = [name.split(".", 1) for name in tables if "." in name]
     if not names:
         return {}
@@ -117,9 +114,6 @@ _opened: dict[tuple[str, int, str], int] = {}  # (host, port, file) -> when it w
 def retention(source: MySQLSource, position: BinlogPosition, *, server_id: int) -> Retention:
     """When the file holding ``position`` may be purged (``Retention``). One query, plus a
     short binlog dump the first time a file is looked at (its opening time never changes)."""
-    from replicator.source.connection import connect
-    from replicator.source.positions import binary_logs
-
     with connect(source) as connection:
         with connection.cursor() as cursor:
             cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN "
@@ -142,7 +136,7 @@ def retention(source: MySQLSource, position: BinlogPosition, *, server_id: int) 
 def _file_opened_at(source: MySQLSource, file: str, *, server_id: int) -> int:
     """When ``file`` was opened: the time of its FORMAT_DESCRIPTION event (the dump's first
     real event; the fake ROTATE before it has time 0). Unknown (0): now."""
-    from replicator.source.connection import connection_settings
+    # Keeps the fast decoder's package (source/fast/) off every command's start-up.
     from replicator.source.fast.stream import BinlogStream
 
     format_description = 15

@@ -30,11 +30,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from replicator.errors import SourceError
+from replicator.model import change_batch as cb
 from replicator.model.catalog import SourceTable
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import MySQLSource
 from replicator.plan.pushdown import readers_of, snapshot_predicate
-from replicator.source.connection import classify_error, connection_settings
+from replicator.source.arrow_types import change_batch_schema
+from replicator.source.connection import classify_error, connection_settings, is_mariadb
 from replicator.source.snapshot_columns import (
     finish_column,
     quote_mysql_identifier,
@@ -244,8 +246,6 @@ def read_chunk_batches(
         offset += piece.num_rows
     if offset == 0:
 
-        from replicator.source.arrow_types import change_batch_schema
-
         yield change_batch_schema(table, before=False).empty_table()
 
 
@@ -273,8 +273,6 @@ def _change_batch(table: SourceTable, chunk: Chunk, raw: Any, offset: int, *,
     import numpy as np
     import pyarrow as pa
 
-    from replicator.model import change_batch as cb
-    from replicator.source.arrow_types import change_batch_schema
 
     rows = raw.num_rows
     schema = change_batch_schema(table, before=False)  # a read never moves a key
@@ -383,8 +381,6 @@ def _read_pymysql(source: MySQLSource, table: SourceTable, chunk: Chunk, *, doin
     import pymysql
     import pymysql.cursors
 
-    from replicator.source.connection import is_mariadb
-
     params: list[Any] = []
 
     def placeholder(value: Any) -> str:
@@ -437,8 +433,6 @@ def read_chunk(
     """The rows of one chunk as ``r`` events (after-image only), typed like the binlog path
     (``model.values``: TIME as timedelta). The engine reads ``read_chunk_batch`` instead."""
     batch = read_chunk_batch(source, table, chunk, position=position, stats=stats)
-    from replicator.model import change_batch as cb
-
     names = [column.name for column in table.columns]
     times = [column.name for column in table.columns if column.mysql_type.name == "time"]
     ts_ms = batch.column(cb.TS_MS)[0].as_py() if batch.num_rows else 0

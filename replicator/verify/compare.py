@@ -22,9 +22,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from replicator.context import Context
+from replicator.errors import ReplicatorError
 from replicator.model.catalog import SourceTable
+from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import Pipeline
 from replicator.plan.model import PlannedColumn, TablePlan
+from replicator.source.positions import current_position
+from replicator.source.progress import lag_behind
 from replicator.verify.normalize import (
     keeps_key_order,
     source_parameter,
@@ -172,11 +176,6 @@ def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _lag(pipeline: Pipeline, sink: Any, table: TablePlan) -> Lag:
-    from replicator.errors import ReplicatorError
-    from replicator.model.changes import BinlogPosition
-    from replicator.source.positions import current_position
-    from replicator.source.progress import lag_behind
-
     head = current_position(pipeline.source)
     try:
         last = sink.last_applied(table)

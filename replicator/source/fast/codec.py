@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from replicator.source.arrow_types import time_text
 from replicator.source.fast import cells
 from replicator.source.values import decode_time2, float32
 
@@ -309,8 +310,6 @@ def compile_columnar(columns: Sequence[Any], table: str,
                      key_indexes: Sequence[int]) -> ColumnarCodec | str:
     """The columnar decoders of a table map's columns for these key columns (indexes into
     ``columns``), or why the library must decode its rows."""
-    from replicator.source.arrow_types import time_text
-
     ns = _Namespace()
     cells_ = _cells(columns, table, ns)
     if isinstance(cells_, str):

@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Collection, Iterator
-from typing import TYPE_CHECKING
 
 from replicator.errors import SourceError, TransientSourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
 from replicator.model.pipeline import MySQLSource
 from replicator.model.selection import TableSelection, TableSelector, as_selector
 from replicator.source.connection import classify_error, connection_settings
+from replicator.source.fast import stream as fast_stream
 from replicator.source.fast import tablemap
 from replicator.source.fast.counters import TOTALS, FastDecodeCounters
+from replicator.source.fast.library import Library
 from replicator.source.positions import binlog_head
 from replicator.source.transactions import (
     MARIADB_FL_STANDALONE,
@@ -39,10 +40,6 @@ from replicator.source.transactions import (
     partial_json_refused,
 )
 from replicator.source.values import ValueStats, ZeroDates
-
-if TYPE_CHECKING:
-    from replicator.source.fast.library import Library
-    from replicator.source.fast.stream import BinlogStream
 
 QUERY, ROTATE, FORMAT_DESCRIPTION, XID, TABLE_MAP = 2, 4, 15, 16, 19
 WRITE_V1, UPDATE_V1, DELETE_V1, WRITE_V2, UPDATE_V2, DELETE_V2 = 23, 24, 25, 30, 31, 32
@@ -164,8 +161,6 @@ def transactions(
     library decoded, as ``(table, op, before, after)`` tuples. ``local`` counts this read (added to
     ``counters`` and ``TOTALS`` at the end); consumers add the rows they decode."""
     import pymysql
-
-    from replicator.source.fast.library import Library
 
     # Every test of a table name goes through the selector (exact names and `sources:`
     # patterns alike); `in` matches case-insensitively.
@@ -329,17 +324,15 @@ def _format_description(library: Library, packet: bytes, post_header: dict[int, 
 
 
 def _open_stream(source: MySQLSource, start: BinlogPosition, server_id: int,
-                 pause_tolerance_s: int | None) -> BinlogStream:
+                 pause_tolerance_s: int | None) -> fast_stream.BinlogStream:
     """The binlog dump from ``start``, as ``source.fast.stream.BinlogStream`` reads it."""
     import pymysql
-
-    from replicator.source.fast.stream import BinlogStream
 
     settings = connection_settings(source)
     settings.pop("autocommit", None)
     try:
-        return BinlogStream(settings, server_id=server_id, file=start.file, pos=start.pos,
-                            write_timeout_s=pause_tolerance_s)
+        return fast_stream.BinlogStream(settings, server_id=server_id, file=start.file,
+                                        pos=start.pos, write_timeout_s=pause_tolerance_s)
     except (pymysql.err.MySQLError, OSError) as exc:
         raise classify_error(exc, source, doing="reading the binlog", server_id=server_id) from exc
 
