@@ -127,6 +127,7 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
         truncate_history,
         truncate_rows,
     )
+    from replicator.plan.statements.tables import create_staging_table
 
     targets = [".".join(t.target_parts) for t in readers]
     statements: list[str] = []
@@ -142,10 +143,14 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
             notes.append(f"{step.why}: {'ignored (policy)' if step.action == 'ignore' else 'no change'}"
                          + (": the target column stays, NULL for rows written from now on"
                             if step.change.kind is ChangeKind.DROP_COLUMN else ""))
+    widened: list[str] = []
+    retyped_tables: list[tuple[TablePlan, dict[str, Any]]] = []
     for table in readers:
+        new_types = {}
         for step in decision.following(ChangeKind.TYPE_CHANGE):
-            statements.append(alter_column_type(table, step.target_column, step.target_type,
-                                                dialect))
+            widened.append(alter_column_type(table, step.target_column, step.target_type,
+                                             dialect))
+            new_types[step.target_column] = step.target_type
             done.append(step.why)
         for step in decision.recopying:
             if step.change.kind is ChangeKind.KEY_CHANGE:
@@ -154,8 +159,11 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
             column = next(c for c in table.columns if c.target_column == step.target_column)
             retyped += [statement.sql for statement in retype_columns(
                 table, [dataclasses.replace(column, target_type=step.target_type)], dialect)]
+            new_types[step.target_column] = step.target_type
             done.append(f"{step.why}: its changes before the DDL are left to the copy, which "
                         "runs chunk by chunk between stream batches (the other tables stream on)")
+        if new_types and not dialect.staging_per_batch:
+            retyped_tables.append((table, new_types))
         for step in decision.following(ChangeKind.RENAME_COLUMN):
             old = _target_of(table, step.change.column)
             if old is None:
@@ -194,11 +202,22 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
         for _ in decision.following(ChangeKind.RENAME_TABLE):
             done.append("a table renamed onto the replicated name (the pt-osc / gh-ost swap) is "
                         "read on under it; its new columns follow the column policies")
+    future: dict[tuple[str, ...], TablePlan] = {}
     if decision.following(ChangeKind.ADD_COLUMN):
-        added = _added_effect(pipeline, catalog, plan, name, readers, ddl, dialect)
+        added = _added_effect(pipeline, catalog, plan, name, readers, ddl, dialect, future)
         statements += added.statements
         notes += added.notes
         done.insert(0, added.what)
+    statements += widened  # by the re-plan's setup after its ADD COLUMNs (column_changes)
+    for table, new_types in retyped_tables:
+        # A staging table that outlives batches (Snowflake's) is re-created in the new types
+        # by the re-plan's setup too, last (``program.column_changes``), before the columns
+        # are re-created, as the run does.
+        table = future.get(table.target_parts, table)
+        statements.append(create_staging_table(dataclasses.replace(table, columns=tuple(
+            dataclasses.replace(c, target_type=new_types[c.target_column])
+            if c.target_column in new_types else c for c in table.columns)), dialect,
+            replace=True))
     statements += retyped  # after the re-plan's ADD COLUMNs, as the run does (_alter_columns)
     if ignored:
         done.append(f"adds {', '.join(ignored)}: ignored (`schema_changes.add_column: ignore`): "
@@ -220,7 +239,10 @@ def _target_of(table: TablePlan, source_column: str | None) -> str | None:
 
 
 def _added_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
-                  readers: list[TablePlan], ddl: str, dialect: Dialect) -> DdlEffectOnTable:
+                  readers: list[TablePlan], ddl: str, dialect: Dialect,
+                  future_tables: dict[tuple[str, ...], TablePlan] | None = None
+                  ) -> DdlEffectOnTable:
+    """``future_tables``: filled with each reader's plan after the DDL, by target."""
     from replicator.engine.schema_changes import added_columns
     from replicator.model.catalog import Catalog, MySQLType, MySQLTypeError, SourceColumn
     from replicator.plan import build_plan
@@ -250,6 +272,8 @@ def _added_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
     missed: list[str] = []
     for old in readers:
         new = next(t for t in future.tables if t.target_parts == old.target_parts)
+        if future_tables is not None:
+            future_tables[new.target_parts] = new
         before = {c.target_column for c in old.columns}
         fresh = [c for c in new.columns if c.target_column not in before]
         new_names += [c.target_column for c in fresh]

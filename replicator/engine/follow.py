@@ -339,16 +339,18 @@ class SchemaFollower:
             described = self.sink.described_columns(table)
             retyped = []
             for column in table.columns:
+                # None: the driver does not describe its type (Snowflake's: not a number)
                 have = described.get(column.target_column.lower())
                 # A type declared in the YAML is the user's: a change of it applies to the
                 # rows written from then on (docs/guarantees.md), as it always did.
-                if (column.role != "data" or column.source_column is None or have is None
+                if (column.role != "data" or column.source_column is None
+                        or column.target_column.lower() not in described
                         or column.declared_type
                         or not lags_plan(have, column.target_type, dialect)):
                     continue
                 what = (f"column {column.source_column} changed type while no run followed it: "
-                        f"target column {column.target_column} is {have}, the plan's "
-                        f"{column.target_type.describe()}")
+                        f"target column {column.target_column} is {have or 'not a number'}, "
+                        f"the plan's {column.target_type.describe()}")
                 step = retype_step(ColumnChange(ChangeKind.TYPE_CHANGE, what),
                                    policy_for(self.pipeline, table.source_name).type_change,
                                    table, column, what)

@@ -62,6 +62,11 @@ class Dialect:
     # tests/unit/test_plan_types.py holds it), so a column whose type changed in MySQL while
     # no run followed it is found by its arguments too (``types.lags_plan``).
     exact_described_types: bool = False
+    # The kinds (``TargetType.kind``) the driver describes exactly while describing no other
+    # kind at all (Snowflake's: fixed-point numbers, by precision and scale): a column of
+    # such a kind is compared by its arguments, and a column it leaves undescribed is known
+    # to be of another kind.
+    described_kinds: frozenset[str] = frozenset()
     # Does the sink create the target schema itself? (Snowflake schemas are the admin's.)
     create_schema: bool = False
     # How many parts qualify a table name before its own: database.schema (2) or schema (1).
@@ -129,6 +134,9 @@ SNOWFLAKE = Dialect(
     implicit_transactions=True,
     commit_after_load=True,
     create_schema=False,
+    # The connector's cursor description gives NUMBER's precision and scale (type code 0),
+    # and of every other type only its code (``SnowflakeSink.described_type``).
+    described_kinds=frozenset({"integer", "decimal"}),
     # VARCHAR / VARIANT without a larger declared length: 16 MB; BINARY: 8 MB.
     max_value_bytes={"string": 16_777_216, "json": 16_777_216, "binary": 8_388_608},
 )

@@ -134,9 +134,14 @@ def setup_program(table: TablePlan, dialect: Dialect) -> list[Statement]:
 def column_changes(
     table: TablePlan, dialect: Dialect, existing: Mapping[str, set[str]],
     described: Mapping[str, str | None] | None = None,
+    staging_described: Mapping[str, str | None] | None = None,
 ) -> list[Statement]:
     """ALTERs for planned columns a table lacks (source columns added mid-stream), and a new
-    staging table where its layout changed (it holds no rows between batches).
+    staging table where its layout changed (it holds no rows between batches): other
+    columns, or a column of another type as far as the driver describes it
+    (``staging_described``, as ``described`` is for the target): a column re-created or
+    widened in the target after a type change needs its staging column in the new type, or
+    the load into staging fails, or cuts the new values to the old type.
 
     ``existing``: subject -> the column names read by the setup's ``columns`` statements.
     Names match case-blind: build_plan rejects names that differ only by case, and fakesnow's
@@ -153,7 +158,9 @@ def column_changes(
     out += _target_follows_plan(table, dialect, existing.get("target"), described or {})
     if "staging" in existing:
         have = {name.lower() for name in existing["staging"]}
-        if have != {name.lower() for name, _ in tables.staging_columns(table)}:
+        if have != {name.lower() for name, _ in tables.staging_columns(table)} or (
+                staging_described is not None
+                and _staging_types_differ(table, dialect, staging_described)):
             out.append(Statement("re-create the staging table in the plan's layout",
                                  tables.create_staging_table(table, dialect, replace=True)))
     return out
@@ -170,6 +177,18 @@ def retype_columns(table: TablePlan, columns: Sequence[PlannedColumn], dialect: 
     out += [Statement("add it again in its new type (the table's copy fills it)", sql)
             for sql in ddl.add_columns(table, added, dialect)]
     return out
+
+
+def _staging_types_differ(table: TablePlan, dialect: Dialect,
+                          described: Mapping[str, str | None]) -> bool:
+    from replicator.plan.types import TargetType, describes
+
+    for name, target_type in tables.staging_columns(table):
+        if target_type.kind == "json":  # staged as text (``Dialect.staging_type_name``)
+            target_type = TargetType("string")
+        if not describes(described.get(name.lower()), target_type, dialect):
+            return True
+    return False
 
 
 def _target_follows_plan(table: TablePlan, dialect: Dialect, existing: set[str] | None,

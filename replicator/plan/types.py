@@ -201,13 +201,20 @@ _DESCRIBED_NUMBER = re.compile(r"^(?:NUMBER|DECIMAL|NUMERIC)\((\d+),\s*(\d+)\)$"
 _DESCRIBED_ALIASES = {"TIMESTAMP WITH TIME ZONE": "TIMESTAMPTZ"}
 
 
-def lags_plan(described: str, planned: TargetType, dialect: Any) -> bool:
-    """Whether a target column of type ``described`` (as the driver describes it) cannot
-    hold ``planned``'s values and is not widened to it in place (``widened_from``): another
-    kind of type (its name, arguments left out, is not the planned type's, nor, for
-    integers, another integer width), or, where the driver describes types exactly, other
-    arguments (a DECIMAL's scale). Found at start-up when a column's type changed in MySQL
-    while no run followed it; a wrong answer costs the table a copy."""
+def lags_plan(described: str | None, planned: TargetType, dialect: Any) -> bool:
+    """Whether a target column of type ``described`` (as the driver describes it; None: it
+    does not) cannot hold ``planned``'s values and is not widened to it in place
+    (``widened_from``): another kind of type (its name, arguments left out, is not the
+    planned type's, nor, for integers, another integer width; or, where the driver
+    describes only some kinds, ``Dialect.described_kinds``, a column it leaves undescribed
+    while the plan's is one of them), or other arguments: where the driver describes types
+    exactly, any (a DECIMAL's scale); where it describes numbers only (Snowflake), a number's
+    scale (a larger precision holds the values, a smaller one is widened in place). Found
+    at start-up when a column's type changed in MySQL while no run followed it; a wrong
+    answer costs the table a copy."""
+    if described is None:
+        return planned.kind in dialect.described_kinds
+
     def base(name: str) -> str:
         name = name.upper().split("(", 1)[0].strip()
         return _DESCRIBED_ALIASES.get(name, name)
@@ -217,14 +224,30 @@ def lags_plan(described: str, planned: TargetType, dialect: Any) -> bool:
         family |= {name.upper() for name in dialect.integer_names.values()}
     if base(described) not in family:
         return True
+    if planned.kind in dialect.described_kinds:
+        match = _DESCRIBED_NUMBER.match(described.upper().replace(" ", ""))
+        return match is None or int(match.group(2)) != (planned.scale or 0)
     if not dialect.exact_described_types:
         return False
+    return (not describes(described, planned, dialect)
+            and not widened_from(described, planned, dialect))
+
+
+def describes(described: str | None, planned: TargetType, dialect: Any) -> bool:
+    """Whether a column the driver describes as ``described`` (None: it does not) is of
+    exactly ``planned``'s type as far as the driver tells: where it describes every type
+    exactly, the same name and arguments; where it describes some kinds only
+    (``Dialect.described_kinds``), the same for those, and no description for the others.
+    Else (nothing described) any column passes."""
     def exact(name: str) -> str:
         name = name.upper().strip()
         return _DESCRIBED_ALIASES.get(name, name).replace(" ", "")
 
-    return (exact(described) != exact(dialect.type_name(planned))
-            and not widened_from(described, planned, dialect))
+    if dialect.exact_described_types or planned.kind in dialect.described_kinds:
+        return described is not None and exact(described) == exact(dialect.type_name(planned))
+    if dialect.described_kinds:
+        return described is None
+    return True
 
 
 def widened_from(described: str, planned: TargetType, dialect: Any) -> bool:

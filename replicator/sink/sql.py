@@ -58,7 +58,7 @@ class SQLSink(SinkSession):
             try:
                 for table in self.plan.tables:
                     existing: dict[str, set[str]] = {}
-                    described: dict[str, str | None] = {}
+                    described: dict[str, dict[str, str | None]] = {}
                     key: list[str] | None = None
                     for statement in program.setup_program(table, self.dialect):
                         self._run(cursor, statement)
@@ -69,11 +69,12 @@ class SQLSink(SinkSession):
                             existing[statement.subject] = {
                                 str(column[0]) for column in cursor.description or ()
                             }
-                            if statement.subject == "target":
-                                described = {str(column[0]).lower(): self.described_type(column)
-                                             for column in cursor.description or ()}
-                    for statement in program.column_changes(table, self.dialect, existing,
-                                                            described):
+                            described[statement.subject] = {
+                                str(column[0]).lower(): self.described_type(column)
+                                for column in cursor.description or ()}
+                    for statement in program.column_changes(
+                            table, self.dialect, existing, described.get("target"),
+                            described.get("staging")):
                         self._run(cursor, statement)
                     for statement in program.key_changes(table, self.dialect, key):
                         self._run(cursor, statement)

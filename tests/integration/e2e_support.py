@@ -18,6 +18,7 @@ from replicator.demo.compare import compare_table
 from replicator.engine.runner import RunOptions, RunResult, run_pipeline
 from replicator.model.pipeline import (
     BatchPolicy,
+    DuckDBTarget,
     EngineConfig,
     MySQLSource,
     Pipeline,
@@ -91,6 +92,61 @@ def fakesnow_warehouse(
             return contextlib.closing(snowflake.connector.connect(**settings))
 
         yield SnowflakeTarget(**settings), connect
+
+
+class TargetReader:
+    """A target read back: a DuckDB file (read only), or the Snowflake sink's SQL on fakesnow
+    (``fakesnow_warehouse``); ``kind`` says which. A context manager, as a connection is."""
+
+    def __init__(self, kind: str, connect: Callable[[], Any]):
+        self.kind, self._connect = kind, connect
+        self._connection: Any = None
+
+    def __enter__(self) -> TargetReader:
+        self._opened = self._connect()
+        self._connection = self._opened.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._opened.__exit__(*exc)
+
+    def cursor(self) -> Any:  # for assert_target_equals_source
+        return self._connection.cursor()
+
+    def execute(self, sql: str) -> Any:
+        cursor = self._connection.cursor()
+        cursor.execute(sql)
+        return cursor
+
+    def columns(self, table: str) -> set[str]:
+        return set(self.types(table))
+
+    def types(self, table: str) -> dict[str, str]:
+        """Upper-case column name -> its type as the target's information schema names it:
+        DuckDB's ``DECIMAL(14,4)``, ``VARCHAR``, ``BIGINT``; Snowflake's ``NUMBER(14,4)``,
+        ``TEXT``."""
+        rows = self.execute(
+            "SELECT column_name, data_type, numeric_precision, numeric_scale FROM "
+            f"information_schema.columns WHERE table_name = '{table}'").fetchall()
+        if self.kind == "duckdb":
+            return {name.upper(): kind for name, kind, _, _ in rows}
+        return {name.upper(): f"{kind}({precision},{scale})" if kind == "NUMBER" else kind
+                for name, kind, precision, scale in rows}
+
+
+@pytest.fixture(params=["duckdb", "snowflake"])
+def warehouse(request, tmp_path, monkeypatch):
+    """(the pipeline's target, a function opening a ``TargetReader`` of it): a DuckDB file, or
+    ANALYTICS.RAW on fakesnow. Import it into a test module to run its tests on both."""
+    if request.param == "duckdb":
+        import duckdb
+
+        path = tmp_path / "warehouse.duckdb"
+        yield DuckDBTarget(str(path)), lambda: TargetReader("duckdb", lambda: contextlib.closing(
+            duckdb.connect(str(path), read_only=True)))
+        return
+    with fakesnow_warehouse(tmp_path, monkeypatch) as (target, connect):
+        yield target, lambda: TargetReader("snowflake", connect)
 
 
 # -- the CLI as a subprocess against fakesnow's server (tests/fixtures/fakesnow_server.py) ------

@@ -19,62 +19,16 @@ from replicator.model.pipeline import DuckDBTarget, SchemaChangePolicy
 from tests.integration.e2e_support import (
     assert_target_equals_source,
     demo_pipeline,
-    fakesnow_warehouse,
     run,
+    warehouse,  # noqa: F401 (the fixture: each test on DuckDB and on fakesnow)
 )
 from tests.integration.test_schema_policies_e2e import Streaming
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
 
-class _Reader:
-    """The target read back: a DuckDB file (read only), or the Snowflake sink's SQL on
-    fakesnow (``fakesnow_warehouse``)."""
-
-    def __init__(self, connect):
-        self._connect = connect
-        self._connection = None
-
-    def __enter__(self):
-        self._opened = self._connect()
-        self._connection = self._opened.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self._opened.__exit__(*exc)
-
-    def cursor(self):  # for assert_target_equals_source
-        return self._connection.cursor()
-
-    def execute(self, sql):
-        cursor = self._connection.cursor()
-        cursor.execute(sql)
-        return cursor
-
-    def columns(self, table):
-        return {row[0].upper() for row in self.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = "
-            f"'{table}'").fetchall()}
-
-
-@pytest.fixture(params=["duckdb", "snowflake"])
-def warehouse(request, tmp_path, monkeypatch):
-    """(the pipeline's target, a function opening a ``_Reader`` of it)"""
-    if request.param == "duckdb":
-        import contextlib
-
-        import duckdb
-
-        path = tmp_path / "warehouse.duckdb"
-        yield DuckDBTarget(str(path)), lambda: _Reader(
-            lambda: contextlib.closing(duckdb.connect(str(path), read_only=True)))
-        return
-    with fakesnow_warehouse(tmp_path, monkeypatch) as (target, connect):
-        yield target, lambda: _Reader(connect)
-
-
 def test_added_columns_are_ignored_while_streaming_while_stopped_and_after_a_restart(
-        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):
+        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):  # noqa: F811
     from replicator.cli.plan_ddl import preview_ddl
     from replicator.plan import get_dialect
     from replicator.verify.compare import verify_pipeline
@@ -167,7 +121,7 @@ def test_added_columns_are_ignored_while_streaming_while_stopped_and_after_a_res
 
 
 def test_a_lost_checkpoint_record_is_recovered_from_the_target(
-        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):
+        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):  # noqa: F811
     """The target is the other memory: without the checkpoint's record, a column the target
     lacks on a table whose policy is ignore stays ignored (verify finds it so, read-only), and
     switching the table to `add_column: follow` brings it in."""

@@ -1,5 +1,6 @@
 """A table added to the pipeline after it started is copied (chunk by chunk between stream
-batches: the other tables do not wait for it), then streamed like the others."""
+batches: the other tables do not wait for it), then streamed like the others; on DuckDB and on
+the Snowflake sink's SQL (fakesnow)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,23 @@ import dataclasses
 import pytest
 
 from replicator.demo.workload import apply_changes, create_schema, seed
-from replicator.model.pipeline import DuckDBTarget
-from tests.integration.e2e_support import assert_target_equals_source, demo_pipeline, run
+from tests.integration.e2e_support import (
+    assert_target_equals_source,
+    demo_pipeline,
+    run,
+    warehouse,  # noqa: F401 (the fixture: each test on DuckDB and on fakesnow)
+)
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
 
 def test_a_table_added_later_gets_its_own_snapshot(spark, mariadb, mysql_source, fresh_database,
-                                                   tmp_path):
+                                                   tmp_path, warehouse):  # noqa: F811
     root = mariadb.root_connection()
     create_schema(root, fresh_database)
     seed(root, fresh_database, customers=15, orders=60, awkward=15)
-    warehouse = tmp_path / "warehouse.duckdb"
-    full = demo_pipeline(mysql_source, fresh_database, tmp_path, DuckDBTarget(str(warehouse)))
+    target_config, reader = warehouse
+    full = demo_pipeline(mysql_source, fresh_database, tmp_path, target_config)
     first_two = dataclasses.replace(full, tables=full.tables[:2])  # customers, orders
 
     assert run(first_two, spark).snapshot_rows == 15 + 60
@@ -38,8 +43,6 @@ def test_a_table_added_later_gets_its_own_snapshot(spark, mariadb, mysql_source,
     later = run(full, spark)
     assert later.snapshot_rows == 0 and later.changes > 0
 
-    import duckdb
-
-    with duckdb.connect(str(warehouse), read_only=True) as target:
+    with reader() as target:
         assert_target_equals_source(full, root, target)
     root.close()

@@ -97,3 +97,48 @@ def test_followed_schema_changes_run_on_the_target(target):  # noqa: F811 (the f
     assert ddl.rename_column(grown_table, "STATUS", "STATE", dialect, log=True).startswith(
         f"ALTER TABLE {names.log_name(grown_table, dialect)} RENAME COLUMN")
     sink.close()
+
+
+def test_a_type_change_re_creates_the_staging_table_in_the_new_type(target):  # noqa: F811
+    """Snowflake's staging table outlives a batch: a column re-created in another type (or
+    widened) needs its staging column in that type too, or the load into staging fails (or
+    cuts the new values to the old type). The setup compares the staging columns' types as
+    the driver describes them (numbers exactly, other kinds as "not a number") and re-creates
+    the table where one differs; a staging table as the setup created it never differs, so
+    no setup re-creates it for nothing."""
+    from replicator.plan.program import retype_columns
+
+    dialect, warehouse, sink_for = target
+    pipeline = modes_pipeline(warehouse)
+    plan = build_plan(pipeline, offline_catalog(pipeline))
+    sink = sink_for(pipeline, plan)
+    sink.prepare()
+    sink.prepare()  # every mode's staging layout, read back as the setup created it
+    recreated = [text for text, _ in sink.connection.take() if "CREATE OR REPLACE" in text]
+    assert recreated == []
+
+    orders = plan.table("shop.orders")
+    retyped = {"CUSTOMER_ID": TargetType("string"),  # a number becomes text
+               "AMOUNT": TargetType("decimal", precision=14, scale=4)}  # another scale
+    new_orders = dataclasses.replace(orders, columns=tuple(
+        dataclasses.replace(c, target_type=retyped[c.target_column])
+        if c.target_column in retyped else c for c in orders.columns))
+    sink.execute(new_orders, retype_columns(
+        new_orders, [c for c in new_orders.columns if c.target_column in retyped], dialect))
+    new_plan = dataclasses.replace(plan, tables=(new_orders,))
+    new_sink = type(sink)(pipeline, new_plan, connection=sink.connection)
+    sink.connection.take()
+    new_sink.prepare()
+    recreated = [text for text, _ in sink.connection.take() if "CREATE OR REPLACE" in text]
+    if dialect.staging_per_batch:  # DuckDB: each batch creates its own
+        assert recreated == []
+        return
+    assert len(recreated) == 1 and names.staging_name(new_orders, dialect) in recreated[0]
+    cursor = sink.connection.inner.cursor()
+    cursor.execute(f"SELECT * FROM {names.staging_name(new_orders, dialect)} LIMIT 0")
+    staged = {c[0].lower(): new_sink.described_type(c) for c in cursor.description}
+    cursor.execute("COMMIT")
+    assert staged["customer_id"] is None and staged["amount"] == "NUMBER(14,4)"
+    new_sink.prepare()  # and once in the new types, it stays
+    assert not any("CREATE OR REPLACE" in text for text, _ in sink.connection.take())
+    sink.close()

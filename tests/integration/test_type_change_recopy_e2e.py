@@ -1,5 +1,6 @@
 """A type change the target cannot do in place (`schema_changes.type_change`, issue 18), on the
-real MariaDB, the real local Spark and DuckDB, with writes before, at and after the DDL:
+real MariaDB, the real local Spark, and DuckDB or the Snowflake sink's SQL on fakesnow, with
+writes before, at and after the DDL:
 
 - while streaming: INT -> VARCHAR and a DECIMAL's scale up: the target columns are re-created
   in the new types and the table is copied again chunk by chunk while the other tables stream
@@ -19,13 +20,21 @@ import pytest
 from replicator.demo.workload import apply_changes, create_schema, seed
 from replicator.errors import EngineError
 from replicator.model.pipeline import DuckDBTarget, SchemaChangePolicy
-from tests.integration.e2e_support import assert_target_equals_source, demo_pipeline, run
-from tests.integration.test_schema_policies_e2e import Streaming, _columns, _target
+from tests.integration.e2e_support import (
+    assert_target_equals_source,
+    demo_pipeline,
+    run,
+    warehouse,  # noqa: F401 (the fixture: each test on DuckDB and on fakesnow)
+)
+from tests.integration.test_schema_policies_e2e import Streaming
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
 MODIFY = ("ALTER TABLE {db}.orders MODIFY customer_id VARCHAR(40) NOT NULL, "
           "MODIFY total DECIMAL(14,4) NOT NULL")
+# The target's types of orders' customer_id and total: before the DDL, and after it.
+BEFORE = {"duckdb": ("INTEGER", "DECIMAL(12,2)"), "snowflake": ("NUMBER(10,0)", "NUMBER(12,2)")}
+AFTER = {"duckdb": ("VARCHAR", "DECIMAL(14,4)"), "snowflake": ("TEXT", "NUMBER(14,4)")}
 
 
 def _after_the_ddl(cursor, db):
@@ -47,16 +56,21 @@ def _wait_for(streaming, text, timeout=600.0):
     raise AssertionError(f"no notice with {text!r}: {streaming.notices}")
 
 
+def _types(target):
+    types = target.types("ORDERS")
+    return types["CUSTOMER_ID"], types["TOTAL"]
+
+
 def test_a_type_change_while_streaming_re_creates_the_column_and_copies_the_table(
-        spark, mariadb, mysql_source, fresh_database, tmp_path):
+        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):  # noqa: F811
     root = mariadb.root_connection()
     streaming = None
     try:
         create_schema(root, fresh_database)
         seed(root, fresh_database, customers=30, orders=300, awkward=10)
-        warehouse = tmp_path / "warehouse.duckdb"
-        pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path,
-                                 DuckDBTarget(str(warehouse)), max_rows=5000)
+        target_config, _target = warehouse
+        pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path, target_config,
+                                 max_rows=5000)
         run(pipeline, spark)
 
         streaming = Streaming(pipeline, spark, root)
@@ -83,9 +97,8 @@ def test_a_type_change_while_streaming_re_creates_the_column_and_copies_the_tabl
                    for n in notices), notices
         kinds = [report.kind for report in streaming.reports]
         assert "recopy" in kinds and kinds[kinds.index("recopy"):].count("stream") >= 1, kinds
-        with _target(warehouse) as target:
-            columns = _columns(target, "ORDERS")
-            assert columns["CUSTOMER_ID"] == "VARCHAR" and columns["TOTAL"] == "DECIMAL(14,4)"
+        with _target() as target:
+            assert _types(target) == AFTER[target.kind]
             assert_target_equals_source(pipeline, root, target)
             assert target.execute("SELECT CUSTOMER_ID FROM ORDERS WHERE ID = 70001"
                                   ).fetchone() == ("x\\y",)
@@ -100,14 +113,13 @@ def test_a_type_change_while_streaming_re_creates_the_column_and_copies_the_tabl
 
 @pytest.mark.parametrize("policy", ["recopy", "stop"])
 def test_a_type_change_while_no_run_followed_it_is_found_at_start_up(
-        spark, mariadb, mysql_source, fresh_database, tmp_path, policy):
+        spark, mariadb, mysql_source, fresh_database, tmp_path, policy, warehouse):  # noqa: F811
     root = mariadb.root_connection()
     try:
         create_schema(root, fresh_database)
         seed(root, fresh_database, customers=15, orders=120, awkward=5)
-        warehouse = tmp_path / "warehouse.duckdb"
-        pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path,
-                                 DuckDBTarget(str(warehouse)))
+        target_config, _target = warehouse
+        pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path, target_config)
         pipeline = dataclasses.replace(
             pipeline, schema_changes=SchemaChangePolicy(type_change=policy))
         run(pipeline, spark)
@@ -121,19 +133,20 @@ def test_a_type_change_while_no_run_followed_it_is_found_at_start_up(
         if policy == "stop":
             with pytest.raises(EngineError) as stopped:
                 run(pipeline, spark, on_notice=notices.append)
+            described = "INTEGER" if isinstance(target_config, DuckDBTarget) else "NUMBER(10,0)"
             assert ("column customer_id changed type while no run followed it: target column "
-                    "CUSTOMER_ID is INTEGER, the plan's string is not a widening the target "
-                    "can do in place") in stopped.value.message
+                    f"CUSTOMER_ID is {described}, the plan's string is not a widening the "
+                    "target can do in place") in stopped.value.message
             assert "`type_change: recopy`" in (stopped.value.hint or "")
-            with _target(warehouse) as target:  # nothing changed in the target
-                assert _columns(target, "ORDERS")["CUSTOMER_ID"] == "INTEGER"
+            with _target() as target:  # nothing changed in the target
+                assert _types(target) == BEFORE[target.kind]
             return
         again = run(pipeline, spark, on_notice=notices.append)
         assert again.snapshot_rows >= 120, notices
         assert any("column(s) CUSTOMER_ID, TOTAL re-created in the new type" in n
                    for n in notices), notices
-        with _target(warehouse) as target:
-            assert _columns(target, "ORDERS")["CUSTOMER_ID"] == "VARCHAR"
+        with _target() as target:
+            assert _types(target) == AFTER[target.kind]
             assert_target_equals_source(pipeline, root, target)
     finally:
         root.close()

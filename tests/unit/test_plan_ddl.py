@@ -139,3 +139,25 @@ def test_bad_ddl_gets_a_clear_error_and_no_traceback(ddl, message):
     done = plan("shop_orders", ddl)
     assert done.returncode == 2 and message in done.stderr and "hint:" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_on_snowflake_a_type_change_shows_the_staging_table_re_created_in_the_new_types():
+    """Snowflake's staging table outlives a batch: the re-plan's setup re-creates it with the
+    added column and the new types, after the ADD and the widening, before the column is
+    re-created: the statements in the order the run executes them."""
+    done = plan("shop_orders", "ALTER TABLE shop.order_lines ADD COLUMN x INT, "
+                "MODIFY qty VARCHAR(500), MODIFY unit_price DECIMAL(14,2)", "--dialect", "snowflake",
+                "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (effect,) = json.loads(done.stdout)["effects"]
+    statements = effect["statements"]
+    table = 'ALTER TABLE "MAIN"."ORDER_LINES" '
+    expected = [table + 'ADD COLUMN "X" NUMBER(10,0)',
+                table + 'ALTER COLUMN "UNIT_PRICE" SET DATA TYPE NUMBER(14,2)',
+                'CREATE OR REPLACE TRANSIENT TABLE "MAIN"."_REPLICATOR_STAGE_ORDER_LINES"',
+                table + 'DROP COLUMN "QUANTITY"', table + 'ADD COLUMN "QUANTITY" VARCHAR']
+    assert len(statements) == len(expected), statements
+    assert all(s.startswith(e) for s, e in zip(statements, expected, strict=True)), statements
+    staging = statements[2]
+    assert '"QUANTITY" VARCHAR' in staging and '"X" NUMBER(10,0)' in staging
+    assert '"UNIT_PRICE" NUMBER(14,2)' in staging

@@ -133,3 +133,22 @@ def test_a_target_column_created_by_the_plan_never_lags_it_as_duckdb_describes_i
     # Snowflake's driver describes only numbers: a number where the plan wants text is found.
     assert t.lags_plan("NUMBER(10,0)", t.STRING, SNOWFLAKE)
     assert not t.lags_plan("NUMBER(38,0)", int_, SNOWFLAKE)
+    # ... and numbers exactly: a scale changed is found; a precision up is widened in place,
+    # a larger one holds the values.
+    assert t.lags_plan("NUMBER(12,2)", t.TargetType("decimal", 14, 4), SNOWFLAKE)
+    assert t.lags_plan("NUMBER(12,2)", int_, SNOWFLAKE)
+    assert not t.lags_plan("NUMBER(12,2)", t.TargetType("decimal", 16, 2), SNOWFLAKE)
+    assert not t.lags_plan("NUMBER(20,2)", t.TargetType("decimal", 16, 2), SNOWFLAKE)
+    # A column it leaves undescribed is not a number: it lags a planned number only.
+    assert t.lags_plan(None, int_, SNOWFLAKE)
+    assert t.lags_plan(None, t.TargetType("decimal", 14, 4), SNOWFLAKE)
+    assert not t.lags_plan(None, t.STRING, SNOWFLAKE)
+    assert not t.lags_plan(None, t.TargetType("timestamp", fsp=6), SNOWFLAKE)
+    # What the staging table is compared by (``describes``): exactly the type, as far as told.
+    assert t.describes("NUMBER(10,0)", int_, SNOWFLAKE)
+    assert not t.describes("NUMBER(19,0)", int_, SNOWFLAKE)
+    assert not t.describes(None, int_, SNOWFLAKE)
+    assert t.describes(None, t.STRING, SNOWFLAKE)
+    assert not t.describes("NUMBER(10,0)", t.STRING, SNOWFLAKE)
+    assert t.describes("DECIMAL(14, 4)", t.TargetType("decimal", 14, 4), DUCKDB)
+    assert not t.describes("DECIMAL(12,2)", t.TargetType("decimal", 14, 4), DUCKDB)
