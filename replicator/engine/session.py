@@ -55,16 +55,6 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.hadoop.fs.permissions.umask-mode": "077",
 }
 
-# The JVM ``replicator run`` starts for itself (``route_jvm_output``) plans micro-batches and
-# carries one manifest row per landed file: rows never pass through it. G1 grows its heap
-# toward the limit when GC competes for the CPU (the 1M-row transaction's JVM: ~380 MiB
-# resident on a lightly loaded machine, 670-780 MiB under load 5-12 with the 1 GiB default);
-# 512m bounds that with room (tests/integration/test_bigtxn.py runs 200k rows with it).
-# `replicator run --conf spark.driver.memory=1g` overrides it. A JVM that outlives one run
-# (a test session's, an embedding application's) keeps Spark's default.
-RUN_CONF: Mapping[str, str] = {"spark.driver.memory": "512m"}
-
-
 def package_root() -> str:
     """The directory that holds the ``replicator`` package (for PYTHONPATH)."""
     import replicator
@@ -130,7 +120,7 @@ def spark_session(
     prepare_environment(master)
     from pyspark.sql import SparkSession
 
-    settings = {**DEFAULT_CONF, **(RUN_CONF if _jvm_output is not None else {}), **(conf or {})}
+    settings = {**DEFAULT_CONF, **(conf or {})}
     if _jvm_output is not None:
         _launch_jvm(master, app_name, settings, _jvm_output)
     builder = SparkSession.builder.master(master).appName(app_name)
