@@ -67,6 +67,18 @@ def role_of(cmdline: str, is_root: bool) -> str:
     return "other"
 
 
+def label_of(cmdline: str, role: str) -> str:
+    """A short name for one process of the tree: its role, and for Spark's Python processes the
+    module they run (``pyspark.daemon``, ``pyspark.sql.worker.plan_data_source_read``, ...)."""
+    if role != "python_workers":
+        return role
+    words = cmdline.split()
+    if "-m" in words[:-1]:
+        return words[words.index("-m") + 1]
+    scripts = [w for w in words[1:] if not w.startswith("-")]
+    return os.path.basename(scripts[0]) if scripts else os.path.basename(words[0] if words else "")
+
+
 @dataclass
 class TreeUsage:
     peak_rss_bytes: int = 0  # the largest sum over the tree in one sample
@@ -77,6 +89,10 @@ class TreeUsage:
     samples: int = 0
     # (seconds since the first sample, rss by role) of every sample: the memory chart
     timeline: list[tuple[float, dict[str, int]]] = field(default_factory=list)
+    # pid -> (label, largest rss, seconds since the first sample at first / last sight)
+    by_process: dict[int, tuple[str, int, float, float]] = field(default_factory=dict)
+    # the processes of the sample with the largest sum: (pid, label, rss), largest first
+    at_peak: list[tuple[int, str, int]] = field(default_factory=list)
 
     def timeline_json(self, points: int = 400) -> dict[str, Any]:
         """The RSS over time in MiB, thinned to at most ``points`` samples (every n-th)."""
@@ -100,6 +116,13 @@ class TreeUsage:
             "cpu_seconds_by_role": {k: round(v, 2) for k, v in self.cpu_seconds_by_role.items()},
             "processes": self.processes,
             "samples": self.samples,
+            # who holds the peak, and each process's own peak and lifetime in the run
+            "at_peak_mib": [[pid, label, round(rss / mib, 1)] for pid, label, rss in self.at_peak],
+            "by_process": [
+                {"pid": pid, "process": label, "peak_rss_mib": round(rss / mib, 1),
+                 "seen_s": [round(first, 1), round(last, 1)]}
+                for pid, (label, rss, first, last) in sorted(self.by_process.items())
+            ],
         }
 
 
@@ -112,6 +135,7 @@ class TreeSampler(threading.Thread):
         self.interval = interval
         self.usage = TreeUsage()
         self._cpu: dict[int, tuple[str, float]] = {}  # pid -> (role, last cpu seconds)
+        self._labels: dict[int, str] = {}  # pid -> label_of (read once its role is known)
         self._halt = threading.Event()
         self._first_sample_at: float | None = None
 
@@ -135,22 +159,39 @@ class TreeSampler(threading.Thread):
                     grew = True
         total = 0
         by_role: dict[str, int] = {}
-        for pid in tree:
-            # read every time: Spark's launcher scripts exec() java in the same process; but
-            # keep a known role once a process turns zombie (its cmdline reads empty)
-            role = role_of(_cmdline(pid), pid == self.root_pid)
-            if role == "other" and pid in self._cpu:
-                role = self._cpu[pid][0]
-            _, cpu, rss = stats[pid]
-            total += rss
-            by_role[role] = by_role.get(role, 0) + rss
-            self._cpu[pid] = (role, cpu)
-        usage = self.usage
         now = time.monotonic()
         if self._first_sample_at is None:
             self._first_sample_at = now
-        usage.timeline.append((now - self._first_sample_at, by_role))
+        since = now - self._first_sample_at
+        sample: list[tuple[int, str, int]] = []
+        for pid in tree:
+            # read every time: Spark's launcher scripts exec() java in the same process; but
+            # keep a known role once a process turns zombie (its cmdline reads empty)
+            cmdline = _cmdline(pid)
+            role = role_of(cmdline, pid == self.root_pid)
+            if role == "other" and pid in self._cpu:
+                role = self._cpu[pid][0]
+            _, cpu, rss = stats[pid]
+            if role == "jvm" and cmdline and cmdline == _cmdline(stats[pid][0]):
+                # The JVM starts a process (a Python worker) with posix_spawn: until the
+                # child execs, it shares the JVM's memory and /proc shows the JVM's RSS for
+                # it. Counted, it doubled the JVM in a sample (780 MiB "JVM" peaks).
+                rss = 0
+            total += rss
+            by_role[role] = by_role.get(role, 0) + rss
+            self._cpu[pid] = (role, cpu)
+            label = label_of(_cmdline(pid), role) if pid not in self._labels else self._labels[pid]
+            if role != "other":  # a launcher script becomes java or python: label it again later
+                self._labels[pid] = label
+            sample.append((pid, label, rss))
+            known = self.usage.by_process.get(pid)
+            self.usage.by_process[pid] = (label, max(rss, known[1] if known else 0),
+                                          known[2] if known else since, since)
+        usage = self.usage
+        usage.timeline.append((since, by_role))
         usage.samples += 1
+        if total > usage.peak_rss_bytes:
+            usage.at_peak = sorted(sample, key=lambda entry: -entry[2])
         usage.peak_rss_bytes = max(usage.peak_rss_bytes, total)
         for role, rss in by_role.items():
             usage.peak_rss_by_role[role] = max(usage.peak_rss_by_role.get(role, 0), rss)

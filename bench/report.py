@@ -19,6 +19,14 @@ def write_json(results: dict[str, Any], path: Path) -> Path:
     return path
 
 
+def _at_peak(section: str, entry: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
+    """The processes of the tree's peak sample, largest first (results since 2026-11-27)."""
+    processes = (entry.get("usage") or {}).get("at_peak_mib")
+    if processes:
+        yield (section, "at the peak, per process (MiB)", f"{len(processes)} processes",
+               ", ".join(f"{label} {rss:.0f}" for _, label, rss in processes))
+
+
 def _fmt(value: Any, unit: str = "") -> str:
     if value is None:
         return "-"
@@ -175,6 +183,7 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
             if "target_matches_source" in big:
                 yield ("big txn", "target rows = source rows", str(big["target_matches_source"]),
                        f"{big['target_rows'] or 0:,} of {big['rows']:,} rows")
+            yield from _at_peak("big txn", big)
     for mode, other in (results.get("big_transaction_modes") or {}).items():
         label = f"big txn {mode}"
         if "error" in other:
@@ -186,6 +195,7 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
         yield (label, "changes/s (wall)", _fmt(other["changes_per_s"]),
                f"wall {other['wall_seconds']:.1f} s; target rows = source rows: "
                f"{other.get('target_matches_source')}")
+        yield from _at_peak(label, other)
     yield from _atomic_rows(results.get("atomic") or {})
     startup = results.get("startup")
     if startup:

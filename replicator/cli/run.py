@@ -144,7 +144,9 @@ def command(
 
     # Off every command's start-up (cli/main imports every command module): zipfile, ~3 ms.
     from replicator.engine.launch import SUBMITTED_ENV, master_kind
+    from replicator.engine.session import prefer_system_allocator
 
+    prefer_system_allocator()  # before anything imports pyarrow (engine.session says why)
     # Set first: a bad pipeline file is reported as a JSON error line too.
     render.settings.json_lines = log_format is LogFormat.json
     spark_conf = parse_conf(conf or [])

@@ -229,5 +229,28 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             keys=KeyColumns(self.keys, self.selection_keys),
             server_id=self.server_id + partition.index, root=self.landing,
             epoch=self.epoch, part=partition.index)
+        give_back_memory()
         if manifest:
             yield manifest_batch(manifest)
+
+
+def give_back_memory() -> None:
+    """Return the freed memory of a decode task to the operating system.
+
+    Spark keeps a reused Python worker alive between micro-batches, idle, for the whole run.
+    A task that decoded a big transaction freed its column builders and Arrow buffers, but
+    the allocators keep the pages: measured on the 1M-row transaction, the worker stayed at
+    ~300 MiB resident until the run ended (a sixth of the process tree's peak, held while the
+    driver applied the batch). Releasing Arrow's unused pool memory and trimming glibc's heap
+    brings it back to ~150 MiB, in well under a millisecond per task (``gc.collect`` would
+    cost ~30 ms and freed nothing more: the decoder's structures hold no cycles)."""
+    import ctypes
+
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    try:
+        trim = ctypes.CDLL(None).malloc_trim  # the C library this interpreter runs on
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to trim
+        return
+    trim(0)
