@@ -118,14 +118,12 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
     same functions), and a note per change it ignores."""
     from replicator.engine.schema_changes import ChangeKind
     from replicator.plan.identifiers import target_identifier
-    from replicator.plan.program import retype_columns
+    from replicator.plan.program import TruncateAt, retype_columns, truncate_records
     from replicator.plan.statements.ddl import (
         alter_column_type,
         drop_column,
         drop_not_null,
         rename_column,
-        truncate_history,
-        truncate_rows,
     )
     from replicator.plan.statements.tables import create_staging_table
 
@@ -184,9 +182,12 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
                                == _target_of(table, step.change.column)), None)
                 if column is not None and not column.nullable:
                     statements.append(drop_not_null(table, column.target_column, dialect))
-        for _ in decision.following(ChangeKind.TRUNCATE):
+        if decision.following(ChangeKind.TRUNCATE):
+            # The very statements the batch runs (their ? bind its position and time, which
+            # this one, at the start of a binlog, stands for).
+            somewhere = TruncateAt("mysql-bin.000001", 1, 4, 0, "")
+            statements += [s.sql for s in truncate_records(table, dialect, [somewhere])]
             if table.mode != "merge":
-                statements.append(truncate_history(table, dialect))
                 done.append("records the TRUNCATE in the transaction of the batch that holds "
                             "it, after the batch's changes (those before it count, those after "
                             "it follow it): "
@@ -195,10 +196,14 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
                                if table.mode == "scd2" else
                                "a delete row per key live before it, at its position")
                             + " (the ? are its position and commit time)")
-                continue
-            statements.append(truncate_rows(table, dialect))
-            done.append("deletes the target rows in the batch's transaction, before its MERGE "
-                        "of the changes after the TRUNCATE")
+            else:
+                done.append(("marks the target rows deleted" if table.deletes == "soft"
+                             else "deletes the target rows")
+                            + " in the transaction of the batch that holds it (with "
+                            "`target.atomic` the batch's one transaction), before its MERGE of "
+                            "the changes after the TRUNCATE; the changes before it are dropped"
+                            + ("; the log table gets no row for the TRUNCATE, nor the "
+                               "batch's changes before it" if table.log_table else ""))
         for _ in decision.following(ChangeKind.RENAME_TABLE):
             done.append("a table renamed onto the replicated name (the pt-osc / gh-ost swap) is "
                         "read on under it; its new columns follow the column policies")

@@ -128,8 +128,8 @@ class BatchApplier(SchemaFollower):
         # db.table (lower) -> the position before which this batch's changes of the table are
         # dropped: a followed TRUNCATE emptied it, or a re-copy rewrites it (_retype).
         self._cut: dict[str, tuple[int, int]] = {}
-        # target parts -> the followed TRUNCATEs of a changelog / scd2 table in this batch,
-        # recorded in the table's batch transaction (``program.truncate_records``).
+        # target parts -> the followed TRUNCATEs of the table in this batch, statements of
+        # the table's batch transaction (``program.truncate_records``).
         self._truncates: dict[tuple[str, ...], list[TruncateAt]] = {}
         self._ddl_at: dict[str, tuple[int, int]] = {}  # db.table (lower) -> its last DDL's
         # db.table (lower) -> the last position before the source's head when its copy was
@@ -215,7 +215,7 @@ class BatchApplier(SchemaFollower):
                              pipeline=self.pipeline.name)
         # One source table can feed several targets (outbox routes) and one target can read
         # several source tables (routing): each plan takes the files it reads.
-        # A table with a followed TRUNCATE to record is applied even without a change.
+        # A table with a followed TRUNCATE is applied even without a change after it.
         work = [(table_plan, table_files) for table_plan in self.plan.tables
                 for table_files in [self._after_cut(table_plan, [
                     row for name, rows_of in files.items()
@@ -251,8 +251,7 @@ class BatchApplier(SchemaFollower):
         report = TableReport(table=table_plan.label, changes=0)
         truncates = self._truncates.get(table_plan.target_parts)
         # Only when there are some: a test's stand-in sink may not know them.
-        recorded = {"truncates": truncates, "before_truncate": _before_truncate} \
-            if truncates else {}
+        recorded = {"truncates": truncates, "at_truncate": _at_truncate} if truncates else {}
         in_warehouse = self._in_warehouse(table_plan, files)
         if in_warehouse is not None:
             batch, facts = in_warehouse
@@ -307,8 +306,7 @@ class BatchApplier(SchemaFollower):
         return self.sink.apply_atomic(
             batches, batch_id, end_offset or {},
             between_tables=lambda: failpoints.reached("apply.between_tables"),
-            **({"before_truncate": _before_truncate} if any(b.truncates for b in batches)
-               else {}))
+            **({"at_truncate": _at_truncate} if any(b.truncates for b in batches) else {}))
 
     def _in_warehouse(self, table_plan: TablePlan, files: list[dict[str, Any]]
                       ) -> tuple[TableBatch, FileFacts] | None:
@@ -367,7 +365,7 @@ class BatchApplier(SchemaFollower):
         from replicator.engine.landing import file_slices, key_slices, read_files
 
         truncates = self._truncates.get(table_plan.target_parts, [])
-        if not files:  # a followed TRUNCATE to record, no change
+        if not files:  # a followed TRUNCATE, no change (after it)
             return TableBatch(table_plan, [], truncates=truncates)
         root = self.landing
         paths = [row["path"] for row in files]
@@ -574,9 +572,12 @@ class BatchApplier(SchemaFollower):
         _record(report, self.sink.apply(table_plan, batch_id, end_offset or {}, staged))
         return report
 
-def _before_truncate() -> None:
-    """Between a table's batch changes and its first TRUNCATE record, in their transaction."""
-    failpoints.reached("apply.before_truncate_record")
+def _at_truncate(table: TablePlan) -> None:
+    """Where a table's followed TRUNCATE meets its other writes, in their transaction: a
+    merged table's rows deleted, its MERGE not run yet; a changelog / scd2 table's changes
+    written, its TRUNCATE not recorded yet."""
+    failpoints.reached("apply.after_truncate" if table.mode == "merge"
+                       else "apply.before_truncate_record")
 
 
 class _Timer:

@@ -68,7 +68,7 @@ class SchemaFollower:
     _evolving: dict[str, Any]
     _unplanned: set[str]
     _batch_id: int
-    # followed TRUNCATEs of changelog / scd2 tables in this batch, by target
+    # followed TRUNCATEs in this batch, by target (``_truncate``)
     _truncates: dict[tuple[str, ...], list[TruncateAt]]
 
     def _replicated(self) -> dict[str, TablePlan]:
@@ -216,31 +216,29 @@ class SchemaFollower:
                                        else "nothing replicated changes"))
 
     def _truncate(self, table: TablePlan, row: dict[str, Any]) -> None:
-        """`truncate: follow`: the target's rows go (a soft-deleting table marks them), then
-        the batch applies only the table's changes after the TRUNCATE (``apply_files``). Runs
-        before the batch's MERGE and only while the batch is not applied for the table (its
-        state row), so a replay after a kill deletes again what the MERGE had not replaced,
-        and never the rows a committed batch wrote after the TRUNCATE."""
+        """`truncate: follow`: the TRUNCATE becomes a statement of the table's transaction
+        for this batch (``program.truncate_records``; with ``target.atomic`` the batch's one
+        transaction). A merged table's rows go (a soft-deleting table marks them) before its
+        MERGE, which brings only the changes after the TRUNCATE (``_cut``); a changelog /
+        scd2 table records it after its changes, which are all kept. Nothing runs here: a
+        replay of a committed batch is skipped by its state row, and one not committed was
+        rolled back whole, the TRUNCATE with it."""
 
-        if table.mode != "merge":
-            # changelog / scd2: recorded in the batch's transaction, after its changes
-            # (``program.truncate_records``), not cut from the batch: the history keeps them.
-            sequence, pos = row_position(row)
-            self._truncates.setdefault(table.target_parts, []).append(TruncateAt(
-                str(row["file"]), sequence, pos, int(row.get("ts_ms") or 0),
-                change_seq_at(sequence, pos)))
-            self._notice(f"{table.source_name}: TRUNCATE followed: "
-                         + ("the versions current at it end there" if table.mode == "scd2"
-                            else "a delete recorded per key live before it")
-                         + ", in the batch's transaction")
-            return
-        self._cut[table.source_name.lower()] = row_position(row)
-        applied = self.sink.last_applied(table)
-        if applied is not None and int(applied["batch_id"]) >= self._batch_id:
-            return
-        self.sink.execute(table, [Statement("follow TRUNCATE TABLE",
-                                            ddl.truncate_rows(table, self.sink.dialect))])
-        self._notice(f"{table.source_name}: TRUNCATE followed: target rows deleted")
+        sequence, pos = row_position(row)
+        self._truncates.setdefault(table.target_parts, []).append(TruncateAt(
+            str(row["file"]), sequence, pos, int(row.get("ts_ms") or 0),
+            change_seq_at(sequence, pos)))
+        if table.mode == "merge":
+            self._cut[table.source_name.lower()] = (sequence, pos)
+            what = ("target rows marked deleted" if table.deletes == "soft"
+                    else "target rows deleted")
+            what += " before the batch's MERGE of the changes after it"
+        else:
+            # Not cut from the batch: the history keeps the changes before it.
+            what = ("the versions current at it end there" if table.mode == "scd2"
+                    else "a delete recorded per key live before it")
+        self._notice(f"{table.source_name}: TRUNCATE followed: {what}, in the batch's "
+                     "transaction")
 
     def _rename_columns(self, old_plan: Plan) -> None:
         """Followed column renames, before the re-plan (whose setup would otherwise add the

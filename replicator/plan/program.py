@@ -40,8 +40,10 @@ from replicator.plan.statements.ddl import TruncateAt
 #   columns  its cursor description names the table's existing columns (``column_changes``).
 #   fence    it must update exactly one row (the run's lease), else another run took the
 #            lease: roll back and stop (``engine.lease``).
-#   truncate it records a followed TRUNCATE (runs as ``run``; the sink's ``before_truncate``
-#            hook, the engine's failpoint, is called before the first of a table's).
+#   truncate a followed TRUNCATE (runs as ``run``): a merged table's DELETE (or soft delete)
+#            before its MERGE, a changelog / scd2 table's record after its changes. The
+#            sink's ``at_truncate`` hook (the engine's failpoint) is called where it meets
+#            the table's other writes: after a merged table's, before the first record.
 Role = Literal["run", "skip", "load", "columns", "key", "fence", "truncate"]
 
 ROLLBACK = "ROLLBACK"
@@ -338,11 +340,13 @@ def table_changes(table: TablePlan, dialect: Dialect, key: BatchKey | None = Non
                   dead_letters: Sequence[tuple[Any, ...]] | None = None, *,
                   fresh: bool = False, truncates: Sequence[TruncateAt] = ()) -> list[Statement]:
     """One table's writes of a batch, from its loaded staging: MERGE (or its mode's
-    statements), the followed TRUNCATEs of a changelog / scd2 table the batch holds
-    (``truncate_records``), dead letters, the state row."""
-    out = [Statement(purpose, sql)
-           for purpose, sql in batch.batch_statements(table, dialect, fresh=fresh)]
-    out += truncate_records(table, dialect, truncates)
+    statements), the followed TRUNCATEs the batch holds (``truncate_records``: a merged
+    table's before its MERGE, whose staging then holds only the changes after the TRUNCATE;
+    a changelog / scd2 table's after its statements), dead letters, the state row."""
+    changes = [Statement(purpose, sql)
+               for purpose, sql in batch.batch_statements(table, dialect, fresh=fresh)]
+    truncated = truncate_records(table, dialect, truncates)
+    out = [*truncated, *changes] if table.mode == "merge" else [*changes, *truncated]
     if table.on_error == "dead_letter":
         insert = bookkeeping.dead_letter_insert(table, dialect)
         offset = dict(key.end_offset) if key else {}
@@ -359,10 +363,27 @@ def table_changes(table: TablePlan, dialect: Dialect, key: BatchKey | None = Non
 
 def truncate_records(table: TablePlan, dialect: Dialect, truncates: Sequence[TruncateAt]
                      ) -> list[Statement]:
-    """Each followed TRUNCATE of a changelog or scd2 table, in binlog order, recorded in the
-    batch's transaction after the batch's own statements (``ddl.truncate_history``: those
-    compare positions, so the batch's changes before the TRUNCATE count and those after it
-    do not). The state row commits with them: a replay finds it and runs none of this."""
+    """The followed TRUNCATEs of the table in the batch, as statements of its transaction.
+
+    A merged table: one DELETE of every target row (``deletes: soft``: an UPDATE marking
+    them deleted), however many TRUNCATEs the batch holds; it runs before the MERGE, and the
+    engine cut the batch's changes before the last TRUNCATE, so the MERGE brings only the
+    ones after it.
+
+    A changelog or scd2 table: each TRUNCATE, in binlog order, recorded after the batch's own
+    statements (``ddl.truncate_history``: those compare positions, so the batch's changes
+    before the TRUNCATE count and those after it do not).
+
+    The state row commits with them: a replay of a committed batch finds it and runs none of
+    this; a batch not committed rolled back with them."""
+    if not truncates:
+        return []
+    if table.mode == "merge":
+        return [Statement("follow TRUNCATE TABLE: "
+                          + ("mark every target row deleted" if table.deletes == "soft"
+                             else "delete every target row")
+                          + " (the MERGE then brings the changes after it)",
+                          ddl.truncate_rows(table, dialect), role="truncate")]
     what = ("end the versions current at a followed TRUNCATE TABLE" if table.mode == "scd2"
             else "record a followed TRUNCATE TABLE: a delete row per key live before it")
     return [Statement(what, ddl.truncate_history(table, dialect),

@@ -55,7 +55,7 @@ class TableBatch:
     table: TablePlan
     staged: Any  # an Arrow table, an iterable of Arrow slices, or Parquet file paths
     query: StagingQuery | None = None
-    # followed TRUNCATEs of a changelog / scd2 table in the batch (``program.truncate_records``)
+    # followed TRUNCATEs of the table in the batch (``program.truncate_records``)
     truncates: Sequence[TruncateAt] = ()
 
 
@@ -91,19 +91,22 @@ class Sink(Protocol):
         self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
         staged: pa.Table | Iterable[pa.Table] | Sequence[str | os.PathLike[str]],
         *, query: StagingQuery | None = None, fresh: bool = False,
-        truncates: Sequence[TruncateAt] = (), before_truncate: Callable[[], None] | None = None,
+        truncates: Sequence[TruncateAt] = (),
+        at_truncate: Callable[[TablePlan], None] | None = None,
     ) -> ApplyResult:
         """Stage (every slice, or the given Parquet files), MERGE and record the batch in ONE
         transaction; skip a batch already applied without pulling a slice. With ``query``
         the files are change files the warehouse stages itself (``program.StagingQuery``);
         ``fresh``: a copy into a target that was empty inserts (``program.fresh_copy``);
-        ``truncates``: followed TRUNCATEs recorded in that transaction, ``before_truncate``
-        called before the first."""
+        ``truncates``: followed TRUNCATEs, statements of that transaction
+        (``program.truncate_records``), ``at_truncate(table)`` called between them and the
+        table's other writes."""
 
     def apply_atomic(self, batches: Sequence[TableBatch], batch_id: int,
                      end_offset: dict[str, Any], *,
                      between_tables: Callable[[], None] | None = None,
-                     before_truncate: Callable[[], None] | None = None) -> list[ApplyResult]:
+                     at_truncate: Callable[[TablePlan], None] | None = None
+                     ) -> list[ApplyResult]:
         """``target.atomic``: every table of one batch in ONE transaction; a table whose
         batch is recorded already is left out. One result per table, in order."""
 

@@ -90,16 +90,17 @@ class SQLSink(SinkSession):
         self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
         staged: pa.Table | Iterable[pa.Table] | Sequence[str | os.PathLike[str]],
         *, query: StagingQuery | None = None, fresh: bool = False,
-        truncates: Sequence[TruncateAt] = (), before_truncate: Callable[[], None] | None = None,
+        truncates: Sequence[TruncateAt] = (),
+        at_truncate: Callable[[TablePlan], None] | None = None,
     ) -> ApplyResult:
         """The batch program: skip an applied batch, else load, MERGE and record it in ONE
         transaction. ``staged``: an Arrow table, an iterable of Arrow slices (pulled only
         after the lookup), or a list of Parquet files already in the staging layout; with
         ``query``, a list of change files the warehouse stages by running it. ``fresh``: a
         snapshot batch of a copy that began with the target empty (INSERT, not MERGE).
-        ``truncates``: the followed TRUNCATEs of a changelog / scd2 table the batch holds,
-        recorded in its transaction after its changes (``program.truncate_records``);
-        ``before_truncate`` is called before the first (the engine's failpoint).
+        ``truncates``: the followed TRUNCATEs the batch holds, statements of its transaction
+        (``program.truncate_records``); ``at_truncate(table)`` is called where they meet the
+        table's other writes (``_run_tail``; the engine's failpoint).
 
         A transient failure at any statement (a lost connection, an expired session, a
         warehouse resuming) rolls back and runs the whole program again on a new session,
@@ -112,12 +113,13 @@ class SQLSink(SinkSession):
         with self._one_at_a_time(), scratch_directory(given is None) as directory:
             part = BatchPart(TableBatch(table, staged, query, truncates), key, given, directory)
             return self._with_retries(batch_id,
-                                      lambda: self._apply_once(part, fresh, before_truncate))
+                                      lambda: self._apply_once(part, fresh, at_truncate))
 
     def apply_atomic(self, batches: Sequence[TableBatch], batch_id: int,
                      end_offset: dict[str, Any], *,
                      between_tables: Callable[[], None] | None = None,
-                     before_truncate: Callable[[], None] | None = None) -> list[ApplyResult]:
+                     at_truncate: Callable[[TablePlan], None] | None = None
+                     ) -> list[ApplyResult]:
         """``target.atomic``: one batch of several tables in ONE transaction
         (``program.atomic_program``): the tables whose state row for ``batch_id`` exists are
         left out (a batch a per-table run had half applied before the switch), the others
@@ -125,7 +127,7 @@ class SQLSink(SinkSession):
         in the order of ``batches``. Retries as ``apply``: the whole transaction again.
         ``between_tables``: called after a table's writes when another table's follow (the
         engine's failpoint: a crash there must leave the target without either);
-        ``before_truncate``: as for ``apply``, before a table's first TRUNCATE record."""
+        ``at_truncate``: as for ``apply``, for each table with a followed TRUNCATE."""
         with self._one_at_a_time(), contextlib.ExitStack() as stack:
             parts = []
             for batch in batches:
@@ -135,10 +137,10 @@ class SQLSink(SinkSession):
                                                    batch_id, end_offset), given, directory))
             return self._with_retries(batch_id,
                                      lambda: self._apply_atomic_once(parts, between_tables,
-                                                                     before_truncate))
+                                                                     at_truncate))
 
     def _apply_once(self, part: BatchPart, fresh: bool = False,
-                    before_truncate: Callable[[], None] | None = None) -> ApplyResult:
+                    at_truncate: Callable[[TablePlan], None] | None = None) -> ApplyResult:
         table, key = part.batch.table, part.key
         cursor = self._cursor()
         try:
@@ -152,7 +154,7 @@ class SQLSink(SinkSession):
             staged_at = time.perf_counter()
             self._run_tail(cursor, program.batch_tail(
                 table, self.dialect, key, part.dead_letters, fresh=fresh,
-                generation=self.generation, truncates=part.batch.truncates), before_truncate)
+                generation=self.generation, truncates=part.batch.truncates), table, at_truncate)
             part.merge_seconds = time.perf_counter() - staged_at
         except self.driver_errors() as exc:
             self._rollback(cursor)
@@ -170,7 +172,7 @@ class SQLSink(SinkSession):
 
     def _apply_atomic_once(self, parts: list[BatchPart],
                            between_tables: Callable[[], None] | None,
-                           before_truncate: Callable[[], None] | None = None
+                           at_truncate: Callable[[TablePlan], None] | None = None
                            ) -> list[ApplyResult]:
         """One attempt at ``apply_atomic``: the statements of ``program.atomic_program`` for
         the tables not applied yet."""
@@ -202,7 +204,7 @@ class SQLSink(SinkSession):
                     started = time.perf_counter()
                 self._run_tail(cursor, program.table_changes(
                     part.batch.table, dialect, part.key, part.dead_letters,
-                    truncates=part.batch.truncates), before_truncate)
+                    truncates=part.batch.truncates), part.batch.table, at_truncate)
                 part.merge_seconds = time.perf_counter() - started
             started = time.perf_counter()
             self._run_tail(cursor, program.batch_end(pending[0].batch.table, dialect,
@@ -260,13 +262,19 @@ class SQLSink(SinkSession):
         part.stage_seconds += time.perf_counter() - started
 
     def _run_tail(self, cursor: Any, statements: Sequence[Statement],
-                  before_truncate: Callable[[], None] | None = None) -> None:
-        """Run statements after the load; the lease's fence must update its one row;
-        ``before_truncate`` is called before the first TRUNCATE record among them."""
+                  table: TablePlan | None = None,
+                  at_truncate: Callable[[TablePlan], None] | None = None) -> None:
+        """Run statements after the load; the lease's fence must update its one row.
+        ``at_truncate(table)`` is called where the table's followed TRUNCATE (role
+        ``truncate``) meets its other writes: a merged table's after its DELETE and before
+        its MERGE, a changelog / scd2 table's after its changes and before the first record."""
+        truncating = [n for n, s in enumerate(statements) if s.role == "truncate"]
+        at = None
+        if truncating and table is not None and at_truncate is not None:
+            at = truncating[-1] + 1 if table.mode == "merge" else truncating[0]
         for number, statement in enumerate(statements):
-            if (statement.role == "truncate" and before_truncate is not None
-                    and all(s.role != "truncate" for s in statements[:number])):
-                before_truncate()
+            if number == at and table is not None and at_truncate is not None:
+                at_truncate(table)
             self._run(cursor, statement)
             if statement.role == "fence" and _updated(cursor) != 1:
                 raise LeaseError(

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from replicator.config import load_pipeline
-from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget
+from replicator.model.pipeline import DuckDBTarget, SchemaChangePolicy, SnowflakeTarget
 from replicator.plan import DUCKDB, SNOWFLAKE, build_plan, offline_catalog
 from replicator.plan import program as programs
 from replicator.plan.program import BatchKey
-from replicator.plan.statements.names import target_name
+from replicator.plan.statements.names import log_name, target_name
 from replicator.sink import open_sink
 from replicator.sink.duckdb import DuckDBSink
 from replicator.sink.snowflake import SnowflakeSink
@@ -120,6 +120,9 @@ def target(request, tmp_path):
             return SnowflakeSink(pipeline, plan, connection=RecordingConnection(connection))
 
         sink_for.server = server  # type: ignore[attr-defined]
+        # another session, as a reader of the warehouse has
+        sink_for.reader = lambda sink: server.connect(  # type: ignore[attr-defined]
+            database, "RAW", paramstyle="qmark")
         yield SNOWFLAKE, SnowflakeTarget(database=database, schema="RAW", account=server.account,
                                          user=server.user, password=server.password), sink_for
         return
@@ -130,6 +133,9 @@ def target(request, tmp_path):
 
         def sink_for(pipeline, plan):
             return DuckDBSink(pipeline, plan, connection=RecordingConnection(duckdb.connect(path)))
+
+        # another connection to the database, with a transaction of its own
+        sink_for.reader = lambda sink: sink.connection.inner.cursor()  # type: ignore[attr-defined]
 
         yield DUCKDB, DuckDBTarget(path=path, schema="RAW"), sink_for
         return
@@ -341,7 +347,7 @@ def test_a_followed_truncate_is_recorded_in_the_batch_transaction(target):
         at = truncate(4)
         sink.apply_atomic([TableBatch(t, staged[t.target_table], truncates=[at])
                            for t in chosen], 12, {"file": "f", "pos": 12},
-                          before_truncate=lambda: fired.append("atomic"))
+                          at_truncate=lambda table: fired.append("atomic"))
         recorded = recorder.take()
         parts = [programs.AtomicPart(t, BatchKey(pipeline.name, t.target_table, 12,
                                                  {"file": "f", "pos": 12}),
@@ -364,13 +370,142 @@ def test_a_followed_truncate_is_recorded_in_the_batch_transaction(target):
         for table in chosen:
             key = BatchKey(pipeline.name, table.target_table, 13, {"file": "f", "pos": 13})
             result = sink.apply(table, 13, dict(key.end_offset), [], truncates=[later],
-                                before_truncate=lambda: fired.append("one"))
+                                at_truncate=lambda table: fired.append("one"))
             assert not result.skipped and result.rows == 0
             assert recorder.take() == as_recorded(programs.batch_program(
                 table, dialect, key, [], truncates=[later]))
         assert fired[2:] == ["one", "one"]
         assert counted(changelog, "TRUE") == 5 and counted(scd2, '"_IS_CURRENT"') == 0
         assert counted(scd2, f'"_CHANGE_SEQ" = \'{later.change_seq}\'') == 0
+        server = getattr(sink_for, "server", None)
+        if server is not None:  # what went over the wire is what the sink recorded
+            received = [sql for sql in server.queries if not sql.startswith("SELECT count(*)")]
+            assert _without_upload_requests(received) == recorder.everything
+    finally:
+        sink.close()
+
+
+def test_a_followed_truncate_of_merged_tables_runs_before_their_merge(target):
+    """A batch of two merged tables (one with a log table, one soft-deleting) holding a
+    followed TRUNCATE and a change after it: the DELETE (soft: the UPDATE marking every row
+    deleted) runs in the batch's ONE transaction before the MERGE, exactly as the program and
+    `plan --ddl "TRUNCATE TABLE ..."` say, the hook between them; a reader on another
+    connection sees the target as it was until the COMMIT (neither the emptied table nor the
+    new row); then the table holds what a TRUNCATE and the change leave. A table whose batch
+    holds only the TRUNCATE runs it too (atomic: false, the table's own transaction)."""
+    from replicator.cli.plan_ddl import preview_ddl
+    from replicator.model.changes import BinlogPosition
+    from replicator.plan.program import TruncateAt
+    from replicator.sink import TableBatch
+    from replicator.sink.versions import change_seq_at
+    from tests.fixtures.sink_sample import _History, sample_value
+
+    dialect, warehouse, sink_for = target
+    pipeline = dataclasses.replace(modes_pipeline(warehouse),
+                                   schema_changes=SchemaChangePolicy(truncate="follow"))
+    catalog = offline_catalog(pipeline)
+    plan = build_plan(pipeline, catalog)
+    chosen = [t for t in plan.tables if t.mode == "merge"]
+    assert {(bool(t.log_table), t.deletes) for t in chosen} == {(True, "hard"), (False, "soft")}
+    sink = sink_for(pipeline, plan)
+    recorder = sink.connection
+    reader = getattr(sink_for, "reader", None)  # None: fakesnow in-process shares one session
+
+    def source_of(table):
+        return catalog.table(table.source_database, table.source_table)
+
+    def inserted(table, n):
+        """A change after the TRUNCATE: a row inserted (key n)."""
+        row = {c.name: sample_value(c.mysql_type, n) for c in source_of(table).columns}
+        events = _History().txn(("c", None, row), table=table.source_name)
+        return [dataclasses.replace(e, position=BinlogPosition("mysql-bin.000009", 7))
+                for e in events]
+
+    def rows(connection, table, where="TRUE"):
+        cursor = connection.cursor() if hasattr(connection, "commit") else connection
+        cursor.execute(f"SELECT count(*) FROM {target_name(table, dialect)} WHERE {where}")
+        return cursor.fetchone()[0]
+
+    def deleted(table):
+        flag = next(c.target_column for c in table.columns if c.role == "soft_delete")
+        return f'"{flag}"'
+
+    at = TruncateAt("mysql-bin.000009", 9, 4, 1_700_000_100_000, change_seq_at(9, 4))
+    seen: list[tuple[str, Any]] = []
+    try:
+        sink.prepare()
+        # batch 11: key 1 live (key 2 inserted and deleted in it: never in the target)
+        for table in chosen:
+            sink.apply(table, 11, {"file": "f", "pos": 11},
+                       staged_per_row(table, sample_events(table, source_of(table))))
+        before = {t.target_table: rows(sink.connection.inner, t) for t in chosen}
+        assert before == {t.target_table: 1 for t in chosen}
+        recorder.take()
+
+        def at_truncate(table):
+            """After the table's TRUNCATE, before its MERGE: the batch is not visible."""
+            seen.append(("hook", table.target_table))
+            if reader is not None:
+                other = reader(sink)
+                try:
+                    seen.append((table.target_table, rows(other, table)))
+                finally:
+                    other.close()
+
+        results = sink.apply_atomic([TableBatch(t, staged_per_row(t, inserted(t, 3)),
+                                                truncates=[at]) for t in chosen],
+                                    12, {"file": "f", "pos": 12}, at_truncate=at_truncate)
+        recorded = recorder.take()
+        parts = [programs.AtomicPart(t, BatchKey(pipeline.name, t.target_table, 12,
+                                                 {"file": "f", "pos": 12}),
+                                     files, folder, truncates=[at])
+                 for t, (files, folder) in zip(chosen, loads_of(dialect, recorded), strict=True)]
+        program = programs.atomic_program(parts, dialect)
+        assert recorded == as_recorded(program)
+        assert [r.rows for r in results] == [1, 1]
+        for table in chosen:
+            # the TRUNCATE's statement right before the table's MERGE, as `plan --ddl` shows it
+            (effect,) = preview_ddl(pipeline, catalog, plan, f"TRUNCATE TABLE "
+                                    f"{table.source_name}", dialect)
+            assert effect.action == "follow"
+            (sql,) = effect.statements
+            number = next(n for n, s in enumerate(program) if s.role == "truncate"
+                          and target_name(table, dialect) in s.sql)
+            assert program[number].sql == sql and not program[number].params
+            assert program[number + 1].sql.startswith("MERGE INTO "
+                                                      + target_name(table, dialect))
+        expected_seen = [("hook", t.target_table) for t in chosen]
+        if reader is not None:  # another connection saw each table as before the batch
+            expected_seen = [x for t in chosen for x in (("hook", t.target_table),
+                                                         (t.target_table,
+                                                          before[t.target_table]))]
+        assert seen == expected_seen
+        orders, products = (next(t for t in chosen if t.deletes == d) for d in ("hard", "soft"))
+        # hard: only the row inserted after the TRUNCATE; its log has every change of the
+        # batches (4 + 1) and nothing for the TRUNCATE
+        assert rows(sink.connection.inner, orders) == 1
+        assert rows(sink.connection.inner, orders, f'"{orders.key_columns[0].target_column}" '
+                    "= 3") == 1
+        log = log_name(orders, dialect)
+        cursor = sink.connection.inner.cursor()
+        cursor.execute(f"SELECT count(*) FROM {log}")
+        assert cursor.fetchone()[0] == 5
+        # soft: the row before it marked deleted, the new one live
+        assert rows(sink.connection.inner, products) == 2
+        assert rows(sink.connection.inner, products, f"NOT {deleted(products)}") == 1
+
+        # batch 13: only the TRUNCATE, table by table (each its own transaction)
+        seen.clear()
+        for table in chosen:
+            key = BatchKey(pipeline.name, table.target_table, 13, {"file": "f", "pos": 13})
+            result = sink.apply(table, 13, dict(key.end_offset), [], truncates=[at],
+                                at_truncate=at_truncate)
+            assert not result.skipped and result.rows == 0
+            assert recorder.take() == as_recorded(programs.batch_program(
+                table, dialect, key, [], truncates=[at]))
+        assert [x for x in seen if x[0] == "hook"] == [("hook", t.target_table) for t in chosen]
+        assert rows(sink.connection.inner, orders) == 0
+        assert rows(sink.connection.inner, products, f"NOT {deleted(products)}") == 0
         server = getattr(sink_for, "server", None)
         if server is not None:  # what went over the wire is what the sink recorded
             received = [sql for sql in server.queries if not sql.startswith("SELECT count(*)")]

@@ -19,7 +19,9 @@ def batch_statements(table: TablePlan, dialect: Dialect, *, fresh: bool = False
                      ) -> list[tuple[str, str]]:
     """(purpose, SQL) of what one batch runs between loading staging and the state row, in
     order, all in the batch's transaction. The first statement of a merged table is its
-    MERGE (fakesnow needs the MERGE to open the transaction, see sink/snowflake.py).
+    MERGE (fakesnow needs the MERGE to open the transaction, see sink/snowflake.py), but for
+    a followed TRUNCATE's DELETE before it (``program.truncate_records``; fakesnow runs a
+    MERGE in the transaction a DELETE opened, ``tests/integration/test_sink_program.py``).
     ``fresh``: a snapshot batch of a copy that began with the target empty inserts."""
     if table.mode == "changelog":
         return [("append every change", append_changes(table, dialect))]

@@ -117,8 +117,9 @@ def drop_default(table: TablePlan, column: str, dialect: Dialect) -> str:
 
 
 def truncate_rows(table: TablePlan, dialect: Dialect) -> str:
-    """TRUNCATE in MySQL, followed: inside the batch's transaction, before its MERGE (which
-    then holds only the changes after the TRUNCATE). A soft-deleting table marks its rows."""
+    """TRUNCATE in MySQL, followed in a merged table: a statement of the transaction of the
+    batch that holds it, before its MERGE (which then holds only the changes after the
+    TRUNCATE: ``program.truncate_records``). A soft-deleting table marks its rows."""
     if table.deletes == "soft":
         deleted, deleted_at = (c.target_column for c in table.columns if c.role == "soft_delete")
         return (f"UPDATE {target_name(table, dialect)} SET {q(deleted)} = TRUE, "
