@@ -243,6 +243,12 @@ def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyi
             return Step(change, "stop", f"{change.what}: the pipeline YAML names {change.column} "
                         f"(a mapping or the key); it must name {change.new_name} first")
     if kind is ChangeKind.TRUNCATE and action == "follow" and table is not None \
+            and table.routed:
+        # The target holds the rows of every table its `sources:` selection matches; the
+        # followed TRUNCATE's statements empty or close the whole target, not one table's part.
+        return Step(change, "stop", f"{change.what}: truncate: follow would empty the whole "
+                    f"target of `sources: {table.source_name}`, the other tables' rows too")
+    if kind is ChangeKind.TRUNCATE and action == "follow" and table is not None \
             and (table.outbox is not None or not table.source_key):
         return Step(change, "stop", f"{change.what}: truncate: follow records a delete per "
                     "live key, and this table has " + ("its rows from outbox events"

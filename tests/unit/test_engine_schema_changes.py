@@ -175,6 +175,23 @@ def test_one_place_decides_each_change_by_the_policy(sql, policy, actions):
     assert [step.action for step in decision.steps] == actions
 
 
+def test_a_followed_truncate_of_one_routed_source_stops_rather_than_empty_the_others():
+    import dataclasses
+
+    from replicator.engine.schema_changes import classify, decide
+    from replicator.model.selection import TableSelection
+    from replicator.plan import build_plan, offline_catalog
+
+    pipeline = _pipeline("{truncate: follow}")
+    table = build_plan(pipeline, offline_catalog(pipeline)).tables[0]
+    routed = dataclasses.replace(table, selection=TableSelection(("shop_.*\\.orders",)))
+    decision = decide(classify("TRUNCATE shop_1.orders"), pipeline, "shop_1.orders", routed)
+    assert [step.action for step in decision.steps] == ["stop"]
+    assert "the other tables' rows too" in decision.steps[0].why
+    assert [s.action for s in decide(classify("TRUNCATE shop.orders"), pipeline,
+                                     "shop.orders", table).steps] == ["follow"]
+
+
 def test_a_type_change_the_target_cannot_follow_in_place_says_both_types_and_what_happens():
     from replicator.engine.schema_changes import classify, decide, stop_error
     from replicator.plan import build_plan, offline_catalog
