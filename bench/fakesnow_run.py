@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -143,6 +144,80 @@ def merge_keeps_transaction() -> None:
     cursor_class._execute = _execute
 
 
+_DROP_PRIMARY_KEY = re.compile(
+    r"\s*ALTER\s+TABLE\s+(?P<name>.+?)\s+DROP\s+PRIMARY\s+KEY(\s+(CASCADE|RESTRICT))?\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL)
+
+
+def drop_primary_key() -> None:
+    """Run Snowflake's ``ALTER TABLE t DROP PRIMARY KEY``, which fakesnow 0.12.1 cannot parse.
+
+    The sink runs it, then ``ADD PRIMARY KEY (...)``, when a source table's key changed
+    (``tables.rekey_target``): on Snowflake both are metadata (the key is not enforced).
+    DuckDB cannot drop a constraint either, so the emulator's table is rebuilt without its
+    key, as fakesnow would run a DDL: the open transaction committed first, every column,
+    type, DEFAULT and NOT NULL kept (the old key's columns stay NOT NULL, as a column
+    declared NOT NULL does on Snowflake), every row copied. Only the emulator is patched;
+    the replicator process under test is not touched.
+    """
+    import fakesnow.cursor
+    import sqlglot
+    import sqlglot.expressions as exp
+
+    cursor_class = fakesnow.cursor.FakeSnowflakeCursor
+    original = cursor_class.execute
+    if getattr(original, "drops_primary_key", False):
+        return
+
+    def execute(self: Any, command: str, *args: Any, **kwargs: Any) -> Any:
+        match = _DROP_PRIMARY_KEY.match(command) if isinstance(command, str) else None
+        if match is None:
+            return original(self, command, *args, **kwargs)
+        table = sqlglot.parse_one(match["name"], read="snowflake", into=exp.Table)
+        database = table.catalog or self._conn.database
+        schema = table.db or self._conn.schema
+        duck = self._duck_conn
+        if not self._conn._autocommit:
+            duck.commit()  # a DDL: Snowflake commits the open transaction first
+            self._conn._in_transaction = False
+        where = ("database_name = ? AND schema_name = ? AND table_name = ?",
+                 [database, schema, table.name])
+        row = duck.execute(f"SELECT sql FROM duckdb_tables() WHERE {where[0]}",
+                           where[1]).fetchone()
+        if row is None:
+            raise snowflake_error(f"Table '{table.name}' does not exist or not authorized.")
+        key = duck.execute("SELECT constraint_column_names FROM duckdb_constraints() WHERE "
+                           f"{where[0]} AND constraint_type = 'PRIMARY KEY'", where[1]).fetchone()
+        if key is None:
+            raise snowflake_error(f"Table '{table.name}' has no primary key.")
+        full = ".".join(f'"{part}"' for part in (database, schema, table.name))
+        aside = ".".join(f'"{part}"' for part in (database, schema, table.name + "__FS_PK"))
+        body = re.sub(r",\s*PRIMARY KEY\s*\([^)]*\)", "", row[0][row[0].index("("):])
+        duck.begin()
+        try:
+            duck.execute(f'ALTER TABLE {full} RENAME TO "{table.name}__FS_PK"')
+            duck.execute(f"CREATE TABLE {full}{body.rstrip(';')}")
+            duck.execute(f"INSERT INTO {full} SELECT * FROM {aside}")
+            duck.execute(f"DROP TABLE {aside}")
+            for column in key[0]:
+                duck.execute(f'ALTER TABLE {full} ALTER COLUMN "{column}" SET NOT NULL')
+            duck.commit()
+        except BaseException:
+            duck.rollback()
+            raise
+        return original(self, "SELECT 'Statement executed successfully.' AS \"status\"")
+
+    execute.drops_primary_key = True  # type: ignore[attr-defined]
+    cursor_class.execute = execute
+
+
+def snowflake_error(message: str) -> Exception:
+    import snowflake.connector.errors
+
+    return snowflake.connector.errors.ProgrammingError(msg=message, errno=2003,
+                                                       sqlstate="42S02")
+
+
 class _NoCommit:
     """A DuckDB connection whose ``commit`` does nothing (``merge_keeps_transaction``)."""
 
@@ -162,6 +237,7 @@ def serve(port: int) -> None:
 
     keep_null_timestamps()
     merge_keeps_transaction()
+    drop_primary_key()
 
     # warning: fakesnow logs every login and query at info level
     uvicorn.run(fakesnow.server.app, host="127.0.0.1", port=port, log_level="warning")

@@ -143,6 +143,7 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
                             if step.change.kind is ChangeKind.DROP_COLUMN else ""))
     widened: list[str] = []
     retyped_tables: list[tuple[TablePlan, dict[str, Any]]] = []
+    rekeyed: set[tuple[str, ...]] = set()
     for table in readers:
         new_types = {}
         for step in decision.following(ChangeKind.TYPE_CHANGE):
@@ -153,6 +154,11 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
         for step in decision.recopying:
             if step.change.kind is ChangeKind.KEY_CHANGE:
                 done.append(step.why)
+                if table.target_parts not in rekeyed:  # DROP and ADD PRIMARY KEY: one change
+                    rekeyed.add(table.target_parts)
+                    sql, note = _rekey_statements(pipeline, catalog, name, table, ddl, dialect)
+                    statements += sql
+                    notes += [note] if note else []
                 continue
             column = next(c for c in table.columns if c.target_column == step.target_column)
             retyped += [statement.sql for statement in retype_columns(
@@ -234,6 +240,35 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
     return DdlEffectOnTable(name, targets, action,
                             "; ".join(done) or "nothing in the target changes",
                             statements=statements, notes=notes)
+
+
+def _rekey_statements(pipeline: Pipeline, catalog: Catalog, name: str, table: TablePlan,
+                      ddl: str, dialect: Dialect) -> tuple[list[str], str | None]:
+    """What the re-plan's setup runs for a changed primary key (``program.key_changes``, the
+    table planned under the key the DDL adds), and a note where it cannot be known here."""
+    import sqlglot
+    from sqlglot import exp
+
+    from replicator.model.catalog import Catalog
+    from replicator.plan import build_plan
+    from replicator.plan.program import key_changes
+    from replicator.plan.statements.tables import primary_key
+
+    database, source_table = name.split(".", 1)
+    source = catalog.table(database, source_table)
+    try:
+        added = [pk for pk in sqlglot.parse_one(ddl, read="mysql").find_all(exp.PrimaryKey)]
+    except sqlglot.errors.ParseError:
+        added = []
+    if source is None or len(added) != 1:
+        return [], ("the target's key statements are not known here (the table's columns or "
+                    "the new key): run plan without --offline, with the whole ALTER")
+    key = tuple(column.name for column in added[0].expressions)
+    changed = dataclasses.replace(source, primary_key=key)
+    future = build_plan(pipeline, Catalog(tuple(changed if t is source else t
+                                                for t in catalog.tables)))
+    new = next(t for t in future.tables if t.target_parts == table.target_parts)
+    return [statement.sql for statement in key_changes(new, dialect, primary_key(table))], None
 
 
 def _target_of(table: TablePlan, source_column: str | None) -> str | None:

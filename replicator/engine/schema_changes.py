@@ -304,8 +304,9 @@ def _rekey_step(change: ColumnChange, table: Any) -> Step:
     refused = recopy_refused(table, None, "key_change")
     if refused is not None:
         return Step(change, "stop", f"{change.what} ({refused})", policy="key_change")
-    return Step(change, "recopy", f"{change.what}: the stream restarts with the new key (a "
-                "DuckDB target is rebuilt under it) and the table is copied again",
+    return Step(change, "recopy", f"{change.what}: the stream restarts with the new key (the "
+                "target is given it: DuckDB's rebuilt, Snowflake's declared key replaced) and "
+                "the table is copied again",
                 policy="key_change")
 
 

@@ -73,9 +73,15 @@ class Dialect:
     namespace_depth: int = 2
     # Bind parameter marker (the Snowflake connector is opened with paramstyle="qmark").
     parameter: str = "?"
-    # Does the target enforce a table's PRIMARY KEY (DuckDB), so a key changed in MySQL needs
-    # the target rebuilt under the new one (Snowflake's keys are informational)?
+    # Does the target enforce a table's PRIMARY KEY (DuckDB)? A key changed in MySQL then
+    # needs the target rebuilt under the new one (DuckDB cannot drop a constraint). Where it
+    # does not (Snowflake: keys are informational metadata), the declared key is replaced in
+    # place, DROP PRIMARY KEY then ADD PRIMARY KEY: no rows move, and grants, history, streams
+    # and clustering stay with the table (``tables.rekey_target``).
     enforces_primary_key: bool = False
+    # The target's key is read by SHOW PRIMARY KEYS, a row per column (Snowflake), rather
+    # than from a catalog view (DuckDB's duckdb_constraints(): one row, a list of columns).
+    show_primary_keys: bool = False
     # A backslash in a string literal escapes the next character (Snowflake; DuckDB follows
     # standard SQL): a column DEFAULT's literal doubles it there.
     backslash_escapes: bool = False
@@ -134,6 +140,7 @@ SNOWFLAKE = Dialect(
     implicit_transactions=True,
     commit_after_load=True,
     create_schema=False,
+    show_primary_keys=True,
     # The connector's cursor description gives NUMBER's precision and scale (type code 0),
     # and of every other type only its code (``SnowflakeSink.described_type``).
     described_kinds=frozenset({"integer", "decimal"}),

@@ -118,7 +118,7 @@ def setup_program(table: TablePlan, dialect: Dialect) -> list[Statement]:
     out.append(Statement("read the target's columns",
                          tables.read_columns(names.target_name(table, dialect)),
                          role="columns", subject="target"))
-    if dialect.enforces_primary_key and tables.primary_key(table):
+    if tables.primary_key(table):
         sql, params = tables.read_primary_key(table, dialect)
         out.append(Statement("read the target's primary key", sql, params, role="key",
                              subject="target"))
@@ -225,15 +225,19 @@ def _target_follows_plan(table: TablePlan, dialect: Dialect, existing: set[str] 
 
 def key_changes(table: TablePlan, dialect: Dialect, existing: Sequence[str] | None
                 ) -> list[Statement]:
-    """The target rebuilt under the plan's primary key when the one it enforces differs
-    (``existing``: its key columns as the setup's ``key`` statement read them; None: it has
-    none). A key changed in MySQL, followed by a re-copy (`--snapshot always`), or every
-    batch would break the old key's uniqueness."""
+    """The plan's primary key declared on the target when the one it declares differs
+    (``existing``: its key columns as the setup's ``key`` statement read them, by
+    ``tables.existing_primary_key``; None: it has none): a key changed in MySQL, followed by
+    a re-copy (`--snapshot always`). A target that enforces its key (DuckDB) is rebuilt, or
+    every batch would break the old key's uniqueness; Snowflake's declared key, which tools
+    and users read, is replaced in place (``tables.rekey_target``)."""
     planned = tables.primary_key(table)
     if existing is None or not planned or [n.lower() for n in existing] == [
             n.lower() for n in planned]:
         return []
-    return [Statement("rebuild the target under the plan's primary key", sql)
+    purpose = ("rebuild the target under the plan's primary key" if dialect.enforces_primary_key
+               else "declare the plan's primary key on the target")
+    return [Statement(purpose, sql)
             for sql in tables.rekey_target(table, dialect)]
 
 

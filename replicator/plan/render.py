@@ -30,7 +30,8 @@ def table_statements(table: TablePlan, dialect: Dialect,
     ]
 
 
-def _comment(statement: Statement, *, atomic: bool = False) -> str:
+def _comment(statement: Statement, *, atomic: bool = False,
+             dialect: Dialect | None = None) -> str:
     comment = f"-- {statement.purpose}"
     if statement.role == "skip":
         skip = "; ".join(s.sql for s in program.ON_SKIP)
@@ -42,7 +43,10 @@ def _comment(statement: Statement, *, atomic: bool = False) -> str:
         comment += " (ALTER TABLE ... ADD COLUMN for each planned column it lacks)"
     elif statement.role == "key":
         comment += (" (another key, after a key change in MySQL: the table is rebuilt under"
-                    " this one, in one transaction, before the re-copy)")
+                    " this one, in one transaction, before the re-copy)"
+                    if dialect is None or dialect.enforces_primary_key else
+                    " (another key, after a key change in MySQL: ALTER TABLE ... DROP PRIMARY"
+                    " KEY, then ADD PRIMARY KEY (the plan's key), before the re-copy)")
     return comment
 
 
@@ -66,7 +70,7 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
     if chunk_read is not None:
         parts.append(_chunk_read(table, *chunk_read))
     setup = [*program.setup_program(table, dialect), *program.setup_end(dialect)]
-    parts += [f"{_comment(s)}\n{s.sql};" for s in setup]
+    parts += [f"{_comment(s, dialect=dialect)}\n{s.sql};" for s in setup]
     parts.append("-- each batch:")
     parts += [f"{_comment(s)}\n{s.sql};" for s in program.batch_program(table, dialect)]
     if snapshot is not None:

@@ -63,8 +63,10 @@ class SQLSink(SinkSession):
                     for statement in program.setup_program(table, self.dialect):
                         self._run(cursor, statement)
                         if statement.role == "key":
-                            row = cursor.fetchone()
-                            key = [str(name) for name in row[0]] if row else None
+                            key = tables.existing_primary_key(
+                                cursor.fetchall(),
+                                [str(column[0]) for column in cursor.description or ()],
+                                self.dialect)
                         if statement.role == "columns":
                             existing[statement.subject] = {
                                 str(column[0]) for column in cursor.description or ()

@@ -1,9 +1,11 @@
 """A primary key changed in MySQL (`schema_changes.key_change`, issue 18), on the real MariaDB,
-Spark and DuckDB:
+Spark, and DuckDB or the Snowflake sink's SQL on fakesnow:
 
 - `recopy` (the default), while no run followed it and while streaming: the stream restarts
-  with the new key at the batch holding the DDL, the target (DuckDB enforces its key) is
-  rebuilt under the new key and the table copied again while the others stream; ids shared
+  with the new key at the batch holding the DDL, the target gets the new key (DuckDB, which
+  enforces it, is rebuilt under it; Snowflake's declared key is dropped and added in place:
+  fakesnow enforces it as DuckDB does, so a stale one fails the load) and the table is
+  copied again while the others stream; ids shared
   under the new key, and updates that move a row along a new key column, end equal to the
   source row by row;
 - `stop`: the run stops, and the remedy it names, `run --snapshot always`, re-copies the
@@ -12,6 +14,7 @@ Spark and DuckDB:
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
@@ -19,7 +22,12 @@ import pytest
 
 from replicator.config import load_pipeline
 from replicator.errors import ReplicatorError
-from tests.integration.e2e_support import assert_target_equals_source, run
+from replicator.model.pipeline import TargetConfig
+from tests.integration.e2e_support import (
+    assert_target_equals_source,
+    run,
+    warehouse,  # noqa: F401 (the fixture: each test on DuckDB and on fakesnow)
+)
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark]
 
@@ -40,7 +48,7 @@ engine:
 """
 
 
-def _setup(mariadb, mysql_source, database, tmp_path, policy=""):
+def _setup(mariadb, mysql_source, database, tmp_path, warehouse, policy=""):  # noqa: F811
     root = mariadb.root_connection(database)
     with root.cursor() as cursor:
         for table in ("items", "other"):
@@ -49,12 +57,13 @@ def _setup(mariadb, mysql_source, database, tmp_path, policy=""):
             cursor.executemany(f"INSERT INTO {table} VALUES (%s, %s, %s)",
                                [(n, 1, f"it's {n} 🚀") for n in range(1, 31)])
     path = tmp_path / "rekey.yaml"
-    warehouse = tmp_path / "warehouse.duckdb"
     path.write_text(PIPELINE.format(
         host=mysql_source.host, port=mysql_source.port, user=mysql_source.user,
-        password=mysql_source.password or "", warehouse=warehouse,
+        password=mysql_source.password or "", warehouse=tmp_path / "warehouse.duckdb",
         checkpoint=tmp_path / "checkpoint", database=database, policy=policy))
-    return root, load_pipeline(path, environ={}), warehouse
+    target, reader = warehouse
+    pipeline = load_pipeline(path, environ={})
+    return root, dataclasses.replace(pipeline, target=TargetConfig(target)), reader
 
 
 def _change_the_key(cursor):
@@ -72,25 +81,35 @@ def _move_along_the_new_key(cursor):
     cursor.execute("INSERT INTO items VALUES (5, 9, 'a third 5')")
 
 
-def _assert_rekeyed(pipeline, root, warehouse, rows):
-    import duckdb
+def _declared_key(target):
+    """The target's declared PRIMARY KEY of ITEMS: DuckDB's catalog, Snowflake's SHOW."""
+    if target.kind == "duckdb":
+        return target.execute("SELECT constraint_column_names FROM duckdb_constraints() WHERE "
+                              "table_name = 'ITEMS' AND constraint_type = 'PRIMARY KEY'"
+                              ).fetchone()[0]
+    return [row[4] for row in target.execute('SHOW PRIMARY KEYS IN TABLE "ITEMS"').fetchall()]
 
-    with duckdb.connect(str(warehouse), read_only=True) as target:
+
+def _assert_rekeyed(pipeline, root, reader, rows):
+    with reader() as target:
         assert_target_equals_source(pipeline, root, target)
-        key = target.execute("SELECT constraint_column_names FROM duckdb_constraints() WHERE "
-                             "table_name = 'ITEMS' AND constraint_type = 'PRIMARY KEY'"
-                             ).fetchall()
-        assert key == [(["ID", "GRP"],)]
-        assert target.execute('SELECT COUNT(*) FROM main."ITEMS"').fetchone()[0] == rows
-        notes = target.execute('SELECT GRP, NOTE FROM main."ITEMS" WHERE ID = 5').fetchall()
+        assert _declared_key(target) == ["ID", "GRP"]
+        assert target.execute('SELECT COUNT(*) FROM "ITEMS"').fetchone()[0] == rows
+        notes = target.execute('SELECT GRP, NOTE FROM "ITEMS" WHERE ID = 5').fetchall()
         assert {(2, "second \\ 5"), (3, "moved")} <= set(notes), notes
 
 
+def _assert_old_key(reader):
+    with reader() as target:
+        assert _declared_key(target) == ["ID"]
+
+
 def test_a_key_changed_while_no_run_followed_it_is_streamed_on_and_copied_again(
-        spark, mariadb, mysql_source, fresh_database, tmp_path):
-    root, pipeline, warehouse = _setup(mariadb, mysql_source, fresh_database, tmp_path)
+        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):  # noqa: F811
+    root, pipeline, reader = _setup(mariadb, mysql_source, fresh_database, tmp_path, warehouse)
     try:
         run(pipeline, spark)
+        _assert_old_key(reader)
         with root.cursor() as cursor:
             _change_the_key(cursor)
         notices: list[str] = []
@@ -98,18 +117,18 @@ def test_a_key_changed_while_no_run_followed_it_is_streamed_on_and_copied_again(
         assert any("primary key changed: streaming on with the new key" in n
                    for n in notices), notices
         assert any(f"re-copy of {fresh_database}.items done" in n for n in notices), notices
-        _assert_rekeyed(pipeline, root, warehouse, 39)
+        _assert_rekeyed(pipeline, root, reader, 39)
         with root.cursor() as cursor:  # and streams by the new key from then on
             _move_along_the_new_key(cursor)
         run(pipeline, spark)
-        _assert_rekeyed(pipeline, root, warehouse, 40)
+        _assert_rekeyed(pipeline, root, reader, 40)
     finally:
         root.close()
 
 
 def test_a_key_changed_while_streaming_restarts_the_stream_and_copies_the_table(
-        spark, mariadb, mysql_source, fresh_database, tmp_path):
-    root, pipeline, warehouse = _setup(mariadb, mysql_source, fresh_database, tmp_path)
+        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):  # noqa: F811
+    root, pipeline, reader = _setup(mariadb, mysql_source, fresh_database, tmp_path, warehouse)
     notices: list[str] = []
     stop, failure = threading.Event(), []
 
@@ -142,16 +161,16 @@ def test_a_key_changed_while_streaming_restarts_the_stream_and_copies_the_table(
         run(pipeline, spark)  # whatever the stop left, caught up
         assert any("primary key changed: streaming on with the new key" in n
                    for n in notices), notices
-        _assert_rekeyed(pipeline, root, warehouse, 40)
+        _assert_rekeyed(pipeline, root, reader, 40)
     finally:
         stop.set()
         root.close()
 
 
 def test_key_change_stop_stops_and_the_named_remedy_re_copies_under_the_new_key(
-        spark, mariadb, mysql_source, fresh_database, tmp_path):
-    root, pipeline, warehouse = _setup(mariadb, mysql_source, fresh_database, tmp_path,
-                                       policy="schema_changes: {key_change: stop}\n")
+        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):  # noqa: F811
+    root, pipeline, reader = _setup(mariadb, mysql_source, fresh_database, tmp_path, warehouse,
+                                    policy="schema_changes: {key_change: stop}\n")
     try:
         run(pipeline, spark)
         with root.cursor() as cursor:
@@ -161,6 +180,6 @@ def test_key_change_stop_stops_and_the_named_remedy_re_copies_under_the_new_key(
         assert "key_change" in stopped.value.message + (stopped.value.hint or "")
         assert "--snapshot always" in (stopped.value.hint or "")
         run(pipeline, spark, snapshot="always")
-        _assert_rekeyed(pipeline, root, warehouse, 39)
+        _assert_rekeyed(pipeline, root, reader, 39)
     finally:
         root.close()

@@ -5,6 +5,9 @@ setup compares with the plan.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from replicator.plan.dialects import Dialect
 from replicator.plan.identifiers import qualified_name
 from replicator.plan.model import (
@@ -65,8 +68,11 @@ def create_target_table(table: TablePlan, dialect: Dialect) -> str:
 
 
 def read_primary_key(table: TablePlan, dialect: Dialect) -> tuple[str, tuple[str, ...]]:
-    """The target's PRIMARY KEY columns as the target enforces them (DuckDB's catalog), and
-    the parameters: its schema, its table name, the constraint type."""
+    """The target's declared PRIMARY KEY columns (``existing_primary_key`` reads the answer),
+    and the parameters. Snowflake: SHOW PRIMARY KEYS, a row per column. DuckDB: its catalog,
+    the parameters its schema, its table name, the constraint type."""
+    if dialect.show_primary_keys:
+        return f"SHOW PRIMARY KEYS IN TABLE {target_name(table, dialect)}", ()
     # DuckDB matches names case-blind ("MAIN" is the schema main).
     sql = ("SELECT constraint_column_names FROM duckdb_constraints() WHERE lower(schema_name) = "
            f"lower({dialect.parameter}) AND lower(table_name) = lower({dialect.parameter}) "
@@ -74,14 +80,39 @@ def read_primary_key(table: TablePlan, dialect: Dialect) -> tuple[str, tuple[str
     return sql, (namespace(table, dialect)[-1], table.target_table, "PRIMARY KEY")
 
 
+def existing_primary_key(rows: Sequence[Sequence[Any]], columns: Sequence[str],
+                         dialect: Dialect) -> list[str] | None:
+    """The key columns in ``read_primary_key``'s answer (``columns``: its column names), in
+    key order; None: the target declares no key."""
+    if not rows:
+        return None
+    if not dialect.show_primary_keys:
+        return [str(name) for name in rows[0][0]]
+    where = {name.lower(): i for i, name in enumerate(columns)}
+    name, sequence = where["column_name"], where["key_sequence"]
+    return [str(row[name]) for row in sorted(rows, key=lambda row: int(row[sequence]))]
+
+
 def rekey_target(table: TablePlan, dialect: Dialect) -> list[str]:
-    """Rebuild the target under the plan's PRIMARY KEY (the source's key changed, and the
-    target enforces the old one), in one transaction: every column is kept, rows whose new
-    key is incomplete are left out and one row per new key is kept (the re-copy that a key
-    change calls for fills the table again and removes what the source no longer has)."""
+    """Declare the plan's PRIMARY KEY on a target that declares another (the source's key
+    changed; the re-copy that a key change calls for fills the table again and removes what
+    the source no longer has).
+
+    Where keys are informational (Snowflake), in place: DROP PRIMARY KEY, then ADD PRIMARY
+    KEY, on the fully qualified name. No row moves, and the table keeps its grants, Time
+    Travel history, streams, clustering and comments (a rebuild and swap would copy every
+    row and need COPY GRANTS); each DDL commits, and between the two the table declares no
+    key, which nothing enforces anyway.
+
+    Where the target enforces its key (DuckDB, which cannot drop a constraint), the table is
+    rebuilt in one transaction: every column is kept, rows whose new key is incomplete are
+    left out and one row per new key is kept."""
     key = ", ".join(q(name) for name in primary_key(table))
-    complete = " AND ".join(f"{q(name)} IS NOT NULL" for name in primary_key(table))
     old = target_name(table, dialect)
+    if not dialect.enforces_primary_key:
+        return [f"ALTER TABLE {old} DROP PRIMARY KEY",
+                f"ALTER TABLE {old} ADD PRIMARY KEY ({key})"]
+    complete = " AND ".join(f"{q(name)} IS NOT NULL" for name in primary_key(table))
     new_table = f"{table.target_table}__REKEY"
     new = qualified_name((*namespace(table, dialect), new_table))
     return [

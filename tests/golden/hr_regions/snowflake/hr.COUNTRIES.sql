@@ -39,6 +39,9 @@ CREATE TRANSIENT TABLE IF NOT EXISTS "HR"."RAW"."_REPLICATOR_STAGE_COUNTRIES" (
 -- read the target's columns (ALTER TABLE ... ADD COLUMN for each planned column it lacks)
 SELECT * FROM "HR"."RAW"."COUNTRIES" LIMIT 0;
 
+-- read the target's primary key (another key, after a key change in MySQL: ALTER TABLE ... DROP PRIMARY KEY, then ADD PRIMARY KEY (the plan's key), before the re-copy)
+SHOW PRIMARY KEYS IN TABLE "HR"."RAW"."COUNTRIES";
+
 -- read the staging table's columns (CREATE OR REPLACE it when they differ from the plan's)
 SELECT * FROM "HR"."RAW"."_REPLICATOR_STAGE_COUNTRIES" LIMIT 0;
 

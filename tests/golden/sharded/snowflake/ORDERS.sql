@@ -46,6 +46,9 @@ CREATE TRANSIENT TABLE IF NOT EXISTS "MAIN"."_REPLICATOR_STAGE_ORDERS" (
 -- read the target's columns (ALTER TABLE ... ADD COLUMN for each planned column it lacks)
 SELECT * FROM "MAIN"."ORDERS" LIMIT 0;
 
+-- read the target's primary key (another key, after a key change in MySQL: ALTER TABLE ... DROP PRIMARY KEY, then ADD PRIMARY KEY (the plan's key), before the re-copy)
+SHOW PRIMARY KEYS IN TABLE "MAIN"."ORDERS";
+
 -- read the staging table's columns (CREATE OR REPLACE it when they differ from the plan's)
 SELECT * FROM "MAIN"."_REPLICATOR_STAGE_ORDERS" LIMIT 0;
 

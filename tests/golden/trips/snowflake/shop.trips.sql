@@ -39,6 +39,9 @@ CREATE TRANSIENT TABLE IF NOT EXISTS "ANALYTICS"."RAW"."_REPLICATOR_STAGE_DRIVER
 -- read the target's columns (ALTER TABLE ... ADD COLUMN for each planned column it lacks)
 SELECT * FROM "ANALYTICS"."RAW"."DRIVER_TRIPS" LIMIT 0;
 
+-- read the target's primary key (another key, after a key change in MySQL: ALTER TABLE ... DROP PRIMARY KEY, then ADD PRIMARY KEY (the plan's key), before the re-copy)
+SHOW PRIMARY KEYS IN TABLE "ANALYTICS"."RAW"."DRIVER_TRIPS";
+
 -- read the staging table's columns (CREATE OR REPLACE it when they differ from the plan's)
 SELECT * FROM "ANALYTICS"."RAW"."_REPLICATOR_STAGE_DRIVER_TRIPS" LIMIT 0;
 
