@@ -1,5 +1,6 @@
 """Schema changes a run follows by its `schema_changes:` policy (issue 18, items 2 and 3), on
-the real MariaDB, the real local Spark and DuckDB, with writes between and around every DDL.
+the real MariaDB, the real local Spark, and DuckDB or the Snowflake sink's SQL on fakesnow,
+with writes between and around every DDL.
 
 - an added column with a DEFAULT: rows already in the target, and rows changed before the DDL
   in the same batch, show the default as MySQL does;
@@ -7,9 +8,12 @@ the real MariaDB, the real local Spark and DuckDB, with writes between and aroun
   values the old type could not hold;
 - a renamed column keeps its data under the new name (rows changed before the rename in the
   same batch included); a dropped NOT NULL column stays in the target, NULL for new rows;
-- pt-online-schema-change's copy + RENAME swap under a concurrent writer, and a hand-written
-  gh-ost-style swap: the pipeline never stops and the target ends equal to the source row by
-  row, `x = 7` on old rows included.
+- pt-online-schema-change's copy + RENAME swap under a concurrent writer (a column added with
+  a default, a VARCHAR widened), and a hand-written gh-ost-style swap: the pipeline never
+  stops and the target ends equal to the source row by row, `x = 7` on old rows included.
+
+Each test runs on DuckDB and on fakesnow, but for the ones about the engine alone
+(``DUCKDB_ONLY``): which DDL a batch sees does not depend on the target.
 """
 
 from __future__ import annotations
@@ -23,8 +27,12 @@ import time
 import pytest
 
 from replicator.demo.workload import apply_changes, create_schema, seed
-from replicator.model.pipeline import DuckDBTarget
-from tests.integration.e2e_support import assert_target_equals_source, demo_pipeline, run
+from tests.integration.e2e_support import (
+    assert_target_equals_source,
+    demo_pipeline,
+    run,
+    warehouse,  # noqa: F401 (the fixture: each test on DuckDB and on fakesnow)
+)
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
@@ -69,28 +77,23 @@ class Streaming:
             raise self.failure
 
 
-def _target(path):
-    import duckdb
+# The target's types of orders' customer_id and total once widened (BIGINT, DECIMAL(16,2)).
+WIDENED = {"duckdb": ("BIGINT", "DECIMAL(16,2)"), "snowflake": ("NUMBER(19,0)", "NUMBER(16,2)")}
 
-    return duckdb.connect(str(path), read_only=True)
-
-
-def _columns(target, table):
-    return {row[0]: row[1] for row in target.execute(
-        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ?",
-        [table]).fetchall()}
+# Tests whose subject is the engine (the binlog, the plan), not the target's SQL: DuckDB only.
+DUCKDB_ONLY = pytest.mark.parametrize("warehouse", ["duckdb"], indirect=True)
 
 
 def test_added_widened_renamed_and_dropped_columns_are_followed(
-        spark, mariadb, mysql_source, fresh_database, tmp_path):
+        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):  # noqa: F811
     root = mariadb.root_connection()
     streaming = None
     try:
         create_schema(root, fresh_database)
         seed(root, fresh_database, customers=30, orders=120, awkward=10)
-        warehouse = tmp_path / "warehouse.duckdb"
+        target_config, _target = warehouse
         pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path,
-                                 DuckDBTarget(str(warehouse)), max_rows=5000)
+                                 target_config, max_rows=5000)
         run(pipeline, spark)
 
         streaming = Streaming(pipeline, spark, root)
@@ -129,14 +132,14 @@ def test_added_widened_renamed_and_dropped_columns_are_followed(
         streaming.close()
         notices = streaming.notices
         assert any("renamed to EMAIL_ADDRESS" in n for n in notices), notices
-        with _target(warehouse) as target:
+        with _target() as target:
             assert_target_equals_source(pipeline, root, target)
-            orders = _columns(target, "ORDERS")
-            assert orders["CUSTOMER_ID"] == "BIGINT" and orders["TOTAL"] == "DECIMAL(16,2)"
+            orders = target.types("ORDERS")
+            assert (orders["CUSTOMER_ID"], orders["TOTAL"]) == WIDENED[target.kind]
             assert target.execute("SELECT count(*) FROM ORDERS WHERE X IS NULL OR "
                                   "LABEL IS DISTINCT FROM 'it''s new'").fetchone() == (0,)
             assert target.execute("SELECT count(*) FROM ORDERS WHERE X = 7").fetchone()[0] > 80
-            customers = _columns(target, "CUSTOMERS")
+            customers = target.columns("CUSTOMERS")
             assert "EMAIL_ADDRESS" in customers and "EMAIL" not in customers
             assert target.execute("SELECT EMAIL_ADDRESS FROM CUSTOMERS WHERE ID = 4"
                                   ).fetchone() == ("before 'rename' 🚀",)
@@ -177,15 +180,15 @@ def _writer(mariadb, database, stop: threading.Event, errors: list[BaseException
 @pytest.mark.skipif(shutil.which("pt-online-schema-change") is None,
                     reason="Debian's percona-toolkit is not installed (scripts/bootstrap)")
 def test_pt_online_schema_change_and_a_gh_ost_style_swap_are_followed(
-        spark, mariadb, mysql_source, fresh_database, tmp_path):
+        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):  # noqa: F811
     root = mariadb.root_connection()
     streaming = None
     try:
         create_schema(root, fresh_database)
         seed(root, fresh_database, customers=30, orders=120, awkward=10)
-        warehouse = tmp_path / "warehouse.duckdb"
+        target_config, _target = warehouse
         pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path,
-                                 DuckDBTarget(str(warehouse)), max_rows=2000)
+                                 target_config, max_rows=2000)
         run(pipeline, spark)
 
         streaming = Streaming(pipeline, spark, root)
@@ -209,6 +212,10 @@ def test_pt_online_schema_change_and_a_gh_ost_style_swap_are_followed(
         # gh-ost's way, by hand: a shadow table, a copy, then one atomic RENAME swap.
         db = f"`{fresh_database}`"
         with root.cursor() as cursor:
+            # A status only the widened VARCHAR(500) holds (440 characters).
+            cursor.execute(f"INSERT INTO {db}.orders (id, customer_id, status, total, "
+                           "updated_at, x) VALUES (90001, 1, REPEAT('wide ''q'' 🚀 ', 40), 1, "
+                           "NOW(6), 9)")
             cursor.execute(f"CREATE TABLE {db}._orders_gho LIKE {db}.orders")
             cursor.execute(f"ALTER TABLE {db}._orders_gho ADD COLUMN y DECIMAL(8,2) "
                            "DEFAULT 1.50, MODIFY customer_id BIGINT NOT NULL")
@@ -229,14 +236,16 @@ def test_pt_online_schema_change_and_a_gh_ost_style_swap_are_followed(
             cursor.execute(f"SELECT COUNT(*) FROM {db}.orders WHERE id <> 5")
             copied = cursor.fetchone()[0]
         assert old_rows > 0
-        with _target(warehouse) as target:
+        with _target() as target:
             assert_target_equals_source(pipeline, root, target)
             # Rows older than the migration show the new columns' defaults, as MySQL does.
             assert target.execute("SELECT count(*) FROM ORDERS WHERE id <= 120 AND X = 7"
                                   ).fetchone()[0] == old_rows
             assert target.execute("SELECT count(*) FROM ORDERS WHERE Y = 1.50"
                                   ).fetchone()[0] == copied
-            assert _columns(target, "ORDERS")["CUSTOMER_ID"] == "BIGINT"
+            assert target.types("ORDERS")["CUSTOMER_ID"] == WIDENED[target.kind][0]
+            assert target.execute("SELECT length(STATUS), X FROM ORDERS WHERE ID = 90001"
+                                  ).fetchone() == (440, 9)
     finally:
         if streaming is not None:  # a failed assertion must not leave the query running
             streaming.stop.set()
@@ -245,7 +254,7 @@ def test_pt_online_schema_change_and_a_gh_ost_style_swap_are_followed(
 
 
 def test_truncate_follows_where_the_policy_says_and_stops_elsewhere(
-        spark, mariadb, mysql_source, fresh_database, tmp_path):
+        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):  # noqa: F811
     import dataclasses
 
     from replicator.errors import EngineError
@@ -256,9 +265,9 @@ def test_truncate_follows_where_the_policy_says_and_stops_elsewhere(
     try:
         create_schema(root, fresh_database)
         seed(root, fresh_database, customers=30, orders=120, awkward=10)
-        warehouse = tmp_path / "warehouse.duckdb"
+        target_config, _target = warehouse
         pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path,
-                                 DuckDBTarget(str(warehouse)), max_rows=5000)
+                                 target_config, max_rows=5000)
         orders = next(t for t in pipeline.tables if t.source_table == "orders")
         followed = dataclasses.replace(pipeline, tables=tuple(
             dataclasses.replace(t, schema_changes=SchemaChangePolicy(truncate="follow"))
@@ -280,7 +289,7 @@ def test_truncate_follows_where_the_policy_says_and_stops_elsewhere(
         streaming.close()
         assert any("TRUNCATE followed" in n for n in streaming.notices), streaming.notices
         streaming = None
-        with _target(warehouse) as target:
+        with _target() as target:
             assert_target_equals_source(followed, root, target)
             assert target.execute("SELECT count(*) FROM ORDERS").fetchone() == (19,)
 
@@ -298,8 +307,10 @@ def test_truncate_follows_where_the_policy_says_and_stops_elsewhere(
         root.close()
 
 
+@DUCKDB_ONLY
 def test_ddl_of_one_table_is_followed_while_another_tables_later_ddl_is_already_live(
-        spark, mariadb, mysql_source, fresh_database, tmp_path, monkeypatch):
+        spark, mariadb, mysql_source, fresh_database, tmp_path, monkeypatch,
+        warehouse):  # noqa: F811
     """The batch that holds orders' ADD COLUMN re-plans from the live catalog, where customers
     has already renamed a column and lost another (DDL that lies after the batch's end):
     customers keeps its plan until its own DDL's batch follows it. On a loaded machine the
@@ -331,9 +342,9 @@ def test_ddl_of_one_table_is_followed_while_another_tables_later_ddl_is_already_
     try:
         create_schema(root, fresh_database)
         seed(root, fresh_database, customers=30, orders=60, awkward=5)
-        warehouse = tmp_path / "warehouse.duckdb"
+        target_config, _target = warehouse
         pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path,
-                                 DuckDBTarget(str(warehouse)), max_rows=5000)
+                                 target_config, max_rows=5000)
         run(pipeline, spark)
         streaming = Streaming(pipeline, spark, root)
         with root.cursor() as cursor:
@@ -347,7 +358,7 @@ def test_ddl_of_one_table_is_followed_while_another_tables_later_ddl_is_already_
         streaming.close()
         notices = streaming.notices
         assert any("renamed to EMAIL_ADDRESS" in n for n in notices), notices
-        with _target(warehouse) as target:
+        with _target() as target:
             assert_target_equals_source(pipeline, root, target)
             assert target.execute("SELECT EMAIL_ADDRESS, TIER FROM CUSTOMERS WHERE ID = 9001"
                                   ).fetchone() == ("a@b", None)
@@ -359,3 +370,4 @@ def test_ddl_of_one_table_is_followed_while_another_tables_later_ddl_is_already_
             streaming.stop.set()
             streaming.thread.join(timeout=300)
         root.close()
+
