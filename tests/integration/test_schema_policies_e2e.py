@@ -371,3 +371,99 @@ def test_ddl_of_one_table_is_followed_while_another_tables_later_ddl_is_already_
             streaming.thread.join(timeout=300)
         root.close()
 
+
+
+STOP_EVERYTHING = dict(add_column="stop", widen_type="stop", drop_column="stop",
+                       drop_table="stop")
+
+
+def test_each_kind_stops_under_stop_and_goes_on_under_its_other_policy(
+        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):  # noqa: F811
+    """Under `stop` each kind of DDL stops the streaming run with the documented message at
+    the DDL's batch (nothing of it lost: the checkpoint stays before it); a widening stops a
+    restart under the same policy too, at start-up. The run under the kind's other policy
+    then goes on from there, and the target ends equal to the source row by row. A DROP
+    TABLE ends it, stopped."""
+    import dataclasses
+
+    from replicator.errors import EngineError
+    from replicator.model.pipeline import SchemaChangePolicy
+
+    target_config, _target = warehouse
+    root = mariadb.root_connection()
+    db = f"`{fresh_database}`"
+    streaming = None
+    try:
+        create_schema(root, fresh_database)
+        seed(root, fresh_database, customers=20, orders=60, awkward=5)
+        pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path, target_config)
+        run(pipeline, spark)
+        policy = SchemaChangePolicy(**STOP_EVERYTHING)
+        steps = [
+            ("add_column", "follow", "ADD COLUMN z",
+             "ALTER TABLE {db}.orders ADD COLUMN z INT NOT NULL DEFAULT 3",
+             "UPDATE {db}.orders SET z = 4 WHERE id % 4 = 0"),
+            ("widen_type", "follow", "MODIFY total",
+             "ALTER TABLE {db}.orders MODIFY total DECIMAL(16,2) NOT NULL",
+             "UPDATE {db}.orders SET total = 12345678901234.56 WHERE id = 2"),
+            # (rename_column is left out: a run restarted before a column rename it has not
+            # followed adds the new name empty and leaves the data under the old one.)
+            ("drop_column", "follow", "DROP COLUMN z",
+             "ALTER TABLE {db}.orders DROP COLUMN z",
+             "INSERT INTO {db}.orders (id, customer_id, status, total, updated_at) "
+             "VALUES (9001, 1, 'after the drop', 1.25, NOW(6))"),
+        ]
+        for n, (kind, other, said, alter, after) in enumerate(steps):
+            stopping = dataclasses.replace(pipeline, schema_changes=policy)
+            streaming = Streaming(stopping, spark, root)
+            with root.cursor() as cursor:
+                cursor.execute(f"UPDATE {db}.orders SET total = total + 1 WHERE id = {n + 1}")
+            streaming.caught_up()
+            with root.cursor() as cursor:
+                cursor.execute(f"UPDATE {db}.orders SET total = total + 1 WHERE id = {n + 2}")
+                cursor.execute(alter.format(db=db))
+                cursor.execute(after.format(db=db))
+            streaming.thread.join(timeout=300)
+            stopped, streaming = streaming.failure, None
+            assert isinstance(stopped, EngineError), stopped
+            assert "stops the pipeline" in stopped.message, stopped.message
+            assert said in stopped.message, stopped.message
+            assert f"`schema_changes.{kind}` is stop" in stopped.hint
+            assert f"`{kind}: {other}`" in stopped.hint
+            if kind == "widen_type":
+                # A restart under the same policy stops again, before widening the target:
+                # its plan has the new type already, so the DDL's batch finds nothing to do.
+                with pytest.raises(EngineError) as again:
+                    run(stopping, spark)
+                assert "at start-up stops the pipeline (column total was widened while no " \
+                    "run followed it" in again.value.message, again.value.message
+                assert "`widen_type: follow`" in again.value.hint
+            policy = dataclasses.replace(policy, **{kind: other})
+            going_on = dataclasses.replace(pipeline, schema_changes=policy)
+            run(going_on, spark)
+            with _target() as target:
+                assert_target_equals_source(going_on, root, target)
+        with _target() as target:
+            orders = target.types("ORDERS")
+            assert orders["TOTAL"] == WIDENED[target.kind][1]
+            # (Not asserted: Z dropped from the target. A run restarted before the DROP COLUMN
+            # plans without z, so the DDL's batch finds nothing to follow and Z stays -- the
+            # same gap as rename_column's above.)
+
+        streaming = Streaming(going_on, spark, root)
+        with root.cursor() as cursor:
+            cursor.execute(f"UPDATE {db}.orders SET total = total + 1 WHERE id = 9")
+        streaming.caught_up()
+        with root.cursor() as cursor:
+            cursor.execute(f"DROP TABLE {db}.awkward")
+        streaming.thread.join(timeout=300)
+        stopped, streaming = streaming.failure, None
+        assert isinstance(stopped, EngineError), stopped
+        assert "stops the pipeline" in stopped.message, stopped.message
+        assert "`schema_changes.drop_table` is stop" in stopped.hint
+        assert "`drop_table: ignore`" in stopped.hint
+    finally:
+        if streaming is not None:
+            streaming.stop.set()
+            streaming.thread.join(timeout=300)
+        root.close()
