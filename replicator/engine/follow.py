@@ -454,6 +454,31 @@ class SchemaFollower:
         self.sink.prepare()
 
 
+def stop_on_unfollowed_widening(pipeline: Any, plan: Plan, sink: Any) -> None:
+    """At start-up, before the sink's setup widens them in place: a target column narrower
+    than the plan's (``plan.types.widened_from``: its type was widened in MySQL while no run
+    followed it, so the plan already has the new type and the DDL's batch finds nothing to
+    change) of a table under `widen_type: stop` stops the run, as the DDL's batch would
+    have."""
+    from replicator.plan.types import widened_from
+
+    for table in plan.tables:
+        if table.routed or table.outbox is not None \
+                or policy_for(pipeline, table.source_name).widen_type != "stop":
+            continue
+        described = sink.described_columns(table)
+        for column in table.columns:
+            have = described.get(column.target_column.lower())
+            if (column.role != "data" or column.source_column is None or column.declared_type
+                    or not have or not widened_from(have, column.target_type, sink.dialect)):
+                continue
+            what = (f"column {column.source_column} was widened while no run followed it: "
+                    f"target column {column.target_column} is {have}, the plan's "
+                    f"{column.target_type.describe()}")
+            raise stop_error([table.source_name], "start-up", Step(ColumnChange(
+                ChangeKind.TYPE_CHANGE, what), "stop", what, by_policy=True), "")
+
+
 def _ddl_details(row: dict[str, Any]) -> dict[str, Any]:
     """A DDL row's {database, sql, kind, tables}: a manifest row's ``ddl``, or the JSON in
     a change row's ``after``."""

@@ -35,6 +35,7 @@ from replicator.context import Context
 from replicator.engine.applier import BatchApplier
 from replicator.engine.checkpoint import CheckpointDir, StartState
 from replicator.engine.errors import driver_error, quiet_task_failures, recover
+from replicator.engine.follow import stop_on_unfollowed_widening
 from replicator.engine.lease import take_lease
 from replicator.engine.metrics import BatchReport
 from replicator.engine.recopy import Recopier, queue
@@ -180,6 +181,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     try:
         sink = _leave_out_ignored_columns(context, checkpoint, sink, notice)
         plan = context.plan
+        if options.snapshot != "always":  # a copy from scratch rewrites every row anyway
+            stop_on_unfollowed_widening(pipeline, plan, sink)
         sink.prepare()
         state = resolve_start(pipeline, plan, sink, checkpoint, options.snapshot, notice)
         follow_gtid(pipeline, checkpoint, state, notice)
