@@ -11,10 +11,9 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:
-    from replicator.model.selection import TableSelection
+from replicator.model.selection import SelectedSource, TableSelection
 
 StartKind = Literal["initial", "latest", "position", "gtid"]
 DeleteMode = Literal["hard", "soft"]
@@ -311,7 +310,7 @@ class OutboxSpec:
 
 
 @dataclass(frozen=True)
-class TablePipeline:
+class TablePipeline(SelectedSource):
     # One source table; for a table fed by a `sources:` selection both are empty and
     # ``selection`` says which tables feed it (see ``routed``).
     source_database: str
@@ -340,18 +339,6 @@ class TablePipeline:
     selection: TableSelection | None = None
     # None: the pipeline's `schema_changes:` (a per-table override is resolved by config.build)
     schema_changes: SchemaChangePolicy | None = None
-
-    @property
-    def routed(self) -> bool:
-        """Fed by a pattern selection of source tables rather than one named table."""
-        return self.selection is not None
-
-    @property
-    def source_name(self) -> str:
-        """``db.table``; for a routed table, its selection's patterns (for messages)."""
-        if self.selection is not None:
-            return self.selection.describe()
-        return f"{self.source_database}.{self.source_table}"
 
     def mapping_for(self, source_column: str) -> ColumnMapping | None:
         """The declared mapping of a source column (MySQL column names are case-insensitive)."""

@@ -162,3 +162,24 @@ def as_selector(tables: TableSelector | Iterable[str | TableSelection] | None) -
     if tables is None or isinstance(tables, TableSelector):
         return tables
     return TableSelector.of(tables)
+
+
+class SelectedSource:
+    """``routed`` and ``source_name`` of a table of the pipeline and of its plan: each reads
+    either one named source table or the tables a ``sources:`` selection matches."""
+
+    selection: TableSelection | None
+    source_database: str
+    source_table: str
+
+    @property
+    def routed(self) -> bool:
+        """Fed by a pattern selection of source tables rather than one named table."""
+        return self.selection is not None
+
+    @property
+    def source_name(self) -> str:
+        """``db.table``; for a routed table, its selection's patterns (reports, messages)."""
+        if self.selection is not None:
+            return self.selection.describe()
+        return f"{self.source_database}.{self.source_table}"

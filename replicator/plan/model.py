@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from replicator.model.catalog import MySQLType
 from replicator.model.pipeline import DeleteMode, IdentifierCase, MaskKind, TableMode
-from replicator.model.selection import TableSelection
+from replicator.model.selection import SelectedSource, TableSelection
 from replicator.plan.types import TargetType
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class OutboxPlan:
 
 
 @dataclass(frozen=True)
-class TablePlan:
+class TablePlan(SelectedSource):
     pipeline_name: str
     source_database: str
     source_table: str
@@ -147,17 +147,6 @@ class TablePlan:
     # and source_table are then empty; the key starts with SOURCE_TABLE_COLUMN.
     selection: TableSelection | None = None
     sources: tuple[str, ...] = ()
-
-    @property
-    def routed(self) -> bool:
-        return self.selection is not None
-
-    @property
-    def source_name(self) -> str:
-        """``db.table``; for a routed table its selection's patterns (reports, messages)."""
-        if self.selection is not None:
-            return self.selection.describe()
-        return f"{self.source_database}.{self.source_table}"
 
     @property
     def label(self) -> str:
