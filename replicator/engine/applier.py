@@ -43,7 +43,7 @@ from replicator.engine.metrics import BatchReport, TableReport
 from replicator.errors import ReplicatorError, SinkError
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
-from replicator.sink import TableBatch
+from replicator.sink.protocol import TableBatch
 from replicator.transform import file_staging, stage_batch
 
 if TYPE_CHECKING:
