@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from replicator.model.catalog import Catalog
     from replicator.model.pipeline import Pipeline
     from replicator.plan.model import Plan
-    from replicator.sink import Sink
+    from replicator.sink.protocol import Sink
 
 # In the checkpoint directory: the columns added in MySQL that a run ignored
 # (`schema_changes.add_column: ignore`), per source table: {"db.table": ["col", ...]}.

@@ -38,13 +38,29 @@ from replicator.engine.ddl_rows import (
     truncate_deletes,
 )
 from replicator.engine.follow import SchemaFollower
-from replicator.engine.landing import FileFacts, key_moves, landing_root, local_facts
+from replicator.engine.landing import (
+    FileFacts,
+    file_order,
+    file_slices,
+    key_moves,
+    key_slices,
+    landing_root,
+    local_facts,
+    prune,
+    read_files,
+)
 from replicator.engine.metrics import BatchReport, TableReport
 from replicator.errors import ReplicatorError, SinkError
+from replicator.model import change_batch as cb
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
-from replicator.sink import TableBatch
+from replicator.sink.outbox import count_unrouted as count_events
+from replicator.sink.protocol import TableBatch
 from replicator.transform import file_staging, stage_batch
+from replicator.transform.batch import batch_events, change_batch
+from replicator.transform.buckets import key_bucket_ids
+from replicator.transform.outbox import count_unrouted
+from replicator.transform.stage import batch_key
 
 if TYPE_CHECKING:
     from replicator.model.pipeline import Pipeline
@@ -184,8 +200,6 @@ class BatchApplier(SchemaFollower):
     ) -> BatchReport:
         """Apply one micro-batch from its manifest: schema changes first, then per target
         table its landed files -> staging rows -> the sink, exactly once."""
-        from replicator.engine.landing import file_order, prune
-
         if end_offset is None:
             # The offset log is local to the driver; elsewhere the last file's end is the best
             # we know (it can lag the true end when trailing transactions are filtered out,
@@ -362,8 +376,6 @@ class BatchApplier(SchemaFollower):
         continues across slices, so the MERGE's "last change per key" spans them). A routed
         target's files (many source tables) are merged into binlog order first, and an scd2
         table is staged whole (a key's versions depend on all its changes in the batch)."""
-        from replicator.engine.landing import file_slices, key_slices, read_files
-
         truncates = self._truncates.get(table_plan.target_parts, [])
         if not files:  # a followed TRUNCATE, no change (after it)
             return TableBatch(table_plan, [], truncates=truncates)
@@ -391,8 +403,6 @@ class BatchApplier(SchemaFollower):
             changed after it (``truncate_deletes``)."""
             batch = fill_defaults(batch, fills)
             if ended:
-                from replicator.transform.stage import batch_key
-
                 batch = truncate_deletes(batch, ended, batch_key(table_plan))
             return batch if cut is None else after_position(batch, cut)
 
@@ -400,9 +410,6 @@ class BatchApplier(SchemaFollower):
             if whole:
                 yield followed(read_files(paths, root, sort=len(sources) > 1))
             elif by_key:
-                from replicator.transform.buckets import key_bucket_ids
-                from replicator.transform.stage import batch_key
-
                 key = batch_key(table_plan)
                 for batch in key_slices(paths, root, SLICE_ROWS,
                                         lambda batch: key_bucket_ids(batch, key, buckets)):
@@ -443,17 +450,9 @@ class BatchApplier(SchemaFollower):
         """A change batch -> the staging rows of ``table_plan`` (``replicator.transform``)."""
         import pyarrow.compute as pc
 
-        from replicator.model import change_batch as cb
-
         if table_plan.outbox is not None and table_plan.outbox.first:
-            from replicator.transform.outbox import count_unrouted
-
             unrouted = count_unrouted(table_plan, batch)  # columnar; None: a type column
             if unrouted is None:  # whose text only the per-event rule gives
-                from replicator.sink.outbox import count_unrouted as count_events
-                from replicator.transform.batch import batch_events
-                from replicator.transform.stage import batch_key
-
                 unrouted = count_events(table_plan, batch_events(batch, batch_key(table_plan)))
             report.unrouted += unrouted
         report.changes += batch.num_rows
@@ -470,9 +469,6 @@ class BatchApplier(SchemaFollower):
     ) -> Any:
         """Some of a table's changes -> its staging rows, by the transform step (filters and
         computed columns run in DuckDB only); counts them into ``report``."""
-        from replicator.transform.batch import change_batch
-        from replicator.transform.stage import batch_key
-
         started = time.perf_counter()
         # The batch's columns: the source columns the plan reads, typed as the plan saw them
         # (a routed table's _SOURCE_TABLE comes from the change's table, as in a stream batch).

@@ -45,6 +45,7 @@ from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import MySQLSource, StartPosition
 from replicator.model.selection import TableSelection, TableSelector
 
+# Spark's short-lived Python workers import this module: the methods import what they use.
 SOURCE_FORMAT = "replicator_binlog"
 
 # With no batching.max_rows, a part must be worth a binlog connection and a task.

@@ -15,7 +15,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from replicator.model import change_batch as cb
 from replicator.model.changes import BinlogPosition
+from replicator.plan.statements.ddl import default_value
+from replicator.source.arrow_types import source_arrow_type
 
 
 @dataclass(frozen=True)
@@ -39,9 +42,6 @@ def default_fills(table: Any, files: Sequence[dict[str, Any]],
     target at start-up because the catalog was ahead of the binlog being applied -- and which
     renamed columns (``renamed``: new source name -> old) files written before the rename
     hold under the old name."""
-    from replicator.plan.statements.ddl import default_value
-    from replicator.source.arrow_types import source_arrow_type
-
     renamed = {new.lower(): old for new, old in (renamed or {}).items()}
     fills = []
     for column in table.columns:
@@ -68,8 +68,6 @@ def fill_defaults(batch: Any, fills: Sequence[DefaultFill]) -> Any:
     column (columnar: one mask per fill)."""
     import pyarrow as pa
     import pyarrow.compute as pc
-
-    from replicator.model import change_batch as cb
 
     if not fills or not batch.num_rows:
         return batch
@@ -115,8 +113,6 @@ def after_position(batch: Any, position: tuple[int, int]) -> Any:
     were emptied with the table)."""
     import pyarrow.compute as pc
 
-    from replicator.model import change_batch as cb
-
     if not batch.num_rows:
         return batch
     seq, pos = batch.column(cb.FILE_SEQ), batch.column(cb.POS)
@@ -133,8 +129,6 @@ def truncate_deletes(batch: Any, truncates: Sequence[Any], key: Sequence[str]) -
     warehouse (``plan.statements.ddl.truncate_history``). In binlog order, as a batch is."""
     import pyarrow as pa
     import pyarrow.compute as pc
-
-    from replicator.model import change_batch as cb
 
     if not batch.num_rows or not key or not truncates:
         return batch

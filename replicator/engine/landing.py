@@ -46,11 +46,11 @@ from replicator.model import change_batch as cb
 from replicator.model.changes import BinlogPosition, SchemaChange
 from replicator.model.pipeline import MySQLSource
 from replicator.model.selection import TableSelector
+from replicator.source.fast.columnar import KeyColumns, TableChunk, read_change_batches
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from replicator.source.fast.columnar import KeyColumns
 
 LANDING_DIR = "landing"
 STREAM_DIR = "stream"
@@ -149,8 +149,6 @@ def land_range(
 ) -> list[dict[str, Any]]:
     """Decode (start, end] into Parquet files under ``root`` (executor side); the manifest
     rows of the files and schema changes, in order."""
-    from replicator.source.fast.columnar import TableChunk, read_change_batches
-
     filesystem, base = _filesystem(root)
     directory = task_dir(base, epoch, start, end)
     filesystem.create_dir(directory, recursive=True)

@@ -35,6 +35,8 @@ from functools import lru_cache
 from typing import Any
 
 from replicator.errors import EngineError, ReplicatorError
+from replicator.model.catalog import MySQLType, MySQLTypeError
+from replicator.plan.types import map_mysql_type
 
 
 class DdlEffect(enum.Enum):
@@ -270,9 +272,6 @@ def _is_key(table: Any, source_column: str | None) -> bool:
 
 def _type_step(change: ColumnChange, policy: Any, table: Any, column: Any,
                tinyint1: str) -> Step:
-    from replicator.model.catalog import MySQLType, MySQLTypeError
-    from replicator.plan.types import map_mysql_type
-
     action = policy.widen_type
     if column is None:  # the table's columns are not known here
         return Step(change, action, change.what, by_policy=action == "stop")

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import replicator
 from replicator.engine import class_sharing, python_workers
 
 if TYPE_CHECKING:
@@ -57,8 +58,6 @@ DEFAULT_CONF: Mapping[str, str] = {
 
 def package_root() -> str:
     """The directory that holds the ``replicator`` package (for PYTHONPATH)."""
-    import replicator
-
     return str(Path(replicator.__file__).resolve().parent.parent)
 
 
@@ -157,6 +156,8 @@ def _launch_jvm(master: str, app_name: str, conf: Mapping[str, str], output: Pat
 
 
 def register_sources(spark: SparkSession) -> None:
+    # Here, not at the top: the data source imports pyspark, and `cli/run` imports this module
+    # before anything may load pyspark or pyarrow (`prefer_system_allocator`).
     from replicator.engine.datasource import BinlogDataSource
 
     spark.dataSource.register(BinlogDataSource)

@@ -31,11 +31,18 @@ from replicator.plan.columns import (
     staging_table_name,
     with_staging_names,
 )
+from replicator.plan.expressions.checker import check_expression, check_filter
+from replicator.plan.expressions.errors import ExpressionError
+from replicator.plan.expressions.parsing import referenced_columns
+from replicator.plan.expressions.spark_types import STRING as SPARK_STRING
+from replicator.plan.expressions.spark_types import spark_type_of
 from replicator.plan.identifiers import target_identifier
 from replicator.plan.model import Plan, PlannedColumn, TablePlan
 from replicator.plan.outbox import offline_outbox_table, plan_outbox
 from replicator.plan.problems import PlanProblems, expression_code, table_path
 from replicator.plan.routing import plan_routed, source_table_column
+from replicator.plan.transpile.errors import Untranslatable
+from replicator.plan.transpile.translator import translate
 from replicator.plan.types import (
     STRING,
     TargetType,
@@ -290,19 +297,11 @@ def _plan_filter(pipeline: Pipeline, table: TablePipeline, source_table: SourceT
     if not table.filter:
         return ()
     name = table.source_name
-    from replicator.plan.expressions.checker import check_filter
-    from replicator.plan.expressions.errors import ExpressionError
-    from replicator.plan.expressions.spark_types import STRING as SPARK_STRING
-    from replicator.plan.expressions.spark_types import spark_type_of
-
     tinyint1 = pipeline.source.tinyint1
     filter_inputs = tuple((c.name, spark_type_of(c.mysql_type, tinyint1=tinyint1))
                           for c in source_table.columns)
     if table.routed:
         filter_inputs += ((SOURCE_TABLE_COLUMN, SPARK_STRING),)
-    from replicator.plan.transpile.errors import Untranslatable
-    from replicator.plan.transpile.translator import translate
-
     try:
         check_filter(table.filter, dict(filter_inputs))
         translate(table.filter, dict(filter_inputs))
@@ -447,10 +446,6 @@ def _plan_computed(
     problems: PlanProblems,
 ) -> PlannedColumn | None:
     """A computed column: its expression checked against the live (or declared) columns."""
-    from replicator.plan.expressions.checker import check_expression
-    from replicator.plan.expressions.errors import ExpressionError
-    from replicator.plan.expressions.spark_types import spark_type_of
-
     name = mapping.source_column
     where = _yaml_location(pipeline, table, "columns", name)
     clash = source_table.column(name)
@@ -467,9 +462,6 @@ def _plan_computed(
         return None
     tinyint1 = pipeline.source.tinyint1
     types = {c.name: spark_type_of(c.mysql_type, tinyint1=tinyint1) for c in source_table.columns}
-    from replicator.plan.transpile.errors import Untranslatable
-    from replicator.plan.transpile.translator import translate
-
     try:
         target_type = parse_target_type(mapping.target_type)
         check_expression(mapping.expression, types)
@@ -483,8 +475,6 @@ def _plan_computed(
         problems.add(f"{table.source_name}: computed column {name!r}: {exc.message} ({where}.type)",
                      exc.hint, code="R244", at=("columns", name, "type"))
         return None
-    from replicator.plan.expressions.parsing import referenced_columns
-
     wanted = {n.lower() for n in referenced_columns(mapping.expression)}
     inputs = tuple((c.name, types[c.name]) for c in source_table.columns if c.name.lower() in wanted)
     if mapping.mask == "truncate" and target_type.kind not in ("string", "binary"):

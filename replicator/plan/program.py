@@ -32,6 +32,7 @@ from replicator.plan.dialects import Dialect
 from replicator.plan.model import PlannedColumn, TablePlan
 from replicator.plan.statements import batch, bookkeeping, ddl, loading, merging, names, tables
 from replicator.plan.statements.ddl import TruncateAt
+from replicator.plan.types import TargetType, describes, widened_from
 
 # What the sink does with a statement's result:
 #   run      nothing;
@@ -183,8 +184,6 @@ def retype_columns(table: TablePlan, columns: Sequence[PlannedColumn], dialect: 
 
 def _staging_types_differ(table: TablePlan, dialect: Dialect,
                           described: Mapping[str, str | None]) -> bool:
-    from replicator.plan.types import TargetType, describes
-
     for name, target_type in tables.staging_columns(table):
         if target_type.kind == "json":  # staged as text (``Dialect.staging_type_name``)
             target_type = TargetType("string")
@@ -202,8 +201,6 @@ def _target_follows_plan(table: TablePlan, dialect: Dialect, existing: set[str] 
     would fail, and its DEFAULT dropped (new rows get NULL). All are safe to run again, and run at every setup, so a run that starts with
     the catalog already past the DDL (its plan built from it) still brings the target along.
     ``described``: lower-case target column -> its type as ``Dialect.type_name`` writes it."""
-    from replicator.plan.types import widened_from
-
     if existing is None:
         return []
     out = []

@@ -14,6 +14,7 @@ from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
 from replicator.plan.program import StagingQuery, Statement
 from replicator.plan.statements import merging
+from replicator.plan.transpile.translator import describe_transforms
 
 
 def table_statements(table: TablePlan, dialect: Dialect,
@@ -61,8 +62,6 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
         parts[0] += (
             "\n-- sources: " + ", ".join(table.sources) if table.sources else
             "\n-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE")
-    from replicator.plan.transpile.translator import describe_transforms
-
     transforms = describe_transforms(table)
     if transforms:
         parts.append("-- transforms, evaluated by DuckDB over each change batch before staging "

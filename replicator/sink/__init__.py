@@ -2,7 +2,8 @@
 
 ``open_sink(pipeline, plan)`` picks the sink for the pipeline's target. Only
 ``sink/duckdb.py`` imports duckdb and only ``sink/snowflake.py`` imports snowflake.connector;
-both run the statements ``plan.render`` produces, nothing else.
+both run the statements ``plan.render`` produces, nothing else. The ``Sink`` protocol and
+what passes through it (``TableBatch``, ``ApplyResult``) are in ``sink/protocol.py``.
 
 Exactly once: ``apply`` first looks the (pipeline, table, batch_id) up in the state table and
 skips a batch already there; otherwise it stages, MERGEs and inserts the state row in one
@@ -24,124 +25,20 @@ global across the batch, so the MERGE's "last change per key" spans slices.
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from replicator.errors import SinkError
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from replicator.model.pipeline import Pipeline
-    from replicator.plan.model import Plan, TablePlan
-    from replicator.plan.program import StagingQuery, TruncateAt
-
-
-@dataclass(frozen=True)
-class ApplyResult:
-    skipped: bool  # the batch id was already in the state table: nothing was written
-    rows: int  # staged rows (changes after compaction)
-    seconds_stage: float
-    seconds_merge: float
-
-
-@dataclass(frozen=True)
-class TableBatch:
-    """One table's part of a batch, as ``Sink.apply`` takes it (``apply_atomic``: many)."""
-
-    table: TablePlan
-    staged: Any  # an Arrow table, an iterable of Arrow slices, or Parquet file paths
-    query: StagingQuery | None = None
-    # followed TRUNCATEs of the table in the batch (``program.truncate_records``)
-    truncates: Sequence[TruncateAt] = ()
-
-
-def slices_of(staged: pa.Table | Iterable[pa.Table]) -> Iterator[pa.Table]:
-    """The slices of a staged batch: one Arrow table is a single slice."""
-    if hasattr(staged, "num_rows"):
-        yield staged  # type: ignore[misc]
-    else:
-        yield from staged  # type: ignore[misc]
-
-
-def parquet_files(staged: Any) -> list[str] | None:
-    """The paths when ``staged`` is a list (or tuple) of Parquet file paths, else None.
-
-    Only a list or tuple is looked into: an iterable of slices may be a generator whose first
-    slice must not be pulled before the sink's replay check.
-    """
-    if not isinstance(staged, (list, tuple)):
-        return None
-    if not all(isinstance(item, (str, os.PathLike)) for item in staged):
-        return None
-    return [os.fspath(item) for item in staged]
-
-
-class Sink(Protocol):
-    # Told each time a batch is tried again after a transient error (the run's notices).
-    on_retry: Callable[[str], None] | None
-
-    def prepare(self) -> None:
-        """CREATE target and state tables if missing; ALTER TABLE for added columns."""
-
-    def apply(
-        self, table: TablePlan, batch_id: int, end_offset: dict[str, Any],
-        staged: pa.Table | Iterable[pa.Table] | Sequence[str | os.PathLike[str]],
-        *, query: StagingQuery | None = None, fresh: bool = False,
-        truncates: Sequence[TruncateAt] = (),
-        at_truncate: Callable[[TablePlan], None] | None = None,
-    ) -> ApplyResult:
-        """Stage (every slice, or the given Parquet files), MERGE and record the batch in ONE
-        transaction; skip a batch already applied without pulling a slice. With ``query``
-        the files are change files the warehouse stages itself (``program.StagingQuery``);
-        ``fresh``: a copy into a target that was empty inserts (``program.fresh_copy``);
-        ``truncates``: followed TRUNCATEs, statements of that transaction
-        (``program.truncate_records``), ``at_truncate(table)`` called between them and the
-        table's other writes."""
-
-    def apply_atomic(self, batches: Sequence[TableBatch], batch_id: int,
-                     end_offset: dict[str, Any], *,
-                     between_tables: Callable[[], None] | None = None,
-                     at_truncate: Callable[[TablePlan], None] | None = None
-                     ) -> list[ApplyResult]:
-        """``target.atomic``: every table of one batch in ONE transaction; a table whose
-        batch is recorded already is left out. One result per table, in order."""
-
-    def has_rows(self, table: TablePlan) -> bool:
-        """Whether the target table holds any row."""
-
-    def last_applied(self, table: TablePlan) -> dict[str, Any] | None:
-        """{"batch_id", "end_offset", "applied_at"} of the table's newest state row."""
-
-    def dead_letters(self, table: TablePlan) -> int:
-        """Rows of the table set aside in the dead-letter table (on_error: dead_letter)."""
-
-    def delete_not_rewritten(self, table: TablePlan, marker_batch_id: int) -> int:
-        """Delete the rows no batch wrote since the marker batch (a re-copy's end)."""
-
-    def recent_applied(self, table: TablePlan, count: int) -> list[dict[str, Any]]:
-        """The table's newest ``count`` state rows (as ``last_applied``), newest first."""
-
-    def close(self) -> None: ...
-
-
-def state_from_row(row: Sequence[Any] | None) -> dict[str, Any] | None:
-    """A state table row (batch_id, end_offset JSON, applied_at) -> ``Sink.last_applied``'s dict."""
-    if row is None:
-        return None
-    batch_id, end_offset, applied_at = row
-    return {
-        "batch_id": int(batch_id),
-        "end_offset": json.loads(end_offset) if end_offset else None,
-        "applied_at": applied_at,
-    }
+    from replicator.plan.model import Plan
+    from replicator.sink.protocol import Sink
 
 
 def open_sink(pipeline: Pipeline, plan: Plan) -> Sink:
     kind = pipeline.target.kind
+    # Imported here, not at the top: each concrete sink brings its driver (duckdb,
+    # snowflake.connector), which only the sink the pipeline targets needs.
     if kind == "duckdb":
         from replicator.sink.duckdb import DuckDBSink
 
@@ -153,4 +50,4 @@ def open_sink(pipeline: Pipeline, plan: Plan) -> Sink:
     raise SinkError(f"unknown target kind {kind!r}", hint="target: snowflake or duckdb")
 
 
-__all__ = ["ApplyResult", "Sink", "TableBatch", "open_sink", "parquet_files", "slices_of"]
+__all__ = ["open_sink"]

@@ -16,23 +16,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from replicator.sink.outbox import flatten_outbox
+from replicator.sink.routing import with_source_table
+
 if TYPE_CHECKING:
     from replicator.model.changes import ChangeEvent
     from replicator.plan.model import TablePlan
 
 Step = Callable[["TablePlan", "list[ChangeEvent]"], "list[ChangeEvent]"]
 
-
-def _steps() -> tuple[Step, ...]:
-    # Imported lazily: the steps pull in sqlglot/json helpers that `validate` never needs.
-    from replicator.sink.outbox import flatten_outbox
-    from replicator.sink.routing import with_source_table
-
-    return (with_source_table, flatten_outbox)
+_STEPS: tuple[Step, ...] = (with_source_table, flatten_outbox)
 
 
 def adapt_events(table: TablePlan, events: list[ChangeEvent]) -> list[ChangeEvent]:
     """The events ``table`` stages, after every adaptation step that concerns it."""
-    for step in _steps():
+    for step in _STEPS:
         events = step(table, events)
     return events

@@ -20,7 +20,7 @@ from replicator.errors import SinkError
 from replicator.plan import program
 from replicator.plan.dialects import Dialect
 from replicator.plan.program import BatchKey
-from replicator.sink import ApplyResult, TableBatch, slices_of
+from replicator.sink.protocol import ApplyResult, TableBatch, slices_of
 
 
 @dataclasses.dataclass

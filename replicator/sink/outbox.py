@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from replicator.errors import SinkError
 from replicator.model.jsonpath import MISSING, evaluate, parse_path
 from replicator.plan.types import TargetType
+from replicator.sink.values import value_converter
 
 if TYPE_CHECKING:
     from replicator.model.changes import ChangeEvent
@@ -371,8 +372,6 @@ def _route(table: TablePlan) -> _Route:
 def _row_converter(planned: Any) -> Converter:
     """A typed MySQL value of the outbox row -> the column's type, as a table column's
     declared ``type:`` converts it (``sink.values``); failures become BadValue."""
-    from replicator.sink.values import value_converter
-
     convert = value_converter(planned)
 
     def checked(value: Any) -> Any:

@@ -14,6 +14,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
+from replicator.sink.staging import METADATA_VALUES
 
 if TYPE_CHECKING:
     from replicator.model.changes import ChangeEvent
@@ -24,8 +25,6 @@ def with_source_table(table: TablePlan, events: list[ChangeEvent]) -> list[Chang
     """The events with ``SOURCE_TABLE_COLUMN`` in their images (routed tables only)."""
     if not table.routed:
         return events
-    from replicator.sink.staging import METADATA_VALUES
-
     value_of = METADATA_VALUES[SOURCE_TABLE_COLUMN]
 
     def tagged(image: dict[str, Any] | None, value: str) -> dict[str, Any] | None:

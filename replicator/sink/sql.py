@@ -26,7 +26,6 @@ from replicator.plan import program
 from replicator.plan.model import Plan, TablePlan
 from replicator.plan.program import BatchKey, StagingQuery, Statement, TruncateAt
 from replicator.plan.statements import bookkeeping, merging, names, tables
-from replicator.sink import ApplyResult, TableBatch, parquet_files, state_from_row
 from replicator.sink.batch_files import (
     BatchPart,
     loadable,
@@ -35,6 +34,7 @@ from replicator.sink.batch_files import (
     write_slices,
 )
 from replicator.sink.limits import check_value_sizes
+from replicator.sink.protocol import ApplyResult, TableBatch, parquet_files, state_from_row
 from replicator.sink.session import SinkSession
 
 if TYPE_CHECKING:

@@ -17,6 +17,7 @@ from replicator.model import change_batch as cb
 from replicator.model.catalog import MySQLType
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.text import time_text
+from replicator.source.arrow_types import source_arrow_type as producers_type
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -25,8 +26,6 @@ def source_arrow_type(mysql_type: MySQLType | None) -> pa.DataType:
     """The Arrow type a MySQL column has in a change batch: the producers' one mapping
     (``source.arrow_types``); a column of unknown type is text."""
     import pyarrow as pa
-
-    from replicator.source.arrow_types import source_arrow_type as producers_type
 
     return pa.string() if mysql_type is None else producers_type(mysql_type)
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from replicator.plan.expressions.errors import EvaluationError, ExpressionError
 from replicator.plan.transpile.errors import Untranslatable
 from replicator.plan.transpile.translator import result_type, translate
 
@@ -43,8 +44,6 @@ def filter_sql(table: TablePlan, kinds: Mapping[str, str]) -> str:
 @lru_cache(maxsize=256)
 def translatable(table: TablePlan) -> bool:
     """Whether the table's filter and computed columns all have a DuckDB form."""
-    from replicator.plan.expressions.errors import ExpressionError
-
     try:
         for column in table.computed_columns:
             computed_sql(column, {}, table)
@@ -69,8 +68,6 @@ _ERROR = re.compile(r"\[([A-Z_]+)\] (.*)")
 
 def evaluation_error(table: TablePlan, exc: Any, key: Mapping[str, Any]) -> ReplicatorError | None:
     """DuckDB's failure of a filter or computed column -> Spark's error class, named."""
-    from replicator.plan.expressions.errors import EvaluationError
-
     text = str(exc).splitlines()[0]
     match = _ERROR.search(text)
     if match:

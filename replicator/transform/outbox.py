@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from replicator.model import change_batch as cb
+from replicator.model.jsonpath import parse_path
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -70,8 +71,6 @@ def route_schema(table: TablePlan) -> tuple[Any, tuple[tuple[str, tuple[str, ...
     this path does not convert (array indexes, TIME, binary, JSON text, row columns other
     than integers into numbers and text into text, ...)."""
     import pyarrow as pa
-
-    from replicator.model.jsonpath import parse_path
 
     spec = table.outbox
     if spec is None:

@@ -26,12 +26,24 @@ import threading
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from replicator.errors import PlanError, SinkError
 from replicator.model import change_batch as cb
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 from replicator.plan.model import STAGE_CHANGE_SEQ, STAGE_OP, STAGE_SEQ, STAGE_TS, STAGE_VALID_TO
 from replicator.plan.program import StagingQuery
+from replicator.sink.adapt import adapt_events
+from replicator.sink.staging import stage_changes, staging_schema
 from replicator.source.arrow_types import INTERNAL_KINDS, source_kind_name, wide_decimal
+from replicator.transform.batch import batch_events
 from replicator.transform.columns import Params, q, source_kind, staged_value
+from replicator.transform.expressions import (
+    computed_sql,
+    evaluation_error,
+    filter_sql,
+    result_kind,
+    translatable,
+)
+from replicator.transform.outbox import route_batch
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -86,11 +98,7 @@ def batch_key(table: TablePlan) -> tuple[str, ...]:
 def stage_batch(table: TablePlan, batch: pa.Table, *, first_seq: int = 0) -> pa.Table:
     """The staging rows of ``batch`` for ``table``; ``first_seq``: rows of the same sink
     batch staged before these (``STAGE_SEQ`` continues across slices)."""
-    from replicator.transform.expressions import translatable
-
     if table.outbox is not None:  # no filter or computed column; the payload flattened columnar
-        from replicator.transform.outbox import route_batch
-
         routed = route_batch(table, batch)
         if routed is None:  # what Arrow's JSON reader cannot promise: sink.outbox, per event
             return _per_row(table, batch, first_seq)
@@ -98,8 +106,6 @@ def stage_batch(table: TablePlan, batch: pa.Table, *, first_seq: int = 0) -> pa.
     if not translatable(table):
         # The plan refuses what has no DuckDB form; a batch typed unlike the plan checked
         # (a column's type changed under it) is not evaluated any other way.
-        from replicator.errors import PlanError
-
         raise PlanError(f"{table.label}: the filter or a computed column cannot run over "
                         "this batch's column types",
                         hint="run `replicator plan` against the live schema")
@@ -125,8 +131,6 @@ def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialec
 
 def _file_query(table: TablePlan, layout: tuple[tuple[str, str], ...], wide: bool,
                 dialect: Dialect, snapshot: bool = True) -> StagingQuery | None:
-    from replicator.transform.expressions import translatable
-
     if dialect.change_files is None or table.outbox is not None or not translatable(table):
         return None
     if wide:
@@ -157,10 +161,6 @@ def _file_statement(table: TablePlan, layout: tuple[tuple[str, str], ...], batch
 
 
 def _per_row(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
-    from replicator.sink.adapt import adapt_events
-    from replicator.sink.staging import stage_changes
-    from replicator.transform.batch import batch_events
-
     events = adapt_events(table, batch_events(batch, batch_key(table)))
     return stage_changes(table, events, first_seq=first_seq)
 
@@ -168,8 +168,6 @@ def _per_row(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
 def _columnar(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
     import numpy as np
     import pyarrow as pa
-
-    from replicator.sink.staging import staging_schema
 
     schema = staging_schema(table)
     if batch.num_rows == 0:
@@ -239,16 +237,12 @@ def _run(table: TablePlan, batch: pa.Table, query: tuple[str, tuple[Any, ...]]) 
     row it fails on and, where no filter or computed column explains it, the column."""
     import duckdb
 
-    from replicator.errors import SinkError
-
     sql, params = query
     connection = _connection()
     connection.register("batch", batch)
     try:
         return connection.sql(sql, params=list(params)).to_arrow_table()
     except duckdb.Error as exc:
-        from replicator.transform.expressions import evaluation_error
-
         row = _failing_row(batch, sql, params)
         key = {k: row.get(k) for k in batch_key(table)}
         # A source column's conversion (a value its target type cannot hold) is named as
@@ -408,8 +402,6 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
 
 def _judged_columns(table: TablePlan, kinds: dict[str, str]) -> list[str]:
     """The row images' columns, whether each passes the filter, and the computed values."""
-    from replicator.transform.expressions import computed_sql, filter_sql
-
     judged_columns = ["*"]
     filter_text = filter_sql(table, kinds) if table.filter else None
     judged_columns.append(f"coalesce(({filter_text}), FALSE) AS {q(_PASS)}" if filter_text
@@ -474,8 +466,6 @@ def _staged(column: PlannedColumn, kinds: dict[str, str], names: set[str],
             computed_index: dict[PlannedColumn, int], params: Params) -> str:
     if column.role == "data":
         if column in computed_index:
-            from replicator.transform.expressions import result_kind
-
             sql = q(_COMPUTED + str(computed_index[column]))
             return staged_value(sql, result_kind(column), column, params)
         source = column.source_column or ""

@@ -255,7 +255,7 @@ def test_an_atomic_batch_executes_exactly_the_planned_program(target):
     tables = list(plan.tables)
     staged = {t.target_table: staged_per_row(t, sample_events(
         t, catalog.table(t.source_database, t.source_table))) for t in tables}
-    from replicator.sink import TableBatch
+    from replicator.sink.protocol import TableBatch
 
     def apply(batch_id, chosen):
         return sink.apply_atomic([TableBatch(t, staged[t.target_table]) for t in chosen],
@@ -314,7 +314,7 @@ def test_a_followed_truncate_is_recorded_in_the_batch_transaction(target):
     text. Values are bound, never in the SQL text (scd2 binds its commit time)."""
     from replicator.model.changes import BinlogPosition
     from replicator.plan.program import TruncateAt
-    from replicator.sink import TableBatch
+    from replicator.sink.protocol import TableBatch
     from replicator.sink.versions import change_seq_at
 
     dialect, warehouse, sink_for = target
@@ -396,7 +396,7 @@ def test_a_followed_truncate_of_merged_tables_runs_before_their_merge(target):
     from replicator.cli.plan_ddl import preview_ddl
     from replicator.model.changes import BinlogPosition
     from replicator.plan.program import TruncateAt
-    from replicator.sink import TableBatch
+    from replicator.sink.protocol import TableBatch
     from replicator.sink.versions import change_seq_at
     from tests.fixtures.sink_sample import _History, sample_value
 

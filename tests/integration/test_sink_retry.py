@@ -164,7 +164,7 @@ def test_a_transient_failure_at_each_statement_lands_the_batch_once(failing):
 
 def test_a_transient_failure_at_each_statement_of_an_atomic_batch_lands_it_once(failing):
     """target.atomic: the whole transaction of all tables again, with the same batch id."""
-    from replicator.sink import TableBatch
+    from replicator.sink.protocol import TableBatch
 
     dialect, warehouse, sink_for, error = failing
     pipeline = modes_pipeline(warehouse)

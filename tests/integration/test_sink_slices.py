@@ -159,16 +159,14 @@ def test_slices_leave_the_same_target_as_the_whole_batch_in_every_mode(applier, 
     monkeypatch.setattr(applier_module, "SLICE_ROWS", SLICE)  # ... and in slices of 3
     assert all(whole.values()), whole  # every table got rows
     _clear(applier)
-    from replicator.engine import landing
-
     by_key = []  # scd2 batches are sliced by key: every change of a key in one slice
-    original = landing.key_slices
+    original = applier_module.key_slices
 
     def key_slices(paths, root, rows, bucket_of):
         by_key.append([piece.num_rows for piece in original(paths, root, rows, bucket_of)])
         yield from original(paths, root, rows, bucket_of)
 
-    monkeypatch.setattr(landing, "key_slices", key_slices)
+    monkeypatch.setattr(applier_module, "key_slices", key_slices)
     for batch_id, batch in enumerate(batches):
         for table in applier.plan.tables:
             events = batch[table.source_name]
@@ -194,14 +192,12 @@ def test_a_replayed_batch_is_skipped_without_reading_a_file(applier):
 
 
 def test_a_failure_between_slices_leaves_nothing_of_the_batch(applier, monkeypatch):
-    from replicator.engine import landing
-
     table = applier.plan.table("shop.orders")
     applier.apply_files(table, _files(applier, _history("shop.orders", 4), 1), 1, {"pos": 1})
     before = _dump(applier)
     events = _history("shop.orders", 5)
     files = _files(applier, events, 2)
-    original = landing.file_slices
+    original = applier_module.file_slices
 
     def dies_after_two_slices(paths, root, rows):
         pieces = original(paths, root, rows)
@@ -209,13 +205,13 @@ def test_a_failure_between_slices_leaves_nothing_of_the_batch(applier, monkeypat
         yield next(pieces)
         raise SourceError("the landing zone went away mid-batch")
 
-    monkeypatch.setattr(landing, "file_slices", dies_after_two_slices)
+    monkeypatch.setattr(applier_module, "file_slices", dies_after_two_slices)
     with pytest.raises(SourceError):
         applier.apply_files(table, files, 2, {"pos": 2})
     assert _dump(applier) == before
     assert applier.sink.last_applied(table)["batch_id"] == 1
     # The batch applies in full when replayed.
-    monkeypatch.setattr(landing, "file_slices", original)
+    monkeypatch.setattr(applier_module, "file_slices", original)
     report = applier.apply_files(table, files, 2, {"pos": 2})
     assert not report.skipped and report.changes == len(events)
     assert applier.sink.last_applied(table)["batch_id"] == 2

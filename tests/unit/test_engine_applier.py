@@ -22,7 +22,7 @@ from replicator.model.pipeline import (
     TargetConfig,
 )
 from replicator.plan import build_plan, offline_catalog
-from replicator.sink import ApplyResult, slices_of
+from replicator.sink.protocol import ApplyResult, slices_of
 from tests.fixtures.landed import land_events
 
 

@@ -332,7 +332,7 @@ class _RecordingSink:
         self.applied = []
 
     def apply(self, table, batch_id, end_offset, staged, **options):
-        from replicator.sink import ApplyResult, slices_of
+        from replicator.sink.protocol import ApplyResult, slices_of
 
         rows = [row for piece in slices_of(staged) for row in piece.to_pylist()]
         self.applied.append((table.target_table, rows))
