@@ -38,6 +38,11 @@ from replicator.engine.errors import driver_error, quiet_task_failures, recover
 from replicator.engine.follow import stop_on_unfollowed_widening
 from replicator.engine.lease import take_lease
 from replicator.engine.metrics import BatchReport
+from replicator.engine.pending_ddl import (
+    follow_pending_ddl,
+    pending_schema_changes,
+    stop_on_pending_drops,
+)
 from replicator.engine.recopy import Recopier, queue
 from replicator.engine.routing import SourcesToCopy
 from replicator.engine.schema_changes import KeyChanged
@@ -168,8 +173,12 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     # the tables and then stream nothing, forever, without a word.
     require_replication_settings(pipeline.source)
     context = Context(pipeline)
-    catalog, plan = context.catalog, context.plan
     checkpoint = CheckpointDir(pipeline.checkpoint_dir)
+    # DDL written while no run followed it (between the checkpoint and the head): what the
+    # live catalog cannot tell is followed, or stops the run, before the plan and the setup.
+    pending = [] if options.snapshot == "always" else pending_schema_changes(pipeline, checkpoint)
+    stop_on_pending_drops(pipeline, pending)
+    catalog, plan = context.catalog, context.plan
     checkpoint.create()
     sink = context.open_sink()
     sink.on_retry = notice  # a batch tried again after a transient warehouse error
@@ -181,7 +190,9 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     try:
         sink = _leave_out_ignored_columns(context, checkpoint, sink, notice)
         plan = context.plan
+        renamed: dict[str, dict[str, str]] = {}
         if options.snapshot != "always":  # a copy from scratch rewrites every row anyway
+            renamed = follow_pending_ddl(pipeline, plan, sink, pending, notice)
             stop_on_unfollowed_widening(pipeline, plan, sink)
         sink.prepare()
         state = resolve_start(pipeline, plan, sink, checkpoint, options.snapshot, notice)
@@ -196,6 +207,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                                                                            notice),
                                on_recopy=lambda name: _recopy_afresh(checkpoint, state, name),
                                covers=lambda name: state.covers(name))
+        applier.renamed_columns.update(renamed)  # rows landed before a pending RENAME
         if spark is None:
             spark = spark_session(options.master or pipeline.engine.master,
                                   {**pipeline.engine.conf, **options.conf},

@@ -406,8 +406,7 @@ def test_each_kind_stops_under_stop_and_goes_on_under_its_other_policy(
             ("widen_type", "follow", "MODIFY total",
              "ALTER TABLE {db}.orders MODIFY total DECIMAL(16,2) NOT NULL",
              "UPDATE {db}.orders SET total = 12345678901234.56 WHERE id = 2"),
-            # (rename_column is left out: a run restarted before a column rename it has not
-            # followed adds the new name empty and leaves the data under the old one.)
+            # (rename_column: test_ddl_written_while_no_run_followed_it_is_followed_at_start_up)
             ("drop_column", "follow", "DROP COLUMN z",
              "ALTER TABLE {db}.orders DROP COLUMN z",
              "INSERT INTO {db}.orders (id, customer_id, status, total, updated_at) "
@@ -446,9 +445,9 @@ def test_each_kind_stops_under_stop_and_goes_on_under_its_other_policy(
         with _target() as target:
             orders = target.types("ORDERS")
             assert orders["TOTAL"] == WIDENED[target.kind][1]
-            # (Not asserted: Z dropped from the target. A run restarted before the DROP COLUMN
-            # plans without z, so the DDL's batch finds nothing to follow and Z stays -- the
-            # same gap as rename_column's above.)
+            # The run restarted under drop_column: follow before the DROP COLUMN (which its
+            # plan from the live catalog no longer shows) dropped Z at start-up.
+            assert "Z" not in target.columns("ORDERS")
 
         streaming = Streaming(going_on, spark, root)
         with root.cursor() as cursor:
@@ -466,4 +465,82 @@ def test_each_kind_stops_under_stop_and_goes_on_under_its_other_policy(
         if streaming is not None:
             streaming.stop.set()
             streaming.thread.join(timeout=300)
+        root.close()
+
+
+def test_ddl_written_while_no_run_followed_it_is_followed_at_start_up(
+        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):  # noqa: F811
+    """A column renamed, a column dropped and a table dropped while the pipeline was stopped
+    (writes before and after each): the next run plans from the live catalog, which no longer
+    tells any of it, so it reads the DDL between its checkpoint and the binlog head at
+    start-up (engine.pending_ddl). `rename_column: stop` stops there, before the setup adds
+    the new name; under follow the target column is renamed with its data and the dropped
+    column dropped (`drop_column: follow`), and the target ends equal to the source row by
+    row; a DROP TABLE under `drop_table: stop` stops at start-up with the policy's message
+    (not "source tables not found")."""
+    import dataclasses
+
+    from replicator.errors import EngineError
+    from replicator.model.pipeline import SchemaChangePolicy
+
+    target_config, _target = warehouse
+    root = mariadb.root_connection()
+    db = f"`{fresh_database}`"
+    try:
+        create_schema(root, fresh_database)
+        seed(root, fresh_database, customers=20, orders=60, awkward=5)
+        pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path, target_config)
+        run(pipeline, spark)
+        with root.cursor() as cursor:
+            cursor.execute(f"UPDATE {db}.customers SET email = 'before ''rename'' 🚀' WHERE id = 4")
+            cursor.execute(f"ALTER TABLE {db}.customers RENAME COLUMN email TO email_address")
+            cursor.execute(f"UPDATE {db}.customers SET email_address = 'after' WHERE id = 5")
+            cursor.execute(f"UPDATE {db}.customers SET tier = 'gold' WHERE id = 6")
+            cursor.execute(f"ALTER TABLE {db}.customers DROP COLUMN tier")
+            cursor.execute(f"INSERT INTO {db}.customers (id, name, email_address) "
+                           "VALUES (9001, 'after the drop', 'a@b')")
+            cursor.execute(f"UPDATE {db}.orders SET total = total + 1 WHERE id < 5")
+
+        stopping = dataclasses.replace(pipeline, schema_changes=SchemaChangePolicy(
+            rename_column="stop", drop_column="follow"))
+        with pytest.raises(EngineError) as stopped:
+            run(stopping, spark)
+        assert "at start-up (written while no run followed it" in stopped.value.message, \
+            stopped.value.message
+        assert "email" in stopped.value.message.lower(), stopped.value.message
+        assert "`schema_changes.rename_column` is stop" in stopped.value.hint
+        with _target() as target:  # stopped before the setup: nothing changed
+            customers = target.columns("CUSTOMERS")
+            assert "EMAIL" in customers and "EMAIL_ADDRESS" not in customers
+
+        following = dataclasses.replace(pipeline, schema_changes=SchemaChangePolicy(
+            drop_column="follow", drop_table="stop"))
+        notices: list[str] = []
+        run(following, spark, on_notice=notices.append)
+        assert any("renamed to EMAIL_ADDRESS" in n for n in notices), notices
+        with _target() as target:
+            assert_target_equals_source(following, root, target)
+            customers = target.columns("CUSTOMERS")
+            assert "EMAIL_ADDRESS" in customers and "EMAIL" not in customers
+            assert "TIER" not in customers
+            assert target.execute("SELECT EMAIL_ADDRESS FROM CUSTOMERS WHERE ID = 4"
+                                  ).fetchone() == ("before 'rename' 🚀",)
+            assert target.execute("SELECT count(*) FROM CUSTOMERS WHERE EMAIL_ADDRESS IS NULL"
+                                  ).fetchone()[0] < 20
+
+        # A run again finds the DDL done (nothing pending before its checkpoint).
+        run(following, spark)
+
+        with root.cursor() as cursor:
+            cursor.execute(f"UPDATE {db}.orders SET total = total + 1 WHERE id = 7")
+            cursor.execute(f"DROP TABLE {db}.awkward")
+            cursor.execute(f"UPDATE {db}.orders SET total = total + 1 WHERE id = 8")
+        with pytest.raises(EngineError) as dropped:
+            run(following, spark)
+        assert "at start-up (written while no run followed it" in dropped.value.message, \
+            dropped.value.message
+        assert "stops the pipeline" in dropped.value.message
+        assert "`schema_changes.drop_table` is stop" in dropped.value.hint
+        assert "`drop_table: ignore`" in dropped.value.hint
+    finally:
         root.close()
