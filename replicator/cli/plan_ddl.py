@@ -10,15 +10,34 @@ the catalog. Nothing is executed.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from replicator.engine.schema_changes import (
+    ChangeKind,
+    DdlEffect,
+    Decision,
+    added_columns,
+    classify,
+    decide,
+    stop_error,
+)
 from replicator.errors import UsageError
-
-if TYPE_CHECKING:
-    from replicator.engine.schema_changes import Decision
-    from replicator.model.catalog import Catalog
-    from replicator.model.pipeline import Pipeline
-    from replicator.plan import Dialect, Plan, TablePlan
+from replicator.model.catalog import Catalog, MySQLType, MySQLTypeError, SourceColumn
+from replicator.model.changes import BinlogPosition
+from replicator.model.pipeline import Pipeline
+from replicator.plan import Dialect, Plan, TablePlan, build_plan
+from replicator.plan.identifiers import target_identifier
+from replicator.plan.program import TruncateAt, key_changes, retype_columns, truncate_records
+from replicator.plan.statements.ddl import (
+    add_columns,
+    alter_column_type,
+    default_literal,
+    drop_column,
+    drop_not_null,
+    rename_column,
+)
+from replicator.plan.statements.tables import create_staging_table, primary_key
+from replicator.source.ddl import schema_change
 
 
 @dataclasses.dataclass
@@ -38,10 +57,6 @@ class DdlEffectOnTable:
 def preview_ddl(pipeline: Pipeline, catalog: Catalog, plan: Plan, ddl: str,
                 dialect: Dialect) -> list[DdlEffectOnTable]:
     """One effect per table the DDL touches."""
-    from replicator.engine.schema_changes import DdlEffect, classify, decide, stop_error
-    from replicator.model.changes import BinlogPosition
-    from replicator.source.ddl import schema_change
-
     change = schema_change(ddl, "", BinlogPosition("mysql-bin.000001", 4), 0)
     if change is None:
         raise UsageError(f"not a DDL statement: {ddl[:80]!r}",
@@ -116,17 +131,6 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
                    decision: Decision) -> DdlEffectOnTable:
     """The target statements ``run`` executes for a DDL it follows (``BatchApplier`` runs the
     same functions), and a note per change it ignores."""
-    from replicator.engine.schema_changes import ChangeKind
-    from replicator.plan.identifiers import target_identifier
-    from replicator.plan.program import TruncateAt, retype_columns, truncate_records
-    from replicator.plan.statements.ddl import (
-        alter_column_type,
-        drop_column,
-        drop_not_null,
-        rename_column,
-    )
-    from replicator.plan.statements.tables import create_staging_table
-
     targets = [".".join(t.target_parts) for t in readers]
     statements: list[str] = []
     notes: list[str] = []
@@ -249,11 +253,6 @@ def _rekey_statements(pipeline: Pipeline, catalog: Catalog, name: str, table: Ta
     import sqlglot
     from sqlglot import exp
 
-    from replicator.model.catalog import Catalog
-    from replicator.plan import build_plan
-    from replicator.plan.program import key_changes
-    from replicator.plan.statements.tables import primary_key
-
     database, source_table = name.split(".", 1)
     source = catalog.table(database, source_table)
     try:
@@ -283,11 +282,6 @@ def _added_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
                   future_tables: dict[tuple[str, ...], TablePlan] | None = None
                   ) -> DdlEffectOnTable:
     """``future_tables``: filled with each reader's plan after the DDL, by target."""
-    from replicator.engine.schema_changes import added_columns
-    from replicator.model.catalog import Catalog, MySQLType, MySQLTypeError, SourceColumn
-    from replicator.plan import build_plan
-    from replicator.plan.statements.ddl import add_columns, default_literal
-
     added = added_columns(ddl)
     database, table = name.split(".", 1)
     source = catalog.table(database, table)
