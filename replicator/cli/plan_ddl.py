@@ -138,13 +138,7 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
     retyped: list[str] = []
     ignored = [step.change.column or "" for step in decision.steps
                if step.change.kind is ChangeKind.ADD_COLUMN and step.action == "ignore"]
-    for step in decision.steps:
-        if step.change.kind is ChangeKind.ADD_COLUMN and step.action == "ignore":
-            continue  # said once below
-        if step.action in ("ignore", "nothing"):
-            notes.append(f"{step.why}: {'ignored (policy)' if step.action == 'ignore' else 'no change'}"
-                         + (": the target column stays, NULL for rows written from now on"
-                            if step.change.kind is ChangeKind.DROP_COLUMN else ""))
+    notes += _unfollowed_notes(decision)
     widened: list[str] = []
     retyped_tables: list[tuple[TablePlan, dict[str, Any]]] = []
     rekeyed: set[tuple[str, ...]] = set()
@@ -172,48 +166,9 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
                         "runs chunk by chunk between stream batches (the other tables stream on)")
         if new_types and not dialect.staging_per_batch:
             retyped_tables.append((table, new_types))
-        for step in decision.following(ChangeKind.RENAME_COLUMN):
-            old = _target_of(table, step.change.column)
-            if old is None:
-                continue
-            new = target_identifier(step.change.new_name or "", table.identifier_case)
-            statements.append(rename_column(table, old, new, dialect))
-            if table.log_table is not None:
-                statements.append(rename_column(table, old, new, dialect, log=True))
-            done.append(f"renames {old} to {new}")
-        for step in decision.following(ChangeKind.DROP_COLUMN):
-            old = _target_of(table, step.change.column)
-            if old is not None:
-                statements.append(drop_column(table, old, dialect))
-                done.append(f"drops {old} from the target")
-        for step in decision.steps:
-            if step.change.kind is ChangeKind.DROP_COLUMN and step.action == "ignore":
-                column = next((c for c in table.columns if c.target_column
-                               == _target_of(table, step.change.column)), None)
-                if column is not None and not column.nullable:
-                    statements.append(drop_not_null(table, column.target_column, dialect))
+        _column_statements(table, decision, dialect, statements, done)
         if decision.following(ChangeKind.TRUNCATE):
-            # The very statements the batch runs (their ? bind its position and time, which
-            # this one, at the start of a binlog, stands for).
-            somewhere = TruncateAt("mysql-bin.000001", 1, 4, 0, "")
-            statements += [s.sql for s in truncate_records(table, dialect, [somewhere])]
-            if table.mode != "merge":
-                done.append("records the TRUNCATE in the transaction of the batch that holds "
-                            "it, after the batch's changes (those before it count, those after "
-                            "it follow it): "
-                            + ("every version current at it ends at its commit time, and a "
-                               "key the batch inserts again after it opens a new version"
-                               if table.mode == "scd2" else
-                               "a delete row per key live before it, at its position")
-                            + " (the ? are its position and commit time)")
-            else:
-                done.append(("marks the target rows deleted" if table.deletes == "soft"
-                             else "deletes the target rows")
-                            + " in the transaction of the batch that holds it (with "
-                            "`target.atomic` the batch's one transaction), before its MERGE of "
-                            "the changes after the TRUNCATE; the changes before it are dropped"
-                            + ("; the log table gets no row for the TRUNCATE, nor the "
-                               "batch's changes before it" if table.log_table else ""))
+            _truncate_statements(table, dialect, statements, done)
         for _ in decision.following(ChangeKind.RENAME_TABLE):
             done.append("a table renamed onto the replicated name (the pt-osc / gh-ost swap) is "
                         "read on under it; its new columns follow the column policies")
@@ -244,6 +199,70 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
     return DdlEffectOnTable(name, targets, action,
                             "; ".join(done) or "nothing in the target changes",
                             statements=statements, notes=notes)
+
+
+def _unfollowed_notes(decision: Decision) -> list[str]:
+    """A note per change the policy ignores or that changes nothing replicated (an ignored
+    added column is said once, with the statements)."""
+    notes = []
+    for step in decision.steps:
+        if step.change.kind is ChangeKind.ADD_COLUMN and step.action == "ignore":
+            continue
+        if step.action in ("ignore", "nothing"):
+            notes.append(f"{step.why}: {'ignored (policy)' if step.action == 'ignore' else 'no change'}"
+                         + (": the target column stays, NULL for rows written from now on"
+                            if step.change.kind is ChangeKind.DROP_COLUMN else ""))
+    return notes
+
+
+def _column_statements(table: TablePlan, decision: Decision, dialect: Dialect,
+                       statements: list[str], done: list[str]) -> None:
+    """Followed column renames and drops, and the NOT NULL a kept dropped column loses."""
+    for step in decision.following(ChangeKind.RENAME_COLUMN):
+        old = _target_of(table, step.change.column)
+        if old is None:
+            continue
+        new = target_identifier(step.change.new_name or "", table.identifier_case)
+        statements.append(rename_column(table, old, new, dialect))
+        if table.log_table is not None:
+            statements.append(rename_column(table, old, new, dialect, log=True))
+        done.append(f"renames {old} to {new}")
+    for step in decision.following(ChangeKind.DROP_COLUMN):
+        old = _target_of(table, step.change.column)
+        if old is not None:
+            statements.append(drop_column(table, old, dialect))
+            done.append(f"drops {old} from the target")
+    for step in decision.steps:
+        if step.change.kind is ChangeKind.DROP_COLUMN and step.action == "ignore":
+            column = next((c for c in table.columns if c.target_column
+                           == _target_of(table, step.change.column)), None)
+            if column is not None and not column.nullable:
+                statements.append(drop_not_null(table, column.target_column, dialect))
+
+
+def _truncate_statements(table: TablePlan, dialect: Dialect, statements: list[str],
+                         done: list[str]) -> None:
+    """A followed TRUNCATE: the very statements the batch runs (their ? bind its position and
+    time, which this one, at the start of a binlog, stands for)."""
+    somewhere = TruncateAt("mysql-bin.000001", 1, 4, 0, "")
+    statements += [s.sql for s in truncate_records(table, dialect, [somewhere])]
+    if table.mode != "merge":
+        done.append("records the TRUNCATE in the transaction of the batch that holds "
+                    "it, after the batch's changes (those before it count, those after "
+                    "it follow it): "
+                    + ("every version current at it ends at its commit time, and a "
+                       "key the batch inserts again after it opens a new version"
+                       if table.mode == "scd2" else
+                       "a delete row per key live before it, at its position")
+                    + " (the ? are its position and commit time)")
+        return
+    done.append(("marks the target rows deleted" if table.deletes == "soft"
+                 else "deletes the target rows")
+                + " in the transaction of the batch that holds it (with "
+                "`target.atomic` the batch's one transaction), before its MERGE of "
+                "the changes after the TRUNCATE; the changes before it are dropped"
+                + ("; the log table gets no row for the TRUNCATE, nor the "
+                   "batch's changes before it" if table.log_table else ""))
 
 
 def _rekey_statements(pipeline: Pipeline, catalog: Catalog, name: str, table: TablePlan,

@@ -147,7 +147,6 @@ def route_batch(table: TablePlan, batch: pa.Table) -> pa.Table | None:
     where the per-row path must take this batch (module doc)."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.json as pj
 
     shape = route_schema(table)
     mask = _selected(table, batch) if shape is not None else None
@@ -157,37 +156,11 @@ def route_batch(table: TablePlan, batch: pa.Table) -> pa.Table | None:
     spec = table.outbox
     assert spec is not None
     rows = batch.filter(mask)
-    payloads = rows.column(spec.payload_column).combine_chunks()
-    if pa.types.is_binary(payloads.type) or pa.types.is_large_binary(payloads.type):
-        try:
-            payloads = payloads.cast(pa.string())  # invalid UTF-8 fails here
-        except pa.ArrowInvalid:
-            return None
-    elif not pa.types.is_string(payloads.type):
-        return None
-    if payloads.null_count or (len(payloads) and (
-            pc.any(pc.match_substring_regex(payloads, _SUSPECT)).as_py()
-            or pc.any(pc.equal(pc.utf8_trim_whitespace(payloads), "")).as_py())):
+    payloads = _payload_text(rows.column(spec.payload_column).combine_chunks())
+    parsed = _parse_payloads(payloads, schema) if payloads is not None else None
+    if parsed is None:
         return None
     by_name = {c.source_column: c for c in table.data_columns}
-    if len(payloads):
-        # One payload per line: each with a line break appended, then the strings' data
-        # buffer as it is (contiguous from the first offset to the last).
-        import numpy as np
-
-        lines = pc.binary_join_element_wise(payloads, "", "\n").cast(pa.large_string())
-        offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset:lines.offset + len(lines) + 1]
-        buffer = lines.buffers()[2].slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
-        try:
-            parsed = pj.read_json(pa.BufferReader(buffer), read_options=pj.ReadOptions(use_threads=False),
-                                  parse_options=pj.ParseOptions(explicit_schema=schema,
-                                                                unexpected_field_behavior="ignore"))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return None
-        if parsed.num_rows != len(payloads):
-            return None
-    else:
-        parsed = schema.empty_table()
     values: dict[str, Any] = {}
     for name, steps in columns:
         value = parsed.column(steps[0]).combine_chunks() if parsed.num_rows else \
@@ -210,28 +183,10 @@ def route_batch(table: TablePlan, batch: pa.Table) -> pa.Table | None:
         except pa.ArrowInvalid:
             return None  # out of range: the per-row path says so
         values[name] = value
-    for name, value in values.items():
-        if by_name[name].target_type.kind == "date":
-            if value.null_count < len(value) and not pc.all(
-                    pc.match_substring_regex(value, _DATE_TEXT)).as_py():
-                return None
-            try:
-                values[name] = value.cast(pa.date32())  # an impossible date fails here
-            except pa.ArrowInvalid:
-                return None
-    for name, value in values.items():
-        column = by_name[name]
-        target = column.target_type
-        if column.is_key and value.null_count:
-            return None  # the per-row path names the row without its key
-        if not _fits(value, target):
-            return None
-    out: dict[str, Any] = {}
-    for name, value in values.items():
-        target = by_name[name].target_type
-        if target.kind == "decimal":
-            value = value.cast(pa.decimal128(target.precision or 38, target.scale or 0))
-        out[name] = value
+    typed = _target_values(values, by_name)
+    if typed is None:
+        return None
+    out: dict[str, Any] = dict(typed)
     for name, value in values.items():
         out[cb.before_column(name)] = pa.nulls(len(value), out[name].type)
     op = rows.column(cb.OP)
@@ -301,3 +256,78 @@ def describe_flattening(table: TablePlan) -> str:
                 "integers into numbers or text into text)")
     return (f"columnar: Arrow's JSON reader with the schema {shape[0].to_string(show_schema_metadata=False)!r}"
             .replace("\\n", "; ") + ", per event (sink.outbox) for a batch it cannot read exactly")
+
+
+def _payload_text(payloads: Any) -> Any:
+    """The payloads as UTF-8 text, or None where the per-row path must judge them (not text,
+    invalid UTF-8, a NULL, an empty or suspect payload: ``_SUSPECT``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_binary(payloads.type) or pa.types.is_large_binary(payloads.type):
+        try:
+            payloads = payloads.cast(pa.string())  # invalid UTF-8 fails here
+        except pa.ArrowInvalid:
+            return None
+    elif not pa.types.is_string(payloads.type):
+        return None
+    if payloads.null_count or (len(payloads) and (
+            pc.any(pc.match_substring_regex(payloads, _SUSPECT)).as_py()
+            or pc.any(pc.equal(pc.utf8_trim_whitespace(payloads), "")).as_py())):
+        return None
+    return payloads
+
+
+def _parse_payloads(payloads: Any, schema: Any) -> Any:
+    """All payloads parsed at once by Arrow's JSON reader under the route's ``schema``, one
+    row each; None where Arrow refuses them or reads another number of rows."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    if not len(payloads):
+        return schema.empty_table()
+    # One payload per line: each with a line break appended, then the strings' data buffer as
+    # it is (contiguous from the first offset to the last).
+    lines = pc.binary_join_element_wise(payloads, "", "\n").cast(pa.large_string())
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset:lines.offset + len(lines) + 1]
+    buffer = lines.buffers()[2].slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+    try:
+        parsed = pj.read_json(pa.BufferReader(buffer), read_options=pj.ReadOptions(use_threads=False),
+                              parse_options=pj.ParseOptions(explicit_schema=schema,
+                                                            unexpected_field_behavior="ignore"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return parsed if parsed.num_rows == len(payloads) else None
+
+
+def _target_values(values: dict[str, Any], by_name: dict[str, Any]) -> dict[str, Any] | None:
+    """The route's columns in their target types (dates parsed, decimals at their scale), or
+    None where a value does not fit or a key is NULL: the per-row path names the row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = dict(values)
+    for name, value in values.items():
+        if by_name[name].target_type.kind == "date":
+            if value.null_count < len(value) and not pc.all(
+                    pc.match_substring_regex(value, _DATE_TEXT)).as_py():
+                return None
+            try:
+                values[name] = value.cast(pa.date32())  # an impossible date fails here
+            except pa.ArrowInvalid:
+                return None
+    for name, value in values.items():
+        column = by_name[name]
+        if column.is_key and value.null_count:
+            return None  # the per-row path names the row without its key
+        if not _fits(value, column.target_type):
+            return None
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        target = by_name[name].target_type
+        if target.kind == "decimal":
+            value = value.cast(pa.decimal128(target.precision or 38, target.scale or 0))
+        out[name] = value
+    return out
