@@ -44,7 +44,7 @@ from replicator.errors import EngineError
 from replicator.plan.identifiers import target_identifier
 from replicator.plan.program import Statement, TruncateAt, retype_columns
 from replicator.plan.statements import ddl
-from replicator.plan.types import lags_plan
+from replicator.plan.types import lags_plan, widened_from
 from replicator.sink.versions import change_seq_at
 from replicator.source.positions import current_position
 
@@ -460,8 +460,6 @@ def stop_on_unfollowed_widening(pipeline: Any, plan: Plan, sink: Any) -> None:
     followed it, so the plan already has the new type and the DDL's batch finds nothing to
     change) of a table under `widen_type: stop` stops the run, as the DDL's batch would
     have."""
-    from replicator.plan.types import widened_from
-
     for table in plan.tables:
         if table.routed or table.outbox is not None \
                 or policy_for(pipeline, table.source_name).widen_type != "stop":

@@ -35,13 +35,15 @@ from replicator.engine.schema_changes import (
     stop_error,
 )
 from replicator.errors import BinlogGoneError, SourceError
+from replicator.model.changes import SchemaChange
 from replicator.plan.identifiers import target_identifier
 from replicator.plan.program import Statement
 from replicator.plan.statements import ddl
+from replicator.source.binlog import read_changes
+from replicator.source.positions import binlog_head, ensure_available
 
 if TYPE_CHECKING:
     from replicator.engine.checkpoint import CheckpointDir
-    from replicator.model.changes import SchemaChange
     from replicator.model.pipeline import Pipeline
     from replicator.plan.model import Plan, TablePlan
 
@@ -52,10 +54,6 @@ def pending_schema_changes(pipeline: Pipeline, checkpoint: CheckpointDir) -> lis
     """The DDL on the pipeline's named tables between the checkpoint's resume position and the
     binlog head, in binlog order ([] on a first run). Only Query events are parsed: the
     reader skips row events without decoding them (their bytes still cross the network)."""
-    from replicator.model.changes import SchemaChange
-    from replicator.source.binlog import read_changes
-    from replicator.source.positions import binlog_head, ensure_available
-
     resume = checkpoint.resume_position()
     named = [t.source_name for t in pipeline.tables if not t.routed]
     if resume is None or not resume.file or not named:
