@@ -150,6 +150,11 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
             new_types[step.target_column] = step.target_type
             done.append(step.why)
         for step in decision.recopying:
+            if step.change.kind is ChangeKind.RENAME_TABLE:
+                done.append(f"{step.why}; the copy runs chunk by chunk between stream batches "
+                            "(the other tables stream on), its new columns follow the column "
+                            "policies")
+                continue
             if step.change.kind is ChangeKind.KEY_CHANGE:
                 done.append(step.why)
                 if table.target_parts not in rekeyed:  # DROP and ADD PRIMARY KEY: one change

@@ -194,6 +194,8 @@ class SchemaFollower:
                     and not at <= self._copied_from.get(name.lower(), (-1, -1))):
                 # Not yet streamed with the key the catalog has: stop the query here (rekey).
                 raise KeyChanged([replicated[name.lower()].source_name], where, sql)
+            if any(step.change.kind is ChangeKind.RENAME_TABLE for step in decision.recopying):
+                self._recopy_swapped(replicated[name.lower()])
             added_ignored = [step.change.column or "" for step in decision.steps
                              if step.action == "ignore"
                              and step.change.kind is ChangeKind.ADD_COLUMN]
@@ -214,6 +216,24 @@ class SchemaFollower:
                     self._on_notice(f"schema change on {name} at {where}: {step.why}: "
                                     + ("ignored (schema_changes policy)" if step.action == "ignore"
                                        else "nothing replicated changes"))
+
+    def _recopy_swapped(self, table: TablePlan) -> None:
+        """`rename_table: recopy`: a table swapped onto the replicated name is read on under it
+        (the re-plan takes its columns, as `follow` does) and its copy is queued afresh and
+        saved (the runner's ``on_recopy``) before the batch is applied, so a crash from here
+        on still copies it. Its rows were written outside the replicated set: the copy brings
+        those only it has, and its end removes the target rows it lacks (``engine.recopy``).
+        Nothing of the batch is cut: its changes of the old table are overwritten or removed
+        by the copy, and those after the swap stream on top of the copy's chunks."""
+
+        if self._on_recopy is None:
+            raise EngineError(f"{table.source_name}: a table swapped onto the name needs the "
+                              "table copied again, and this applier cannot queue a copy",
+                              hint="run the pipeline with `replicator run`")
+        self._on_recopy(table.source_name)
+        self._notice(f"{table.source_name}: a table was renamed onto the name: reading on "
+                     "under it and copying it again chunk by chunk between stream batches "
+                     "(`rename_table: recopy`)")
 
     def _truncate(self, table: TablePlan, row: dict[str, Any]) -> None:
         """`truncate: follow`: the TRUNCATE becomes a statement of the table's transaction

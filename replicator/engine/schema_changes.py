@@ -131,7 +131,7 @@ POLICY_CHOICES: dict[str, tuple[str, ...]] = {
     "drop_column": ("ignore", "follow", "stop"),
     "key_change": ("recopy", "stop", "ignore"),
     "truncate": ("follow", "ignore", "stop"),
-    "rename_table": ("follow", "stop"),
+    "rename_table": ("follow", "recopy", "stop"),
     "drop_table": ("ignore", "stop"),
 }
 
@@ -140,7 +140,9 @@ POLICY_CHOICES: dict[str, tuple[str, ...]] = {
 class Step:
     """What the pipeline does about one change: ``follow`` (the target changes), ``ignore``
     (logged; the target stays), ``nothing`` (nothing replicated changes), ``recopy`` (the
-    target column is re-created in its new type and the table copied again) or ``stop``."""
+    table is copied again: after a type change with the target column re-created in its new
+    type, after a key change with the new key, after a swap onto its name as is) or
+    ``stop``."""
 
     change: ColumnChange
     action: str
@@ -230,9 +232,11 @@ def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyi
     if kind is ChangeKind.UNKNOWN:
         return Step(change, "stop", f"{change.what}: the engine cannot follow it")
     action = policy.action(kind.value)
-    if kind is ChangeKind.RENAME_TABLE and action == "follow" and not renamed_onto:
+    if kind is ChangeKind.RENAME_TABLE and action in ("follow", "recopy") and not renamed_onto:
         return Step(change, "stop", f"{change.what}: the replicated table is renamed away "
                     "without a table renamed onto its name")
+    if kind is ChangeKind.RENAME_TABLE and action == "recopy":
+        return _swap_recopy_step(change, table)
     column = _planned(table, change.column)
     if kind in (ChangeKind.TYPE_CHANGE, ChangeKind.DROP_COLUMN, ChangeKind.RENAME_COLUMN) \
             and table is not None and column is None and not _is_key(table, change.column):
@@ -307,6 +311,19 @@ def _rekey_step(change: ColumnChange, table: Any) -> Step:
                 "target is given it: DuckDB's rebuilt, Snowflake's declared key replaced) and "
                 "the table is copied again",
                 policy="key_change")
+
+
+def _swap_recopy_step(change: ColumnChange, table: Any) -> Step:
+    """`rename_table: recopy`: the table swapped onto the name is read on under it, as
+    `follow` does, and copied again, because its rows were written outside the replicated
+    set (a hand-written swap's new table may hold rows the old one never had, or lack some)."""
+    refused = recopy_refused(table, None, "rename_table")
+    if refused is not None:
+        return Step(change, "stop", f"{change.what} ({refused})", policy="rename_table")
+    return Step(change, "recopy", f"{change.what}: the table renamed onto the replicated name "
+                "is read on under it and copied again (its rows were written outside the "
+                "replicated set); target rows it lacks are removed at the copy's end",
+                policy="rename_table")
 
 
 class KeyChanged(EngineError):

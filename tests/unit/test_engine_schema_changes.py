@@ -273,6 +273,27 @@ def test_a_swap_onto_the_name_is_followed_and_a_rename_away_stops():
     assert away.stop is not None and "renamed away" in away.stop.why
 
 
+@pytest.mark.parametrize("mode", ["merge", "changelog"])
+def test_rename_table_recopy_copies_a_swapped_in_merge_table_again(mode):
+    import dataclasses
+
+    from replicator.engine.schema_changes import ChangeKind, classify, decide
+    from replicator.plan import build_plan, offline_catalog
+
+    pipeline = _pipeline("{rename_table: recopy}")
+    table = dataclasses.replace(build_plan(pipeline, offline_catalog(pipeline)).tables[0],
+                                mode=mode)
+    sql = "RENAME TABLE shop.orders TO shop._orders_old, shop._orders_new TO shop.orders"
+    swap = decide(classify(sql), pipeline, "shop.orders", table, renamed_onto=True)
+    if mode == "merge":
+        assert [s.change.kind for s in swap.recopying] == [ChangeKind.RENAME_TABLE]
+        assert "copied again" in swap.recopying[0].why
+    else:  # a changelog's copy would record every row again as a change
+        assert swap.stop is not None and "a changelog table keeps its history" in swap.stop.why
+    away = decide(classify("RENAME TABLE shop.orders TO shop.x"), pipeline, "shop.orders", table)
+    assert away.stop is not None and "renamed away" in away.stop.why
+
+
 def test_rows_landed_before_an_added_column_get_its_default_and_renames_their_old_value():
     import pyarrow as pa
 

@@ -118,6 +118,24 @@ def test_a_type_change_the_target_cannot_widen_re_creates_the_column_and_copies_
     ]
 
 
+def test_a_swap_under_rename_table_recopy_shows_the_copy(tmp_path):
+    text = (ROOT / "pipelines/shop_orders.yaml").read_text().replace(
+        "../schemas/", str(ROOT / "schemas") + "/")
+    yaml = tmp_path / "swap.yaml"
+    yaml.write_text(text + "schema_changes: {rename_table: recopy}\n")
+    swap = ("RENAME TABLE shop.order_lines TO shop._order_lines_old, "
+            "shop._order_lines_new TO shop.order_lines")
+    done = subprocess.run([sys.executable, "-c", MAIN, "plan", str(yaml), "--offline", "--ddl",
+                           swap], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert ("shop.order_lines -> MAIN.ORDER_LINES: RECOPY: RENAME TABLE: the table renamed "
+            "onto the replicated name is read on under it and copied again") in done.stdout
+    assert "target rows it lacks are removed at the copy's end" in done.stdout
+    assert "shop._order_lines_new: NOT_REPLICATED" in done.stdout
+    followed = plan("shop_orders", swap)  # the default, follow: no copy
+    assert "ORDER_LINES: FOLLOW: a table renamed onto the replicated name" in followed.stdout
+
+
 def test_tables_the_pipeline_does_not_replicate_are_ignored():
     done = plan("shop_orders", "ALTER TABLE other.t DROP COLUMN a")
     assert done.returncode == 0, done.stderr
