@@ -230,7 +230,9 @@ def read_chunk_batches(
     pushed-down filter (``chunk_select``)."""
     zero_dates = ZeroDates(source.zero_dates, stats)
     doing = f"reading a snapshot chunk of {table.name}"
-    stamp = int(time.time() * 1000) if ts_ms is None else ts_ms
+    # Whole seconds, as the binlog stamps commits: a change committed after the read in the
+    # same second must not look older than it (an scd2 version would end before it began).
+    stamp = int(time.time()) * 1000 if ts_ms is None else ts_ms
     if source.tls_mode != "DISABLED":
         # connectorx's URL cannot carry a CA file or a client certificate: TLS sources read
         # through PyMySQL, which connects with the exact TLS settings (source.connection).

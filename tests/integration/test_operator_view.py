@@ -284,18 +284,21 @@ def test_status_of_a_running_a_stopped_and_a_failed_pipeline_and_the_dashboard(m
     assert (code, status["health"], status["state"]) == (2, "down", "stopped"), status
     assert not status["running"] and status["last_error"] is None
 
-    # A failed run: a table the pipeline names is gone. With --log-format json every stderr
-    # line is JSON, the last one the error with its code, message and hint.
+    # A failed run: a table the pipeline names was dropped while no run followed it; the
+    # start-up reads that DDL and `drop_table: stop` (the default) stops there. With
+    # --log-format json every stderr line is JSON, the last one the error with its code,
+    # message and hint.
     with mariadb.root_connection() as root, root.cursor() as cursor:
         cursor.execute(f"DROP TABLE `{demo['database']}`.awkward")
     done = _replicator(env, "run", path, "--until-caught-up", "--log-format", "json")
     assert done.returncode == 1, done.stderr[-3000:]
     lines = [json.loads(line) for line in done.stderr.splitlines()]
     error = lines[-1]["error"]
-    assert error["code"] == "SourceError" and "awkward" in error["message"] and error["hint"]
+    assert error["code"] == "EngineError" and "awkward" in error["message"] and error["hint"]
+    assert "DROP TABLE" in error["message"], error
     code, status = _status(env, path)
     assert (code, status["health"], status["state"]) == (2, "down", "failed"), status
-    assert status["last_error"]["code"] == "SourceError"
+    assert status["last_error"]["code"] == "EngineError"
     assert "awkward" in status["last_error"]["message"]
     code, _ = _status(env, path, "--stopped-ok")
     assert code == 2  # a failed run is down, cron or not
