@@ -275,14 +275,8 @@ class SchemaFollower:
                     if old is None:
                         continue
                     new = target_identifier(step.change.new_name or "", table.identifier_case)
-                    for log in ((False, True) if table.log_table else (False,)):
-                        have = self.sink.existing_columns(table, log=log)
-                        if old.lower() in have and new.lower() not in have:
-                            self.sink.execute(table, [Statement(
-                                "follow a column rename",
-                                ddl.rename_column(table, old, new, self.sink.dialect,
-                                                  log=log))])
-                            self._notice(f"{name}: target column {old} renamed to {new}")
+                    if rename_target_column(self.sink, table, old, new):
+                        self._notice(f"{name}: target column {old} renamed to {new}")
 
     def _alter_columns(self, old_plan: Plan) -> None:
         """After the re-plan (whose setup already added, widened and relaxed what the target
@@ -473,6 +467,19 @@ class SchemaFollower:
         self.plan = new_plan
         self.sink.prepare()
 
+
+def rename_target_column(sink: Any, table: TablePlan, old: str, new: str) -> bool:
+    """A followed column rename in the target and its log table, each only where it still
+    has the old name and not the new one (a replayed batch, a start-up that did it first):
+    the data stays under the new name. True when a statement ran."""
+    renamed = False
+    for log in ((False, True) if table.log_table else (False,)):
+        have = sink.existing_columns(table, log=log)
+        if old.lower() in have and new.lower() not in have:
+            sink.execute(table, [Statement("follow a column rename", ddl.rename_column(
+                table, old, new, sink.dialect, log=log))])
+            renamed = True
+    return renamed
 
 def stop_on_unfollowed_widening(pipeline: Any, plan: Plan, sink: Any) -> None:
     """At start-up, before the sink's setup widens them in place: a target column narrower

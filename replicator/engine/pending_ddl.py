@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from replicator.engine.follow import rename_target_column
 from replicator.engine.schema_changes import (
     ChangeKind,
     DdlEffect,
@@ -45,7 +46,7 @@ from replicator.source.positions import binlog_head, ensure_available
 if TYPE_CHECKING:
     from replicator.engine.checkpoint import CheckpointDir
     from replicator.model.pipeline import Pipeline
-    from replicator.plan.model import Plan, TablePlan
+    from replicator.plan.model import Plan
 
 WHERE = "start-up"
 
@@ -144,7 +145,9 @@ def follow_pending_ddl(pipeline: Pipeline, plan: Plan, sink: Any, pending: Seque
             if kind is ChangeKind.RENAME_COLUMN:
                 new = target_identifier(step.change.new_name or "", table.identifier_case)
                 if new.lower() not in have:
-                    _rename(sink, table, column, new, name, notice)
+                    rename_target_column(sink, table, column, new)
+                    notice(f"{name}: target column {column} renamed to {new} (renamed while "
+                           "no run followed it)")
                     have = (have - {column.lower()}) | {new.lower()}
                 renamed.setdefault(name.lower(), {})[step.change.new_name or ""] = \
                     step.change.column or ""
@@ -156,13 +159,3 @@ def follow_pending_ddl(pipeline: Pipeline, plan: Plan, sink: Any, pending: Seque
                        f"{change.position} while no run followed it; drop_column: follow)")
     return renamed
 
-
-def _rename(sink: Any, table: TablePlan, old: str, new: str, name: str,
-            notice: Callable[[str], None]) -> None:
-    """``SchemaFollower._rename_columns``' statements, on the target and its log table."""
-    for log in ((False, True) if table.log_table else (False,)):
-        existing = sink.existing_columns(table, log=log)
-        if old.lower() in existing and new.lower() not in existing:
-            sink.execute(table, [Statement("follow a column rename", ddl.rename_column(
-                table, old, new, sink.dialect, log=log))])
-    notice(f"{name}: target column {old} renamed to {new} (renamed while no run followed it)")

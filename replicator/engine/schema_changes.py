@@ -304,26 +304,28 @@ def _rekey_step(change: ColumnChange, table: Any) -> Step:
     if table is not None and table.key_origin == "declared":
         return Step(change, "nothing", f"{change.what}: the YAML declares the table's key, "
                     "which the pipeline keeps merging by")
-    refused = recopy_refused(table, None, "key_change")
-    if refused is not None:
-        return Step(change, "stop", f"{change.what} ({refused})", policy="key_change")
-    return Step(change, "recopy", f"{change.what}: the stream restarts with the new key (the "
-                "target is given it: DuckDB's rebuilt, Snowflake's declared key replaced) and "
-                "the table is copied again",
-                policy="key_change")
+    return _recopy_step(change, table, "key_change", "the stream restarts with the new key "
+                        "(the target is given it: DuckDB's rebuilt, Snowflake's declared key "
+                        "replaced) and the table is copied again")
 
 
 def _swap_recopy_step(change: ColumnChange, table: Any) -> Step:
     """`rename_table: recopy`: the table swapped onto the name is read on under it, as
     `follow` does, and copied again, because its rows were written outside the replicated
     set (a hand-written swap's new table may hold rows the old one never had, or lack some)."""
-    refused = recopy_refused(table, None, "rename_table")
+    return _recopy_step(change, table, "rename_table", "the table renamed onto the replicated "
+                        "name is read on under it and copied again (its rows were written "
+                        "outside the replicated set); target rows it lacks are removed at the "
+                        "copy's end")
+
+
+def _recopy_step(change: ColumnChange, table: Any, policy: str, what_happens: str) -> Step:
+    """A re-copy under ``policy``, or its stop where the table cannot be copied again
+    (``recopy_refused``: the mode, a log table, an outbox)."""
+    refused = recopy_refused(table, None, policy)
     if refused is not None:
-        return Step(change, "stop", f"{change.what} ({refused})", policy="rename_table")
-    return Step(change, "recopy", f"{change.what}: the table renamed onto the replicated name "
-                "is read on under it and copied again (its rows were written outside the "
-                "replicated set); target rows it lacks are removed at the copy's end",
-                policy="rename_table")
+        return Step(change, "stop", f"{change.what} ({refused})", policy=policy)
+    return Step(change, "recopy", f"{change.what}: {what_happens}", policy=policy)
 
 
 class KeyChanged(EngineError):
