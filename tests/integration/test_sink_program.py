@@ -67,6 +67,15 @@ class RecordingConnection:
         return getattr(self.inner, name)
 
 
+def _assert_the_wire_saw_what_was_recorded(sink_for: Any, recorder: Any) -> None:
+    """Through fakesnow's HTTP server, what went over the wire is what the sink recorded
+    (the tests' own count reads left out); nothing to compare in-process."""
+    server = getattr(sink_for, "server", None)
+    if server is not None:
+        received = [sql for sql in server.queries if not sql.startswith("SELECT count(*)")]
+        assert _without_upload_requests(received) == recorder.everything
+
+
 def _without_upload_requests(received: list[str]) -> list[str]:
     """The server's log less the connector's own second request of each PUT (it sends the
     statement, then asks again with the bare file name while it uploads the file)."""
@@ -219,10 +228,7 @@ def test_a_run_executes_exactly_the_planned_program(target, pipeline_kind, tmp_p
             # The same changes again: merge-like modes converge, a changelog appends them.
             after = count(sink, table, dialect)
             assert after == {"changelog": 8, "scd2": 2}.get(table.mode, 1), table.label
-        server = getattr(sink_for, "server", None)
-        if server is not None:  # what went over the wire is what the sink recorded
-            received = [sql for sql in server.queries if not sql.startswith("SELECT count(*)")]
-            assert _without_upload_requests(received) == recorder.everything
+        _assert_the_wire_saw_what_was_recorded(sink_for, recorder)
     finally:
         sink.close()
 
@@ -298,10 +304,7 @@ def test_an_atomic_batch_executes_exactly_the_planned_program(target):
         assert recorded == as_recorded(
             [*head, *planned[len(programs.atomic_head(keyed(10, rest), dialect)):]])
         assert results[0].skipped and not any(r.skipped for r in results[1:])
-        server = getattr(sink_for, "server", None)
-        if server is not None:  # what went over the wire is what the sink recorded
-            received = [sql for sql in server.queries if not sql.startswith("SELECT count(*)")]
-            assert _without_upload_requests(received) == recorder.everything
+        _assert_the_wire_saw_what_was_recorded(sink_for, recorder)
     finally:
         sink.close()
 
@@ -377,10 +380,7 @@ def test_a_followed_truncate_is_recorded_in_the_batch_transaction(target):
         assert fired[2:] == ["one", "one"]
         assert counted(changelog, "TRUE") == 5 and counted(scd2, '"_IS_CURRENT"') == 0
         assert counted(scd2, f'"_CHANGE_SEQ" = \'{later.change_seq}\'') == 0
-        server = getattr(sink_for, "server", None)
-        if server is not None:  # what went over the wire is what the sink recorded
-            received = [sql for sql in server.queries if not sql.startswith("SELECT count(*)")]
-            assert _without_upload_requests(received) == recorder.everything
+        _assert_the_wire_saw_what_was_recorded(sink_for, recorder)
     finally:
         sink.close()
 
@@ -506,10 +506,7 @@ def test_a_followed_truncate_of_merged_tables_runs_before_their_merge(target):
         assert [x for x in seen if x[0] == "hook"] == [("hook", t.target_table) for t in chosen]
         assert rows(sink.connection.inner, orders) == 0
         assert rows(sink.connection.inner, products, f"NOT {deleted(products)}") == 0
-        server = getattr(sink_for, "server", None)
-        if server is not None:  # what went over the wire is what the sink recorded
-            received = [sql for sql in server.queries if not sql.startswith("SELECT count(*)")]
-            assert _without_upload_requests(received) == recorder.everything
+        _assert_the_wire_saw_what_was_recorded(sink_for, recorder)
     finally:
         sink.close()
 
