@@ -211,6 +211,40 @@ def drop_primary_key() -> None:
     cursor_class.execute = execute
 
 
+def lock_conflicts_as_snowflake() -> None:
+    """Answer a write that meets another session's open transaction as Snowflake may.
+
+    DuckDB refuses such a write at once ("Conflict on update"); fakesnow 0.12.1 lets that
+    escape as an HTTP 500, which the connector retries without end: a test would hang where
+    Snowflake queues the statement behind the lock (and gives up with error 000625 when too
+    many wait). Here it is that error at once, which the sink retries with backoff and then
+    reports. Only the emulator is patched; the replicator process under test is not touched.
+    """
+    import duckdb
+    import fakesnow.cursor
+    import snowflake.connector.errors
+
+    cursor_class = fakesnow.cursor.FakeSnowflakeCursor
+    original = cursor_class._execute
+    if getattr(original, "translates_conflicts", False):
+        return
+
+    def _execute(self: Any, transformed: Any, params: Any = None) -> None:
+        try:
+            original(self, transformed, params)
+        except duckdb.TransactionException as exc:
+            if "conflict" not in str(exc).lower():
+                raise
+            raise snowflake.connector.errors.ProgrammingError(
+                msg=f"Statement was aborted because the lock on its table is held by another "
+                f"transaction ({str(exc).splitlines()[0]})", errno=625, sqlstate="57014",
+            ) from exc
+
+    _execute.__dict__.update(original.__dict__)  # the other patches' marks stay true
+    _execute.translates_conflicts = True  # type: ignore[attr-defined]
+    cursor_class._execute = _execute
+
+
 def snowflake_error(message: str) -> Exception:
     import snowflake.connector.errors
 
@@ -238,6 +272,7 @@ def serve(port: int) -> None:
     keep_null_timestamps()
     merge_keeps_transaction()
     drop_primary_key()
+    lock_conflicts_as_snowflake()
 
     # warning: fakesnow logs every login and query at info level
     uvicorn.run(fakesnow.server.app, host="127.0.0.1", port=port, log_level="warning")

@@ -13,12 +13,20 @@ A lease is free when released (a run that ends clears its holder), when its hold
 process of this host that is gone (kill -9, then a restart here), when not renewed for
 ``LEASE_TIMEOUT_S`` (a host that died: runs renew every ``RENEW_EVERY_S`` and at every
 batch), or with ``replicator run --take-over``.
+
+The holder also names the warehouse session the run applies batches on (``host/pid N session
+S``; Snowflake only), kept current when the run opens another one (``Lease.fence``, and the
+sink after a lost connection). A run killed mid-batch leaves that session's transaction open
+in Snowflake, holding its locks ("detached"): the next run's first write would wait for
+it until Snowflake gives up on it (five idle minutes, by its documented rule). Taking a free
+lease therefore aborts the transactions still open in the old holder's session first.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import os
 import socket
 import time
@@ -32,14 +40,29 @@ RENEW_EVERY_S = 60.0
 TAKE_ATTEMPTS = 3
 
 
-def holder_name() -> str:
-    return f"{socket.gethostname()}/pid {os.getpid()}"
+_SESSION = " session "
+
+
+def holder_name(session: str | None = None) -> str:
+    """This run as the lease names it: host/pid, and the warehouse session when there is one."""
+    return _with_session(f"{socket.gethostname()}/pid {os.getpid()}", session)
+
+
+def _with_session(run: str, session: str | None) -> str:
+    return f"{run}{_SESSION}{session}" if session else run
+
+
+def holder_session(held_by: str) -> str | None:
+    """The warehouse session a holder named (None: none, or a run from before sessions were
+    named)."""
+    _, found, session = held_by.partition(_SESSION)
+    return session.strip() or None if found else None
 
 
 def _dead_here(held_by: str) -> bool:
     """The holder is a process of this host that no longer runs (a run killed with -9 here,
     restarted here), or this very process (an earlier run in it): its lease is free."""
-    host, _, pid = held_by.rpartition("/pid ")
+    host, _, pid = held_by.partition(_SESSION)[0].rpartition("/pid ")
     if host != socket.gethostname() or not pid.isdigit():
         return False
     if int(pid) == os.getpid():
@@ -88,8 +111,13 @@ class Lease:
         self._renewed = time.monotonic()
 
     def fence(self, sink: Any) -> Any:
-        """``sink`` checks this lease in every batch transaction (sinks opened later too)."""
+        """``sink`` checks this lease in every batch transaction (sinks opened later too), and
+        the lease names its session from now on: a run killed while this sink's transaction
+        was open leaves the next run the session to clean up (``take_lease``)."""
         sink.generation = self.generation
+        sink.lease_holder = functools.partial(_with_session, self.holder.partition(_SESSION)[0])
+        if sink is not self.sink:
+            sink.claim_lease()
         return sink
 
     def renew_if_due(self) -> None:
@@ -117,7 +145,7 @@ def take_lease(sink: Any, pipeline_name: str, *, take_over: bool = False,
                notice: Callable[[str], None] = lambda message: None) -> Lease:
     """The lease for this run, or LeaseError naming the run that holds it and since when.
     ``holder``: this run's name (default host/pid)."""
-    holder = holder or holder_name()
+    holder = holder or holder_name(sink.session_id())
     for _ in range(TAKE_ATTEMPTS):
         row = sink.lease_statement("read", [pipeline_name])
         if row is None:
@@ -136,6 +164,7 @@ def take_lease(sink: Any, pipeline_name: str, *, take_over: bool = False,
                 f"{max(0.0, timeout_s - idle):.0f} s from now (after {timeout_s:.0f} s without "
                 "renewal), or take it at once with `replicator run PIPELINE.yaml --take-over` "
                 "(that run's next batch then rolls back and it stops)")
+        _abort_detached(sink, str(held_by or ""), notice)
         if sink.lease_statement("take", [holder, pipeline_name, generation]) == 1:
             if held_by:
                 notice(f"took the lease of pipeline {pipeline_name} over from {held_by} "
@@ -145,3 +174,17 @@ def take_lease(sink: Any, pipeline_name: str, *, take_over: bool = False,
             return lease
     raise LeaseError(f"pipeline {pipeline_name}: other runs keep taking the lease",
                      hint="run one process per pipeline")
+
+
+def _abort_detached(sink: Any, held_by: str, notice: Callable[[str], None]) -> None:
+    """Abort the transactions a run that lost the lease left open in its session (a kill -9
+    mid-batch): their locks would hold this run's first writes. Uncommitted, so nothing of
+    them was applied; this run replays their batch under the same id."""
+    session = holder_session(held_by)
+    if session is None or session == sink.session_id():
+        return
+    aborted = sink.abort_transactions_of(session)
+    if aborted:
+        notice(f"aborted {len(aborted)} transaction(s) ({', '.join(aborted)}) that "
+               f"{held_by.partition(_SESSION)[0]} left open in warehouse session {session}; "
+               "their batch is applied again")

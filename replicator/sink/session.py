@@ -105,9 +105,15 @@ class SinkSession:
         if self._stale:
             replacement = self.reopen()
             if replacement is not None:
+                abandoned = self.session_id()
                 with contextlib.suppress(Exception):  # the old session is most likely gone
                     self._connection.close()
                 self._connection = replacement
+                cursor = replacement.cursor()
+                try:
+                    self._reopened(cursor, abandoned)
+                finally:
+                    cursor.close()
             self._stale = False
         return self._connection.cursor()
 
@@ -150,3 +156,15 @@ class SinkSession:
     def reopen(self) -> Any:
         """A new connection after a transient error, or None to keep the one there is."""
         return None
+
+    def _reopened(self, cursor: Any, abandoned: str | None) -> None:
+        """Told on a cursor of the new connection, and the session ``reopen`` replaced."""
+
+    def session_id(self) -> str | None:
+        """The warehouse session this sink talks on (None: the warehouse has no sessions that
+        outlive a killed process, as DuckDB's file lock dies with it)."""
+        return None
+
+    def abort_in(self, cursor: Any, session: str) -> list[str]:
+        """Abort the transactions open in ``session`` (another of this user's); their ids."""
+        return []

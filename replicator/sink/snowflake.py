@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from replicator import __version__
 from replicator.errors import SinkError, TransientSinkError
 from replicator.model.pipeline import IdentifierCase, SnowflakeTarget
+from replicator.plan import program
 from replicator.plan.dialects import SNOWFLAKE
 from replicator.plan.identifiers import target_identifier
 from replicator.plan.model import Plan
@@ -51,6 +52,9 @@ SECRETS = frozenset({"password", "token", "private_key_file_pwd", "private_key"}
 # What proves who we are; taken together from one place (see connection_parameters).
 CREDENTIALS = ("password", "token", "private_key_file")
 APPLICATION = "replicator"
+# Ending what a killed run left open in its session (engine.lease).
+SHOW_TRANSACTIONS = "SHOW TRANSACTIONS"
+ABORT_TRANSACTION = "SELECT SYSTEM$ABORT_TRANSACTION(?)"
 
 
 def query_tag(pipeline_name: str) -> str:
@@ -311,6 +315,23 @@ class SnowflakeSink(SQLSink):
         from snowflake.connector import errors
 
         return isinstance(exc, errors.ProgrammingError) and getattr(exc, "errno", None) == 2003
+
+    def session_id(self) -> str | None:
+        session = getattr(self._connection, "session_id", None)
+        return None if session is None else str(session)
+
+    def abort_in(self, cursor: Any, session: str) -> list[str]:
+        """SHOW TRANSACTIONS lists this user's open transactions with their sessions;
+        SYSTEM$ABORT_TRANSACTION rolls one back (its owner may, no other privilege needed)."""
+        cursor.execute(SHOW_TRANSACTIONS)
+        columns = [column[0].lower() for column in cursor.description]
+        listed = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+        aborted = [str(row["id"]) for row in listed
+                   if str(row.get("session")) == session and row["id"] is not None]
+        for transaction in aborted:
+            cursor.execute(ABORT_TRANSACTION, [int(transaction)])
+        cursor.execute(program.ROLLBACK)  # end this session's own read
+        return aborted
 
 
 def _connect(pipeline: Pipeline) -> Any:

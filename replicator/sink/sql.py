@@ -334,22 +334,17 @@ class SQLSink(SinkSession):
 
     # The generation of the lease this run holds; None: no fencing (tests of the sink alone).
     generation: int | None = None
+    # The lease's holder naming a session (engine.lease.Lease.fence): the lease names this
+    # sink's session, so the next run can end what a kill left open in it.
+    lease_holder: Callable[[str | None], str] | None = None
 
     def lease_statement(self, name: str, params: list[Any]) -> Any:
         """Run one lease statement (``statements.bookkeeping.lease_<name>``) in its own transaction:
         the row read, or the number of rows updated."""
-        render = getattr(bookkeeping, f"lease_{name}")
         with self._one_at_a_time():
             cursor = self._cursor()
             try:
-                if name == "read":
-                    cursor.execute(bookkeeping.create_lease_table(self.plan.tables[0],
-                                                                  self.dialect))
-                cursor.execute(render(self.plan.tables[0], self.dialect), params)
-                result = cursor.fetchone() if name == "read" else _updated(cursor)
-                if self.dialect.implicit_transactions:
-                    cursor.execute(program.COMMIT)
-                return result
+                return self._lease_statement(cursor, name, params)
             except self.driver_errors() as exc:
                 self._rollback(cursor)
                 if name == "insert":
@@ -357,6 +352,49 @@ class SQLSink(SinkSession):
                 raise self._failed(exc, f"{name} the pipeline's lease") from None
             finally:
                 cursor.close()
+
+    def _lease_statement(self, cursor: Any, name: str, params: list[Any]) -> Any:
+        render = getattr(bookkeeping, f"lease_{name}")
+        if name == "read":
+            cursor.execute(bookkeeping.create_lease_table(self.plan.tables[0], self.dialect))
+        cursor.execute(render(self.plan.tables[0], self.dialect), params)
+        result = cursor.fetchone() if name == "read" else _updated(cursor)
+        if self.dialect.implicit_transactions:
+            cursor.execute(program.COMMIT)
+        return result
+
+    def _claim_parameters(self) -> list[Any]:
+        assert self.lease_holder is not None
+        return [self.lease_holder(self.session_id()), self.pipeline_name, self.generation]
+
+    def claim_lease(self) -> None:
+        """Name this sink's session in the lease this run holds (no row: another run took it,
+        which the next batch's fence reports)."""
+        if self.generation is not None and self.lease_holder is not None:
+            self.lease_statement("claim", self._claim_parameters())
+
+    def abort_transactions_of(self, session: str) -> list[str]:
+        """Abort the transactions still open in another session of this user (one a killed
+        run left behind); their ids."""
+        with self._one_at_a_time():
+            cursor = self._cursor()
+            try:
+                return self.abort_in(cursor, session)
+            except self.driver_errors() as exc:
+                self._rollback(cursor)
+                raise self._failed(exc, f"abort the transactions of session {session}") from None
+            finally:
+                cursor.close()
+
+    def _reopened(self, cursor: Any, abandoned: str | None) -> None:
+        """After a lost connection: the abandoned session may live on, its transaction open
+        and holding the locks the batch about to be tried again needs; end it, and name the
+        new session in the lease. Best effort: the retried batch reports what still fails."""
+        with contextlib.suppress(*self.driver_errors()):
+            if abandoned is not None:
+                self.abort_in(cursor, abandoned)
+            if self.generation is not None and self.lease_holder is not None:
+                self._lease_statement(cursor, "claim", self._claim_parameters())
 
     def last_applied(self, table: TablePlan) -> dict[str, Any] | None:
         recent = self.recent_applied(table, 1)

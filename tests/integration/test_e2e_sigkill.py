@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,20 +48,22 @@ def _commits(checkpoint: Path) -> int:
 
 
 def _kill_mid_run(root: Any, database: str, pipeline_file: Path, env: dict[str, str],
-                  workdir: Path) -> None:
+                  workdir: Path, killer: Callable[[subprocess.Popen], bool] | None = None) -> None:
     """Start `replicator run` on a workload that keeps writing; SIGKILL it once Spark has
-    committed a few micro-batches."""
+    committed a few micro-batches, or once ``killer`` (given the process) says it killed it."""
     log = workdir / "run.log"
     with open(log, "wb") as output:
         process = subprocess.Popen(
             [sys.executable, "-m", "replicator", "run", str(pipeline_file), "--log-format", "json"],
             env=env, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
         )
+    killed = (lambda: killer(process)) if killer else (
+        lambda: _commits(workdir / "checkpoint") >= 3)
     try:
         deadline = time.monotonic() + 600  # JVM start-up alone takes minutes on a busy CI box
         round_number = 0
-        while _commits(workdir / "checkpoint") < 3:
-            assert process.poll() is None, log.read_text()[-3000:]
+        while not killed():
+            assert killer or process.poll() is None, log.read_text()[-3000:]
             assert time.monotonic() < deadline, log.read_text()[-3000:]
             # A bounded workload (~300 changes, ~8 batches of 40), written once the stream
             # has started (its first, empty batch commits at the snapshot's position): written
@@ -125,19 +128,42 @@ def test_sigkill_mid_run_then_resume_converges(spark, mariadb, mysql_source, fre
 def test_sigkill_mid_run_into_snowflake_then_resume_converges(
     fakesnow_server, fakesnow_database, mariadb, mysql_source, fresh_database, tmp_path
 ):
-    """The same against fakesnow's server through the real connector (connections.toml):
-    the killed session's open transaction is lost with it, the resumed run replays the
-    uncommitted batch under the same id, and nothing is doubled."""
+    """The same against fakesnow's server through the real connector (connections.toml),
+    killed inside a batch's transaction: after its MERGE, before its COMMIT. Its session
+    lives on with that transaction open and holding its locks, as in Snowflake; the resumed
+    run aborts it (else its first write would wait for Snowflake to give up on it), replays
+    the uncommitted batch under the same id, and nothing is doubled."""
     root = mariadb.root_connection()
     create_schema(root, fresh_database)
     seed(root, fresh_database, customers=30, orders=150, awkward=40)
     pipeline_file = tmp_path / "sigkill.yaml"
     pipeline_file.write_text(_pipeline_yaml(fresh_database, target=SNOWFLAKE_TARGET))
     env = cli_environment(fakesnow_server, fakesnow_database, mysql_source, tmp_path)
-    _kill_mid_run(root, fresh_database, pipeline_file, env, tmp_path)
+    killed_at: list[str] = []
+
+    def kill_inside_a_batch(process: subprocess.Popen) -> bool:
+        def at_the_merge(sql: str) -> None:
+            # The statement still runs: the server received it before its client died.
+            if sql.startswith("MERGE") and _commits(tmp_path / "checkpoint") >= 2 and not killed_at:
+                os.kill(process.pid, signal.SIGKILL)
+                killed_at.append(sql)
+
+        fakesnow_server.on_query = at_the_merge
+        return bool(killed_at)
+
+    aborted_before = len(fakesnow_server.sessions.aborted)
+    try:
+        _kill_mid_run(root, fresh_database, pipeline_file, env, tmp_path, kill_inside_a_batch)
+    finally:
+        fakesnow_server.on_query = None
+    with fakesnow_server.connect(fakesnow_database, "RAW") as reader:
+        left_open = reader.cursor().execute("SHOW TRANSACTIONS").fetchall()
+    assert len(left_open) == 1, left_open  # the killed batch's, detached
 
     apply_changes(root, fresh_database, rounds=5, seed_value=99, first_new_id=900_000)
-    ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
+    resumed = ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
+    assert fakesnow_server.sessions.aborted[aborted_before:] == [int(left_open[0][0])]
+    assert "left open in warehouse session" in resumed.stdout + resumed.stderr
     pipeline = load_pipeline(pipeline_file, environ=env)
     with fakesnow_server.connect(fakesnow_database, "RAW") as target:
         assert_target_equals_source(pipeline, root, target)

@@ -171,6 +171,15 @@ def lease_renew(table: TablePlan, dialect: Dialect) -> str:
             f"WHERE {c('PIPELINE')} = {p} AND {c('GENERATION')} = {p}")
 
 
+def lease_claim(table: TablePlan, dialect: Dialect) -> str:
+    """The run names its new warehouse session in the lease it holds (``engine.lease``).
+    Parameters: holder, pipeline, generation."""
+    p = dialect.parameter
+    c = lambda name: q(state_column(table, name))  # noqa: E731
+    return (f"UPDATE {lease_name(table, dialect)} SET {c('HOLDER')} = {p} "
+            f"WHERE {c('PIPELINE')} = {p} AND {c('GENERATION')} = {p}")
+
+
 def lease_release(table: TablePlan, dialect: Dialect) -> str:
     """A run that ends gives the lease up (the next run takes it at once). Parameters:
     pipeline, generation."""
