@@ -9,6 +9,7 @@ pipeline has or what the plan of one is.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -85,27 +86,48 @@ class Context:
     @property
     def plan(self) -> Plan:
         """The plan of the catalog; a named table missing from the live schema is one
-        error naming all of them (before the plan's per-table problems)."""
+        error naming all of them (before the plan's per-table problems), unless its
+        `schema_changes.drop_table` is ignore: then the plan leaves it out (``left_out``)."""
         if self._plan is None:
             catalog = self.catalog
-            if not self.offline:
-                missing = [t.source_name for t in self.pipeline.tables if not t.routed
-                           and catalog.table(t.source_database, t.source_table) is None]
-                if missing:
-                    raise SourceError(
-                        f"source tables not found: {', '.join(missing)}",
-                        hint="create them in MySQL, or remove them from the pipeline's tables "
-                        "(and check the replicator user has SELECT on them)",
-                    )
+            missing = self._missing(catalog, ignored=False)
+            if missing:
+                raise SourceError(
+                    f"source tables not found: {', '.join(missing)}",
+                    hint="create them in MySQL, or remove them from the pipeline's tables "
+                    "(and check the replicator user has SELECT on them); to keep the target "
+                    "table of a table dropped in MySQL and follow the others, set its "
+                    "`schema_changes.drop_table: ignore`",
+                )
             self._plan = self.replan(catalog)
         return self._plan
 
+    def left_out(self) -> list[str]:
+        """The named tables the plan leaves out: dropped in MySQL under `drop_table: ignore`
+        (their target tables stay as they are)."""
+        return self._missing(self.catalog, ignored=True)
+
+    def _missing(self, catalog: Catalog, *, ignored: bool) -> list[str]:
+        """Named tables the live ``catalog`` lacks, whose `drop_table` policy is ignore (or
+        is not). None offline: that catalog is the YAML's own."""
+        if self.offline:
+            return []
+        return [t.source_name for t in self.pipeline.tables if not t.routed
+                and catalog.table(t.source_database, t.source_table) is None
+                and (self.pipeline.schema_changes_for(t).drop_table == "ignore") == ignored]
+
     def replan(self, catalog: Catalog) -> Plan:
         """The plan of this pipeline for ``catalog`` (not kept: the caller decides), without
-        the columns ignored under `schema_changes.add_column: ignore` (``ignored_columns``)."""
+        the columns ignored under `schema_changes.add_column: ignore` (``ignored_columns``)
+        and the tables dropped under `drop_table: ignore` (``left_out``)."""
         from replicator.plan import build_plan  # off every command's start-up (see the top)
 
-        return build_plan(self.pipeline, catalog, self.ignored_columns())
+        pipeline = self.pipeline
+        gone = set(self._missing(catalog, ignored=True))
+        if gone:
+            pipeline = dataclasses.replace(pipeline, tables=tuple(
+                t for t in pipeline.tables if t.routed or t.source_name not in gone))
+        return build_plan(pipeline, catalog, self.ignored_columns())
 
     # -- columns added in MySQL and ignored (`schema_changes.add_column: ignore`) ------------
     #

@@ -179,6 +179,9 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     pending = [] if options.snapshot == "always" else pending_schema_changes(pipeline, checkpoint)
     stop_on_pending_drops(pipeline, pending)
     catalog, plan = context.catalog, context.plan
+    for name in context.left_out():
+        notice(f"{name}: not in MySQL any more (dropped); `schema_changes.drop_table: ignore` "
+               "keeps its target table as it is and follows the other tables")
     checkpoint.create()
     sink = context.open_sink()
     sink.on_retry = notice  # a batch tried again after a transient warehouse error

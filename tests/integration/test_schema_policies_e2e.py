@@ -544,3 +544,54 @@ def test_ddl_written_while_no_run_followed_it_is_followed_at_start_up(
         assert "`drop_table: ignore`" in dropped.value.hint
     finally:
         root.close()
+
+
+@DUCKDB_ONLY
+def test_a_table_dropped_under_ignore_keeps_its_target_and_the_pipeline_restarts(
+        spark, mariadb, mysql_source, fresh_database, tmp_path, warehouse):  # noqa: F811
+    """`drop_table: ignore`: a table dropped mid-stream stops being followed and its target
+    table keeps its rows; a later DDL (which plans again from the live schema) and the next
+    start-up (which plans from it too) leave the dropped table out instead of failing with
+    "source tables not found", with a notice; the other tables end equal to the source."""
+    import dataclasses
+
+    from replicator.model.pipeline import SchemaChangePolicy
+
+    target_config, target = warehouse
+    root = mariadb.root_connection()
+    db = f"`{fresh_database}`"
+    streaming = None
+    try:
+        create_schema(root, fresh_database)
+        seed(root, fresh_database, customers=20, orders=60, awkward=7)
+        pipeline = dataclasses.replace(
+            demo_pipeline(mysql_source, fresh_database, tmp_path, target_config),
+            schema_changes=SchemaChangePolicy(drop_table="ignore"))
+        run(pipeline, spark)
+        with root.cursor() as cursor:
+            cursor.execute(f"SELECT COUNT(*) FROM {db}.awkward")
+            copied = cursor.fetchone()[0]
+
+        streaming = Streaming(pipeline, spark, root)
+        with root.cursor() as cursor:
+            cursor.execute(f"UPDATE {db}.customers SET email = 'before the drop' WHERE id = 3")
+            cursor.execute(f"DROP TABLE {db}.awkward")
+            cursor.execute(f"UPDATE {db}.customers SET email = 'after the drop' WHERE id = 4")
+            cursor.execute(f"ALTER TABLE {db}.orders ADD COLUMN z INT NOT NULL DEFAULT 3")
+            cursor.execute(f"UPDATE {db}.orders SET z = 4 WHERE id % 5 = 0")
+        streaming.caught_up()
+        streaming, stopping = None, streaming
+        stopping.close()
+
+        with root.cursor() as cursor:
+            cursor.execute(f"UPDATE {db}.customers SET email = 'while stopped' WHERE id = 5")
+        notices: list[str] = []
+        assert run(pipeline, spark, on_notice=notices.append).changes > 0
+        assert any("not in MySQL any more (dropped)" in n and "awkward" in n for n in notices)
+        with target() as reader:
+            assert_target_equals_source(pipeline, root, reader)
+            assert reader.execute("SELECT count(*) FROM AWKWARD").fetchone() == (copied,)
+    finally:
+        if streaming is not None:
+            streaming.close()
+        root.close()
