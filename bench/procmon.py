@@ -3,7 +3,11 @@
 ``replicator run`` is a tree: the Python driver, the JVM it starts (Spark), the JVM's Python
 planner process for the data source and its Python workers (executors' ``read``). Peak memory
 is the largest *sum* of resident set sizes seen in one sample across the whole tree, and the
-per-role peaks say who holds it. CPU seconds are counted two ways and the larger is kept:
+per-role peaks say who holds it. That sum counts a page shared by several processes once per
+process: Spark's Python workers are forked from a daemon per worker kind and share its pages
+(the interpreter, pyspark, pyarrow). So the largest sum of proportional set sizes (PSS, from
+``/proc/<pid>/smaps_rollup``: a shared page split among its sharers) is kept too: the memory
+the tree really occupies. CPU seconds are counted two ways and the larger is kept:
 ``getrusage(RUSAGE_CHILDREN)`` around the run (exact for every descendant that was reaped by
 its parent) and the last /proc sample of each process (catches orphans reaped by init; may
 miss the last sampling interval of a short-lived process).
@@ -39,6 +43,18 @@ def _stat(pid: int) -> tuple[int, float, int] | None:
     cpu = (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
     rss = int(fields[21]) * _PAGE
     return ppid, cpu, rss
+
+
+def _pss(pid: int) -> int:
+    """Proportional set size in bytes (0 when unreadable: gone, or not ours)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def cpu_seconds(pid: int) -> float:
@@ -83,6 +99,8 @@ def label_of(cmdline: str, role: str) -> str:
 class TreeUsage:
     peak_rss_bytes: int = 0  # the largest sum over the tree in one sample
     peak_rss_by_role: dict[str, int] = field(default_factory=dict)  # role -> largest sum
+    peak_pss_bytes: int = 0  # the largest sum of PSS over the tree in one sample
+    peak_pss_by_role: dict[str, int] = field(default_factory=dict)
     cpu_seconds: float = 0.0
     cpu_seconds_by_role: dict[str, float] = field(default_factory=dict)
     processes: int = 0  # distinct processes seen
@@ -112,6 +130,8 @@ class TreeUsage:
             "rss_timeline": self.timeline_json(),
             "peak_rss_mib": round(self.peak_rss_bytes / mib, 1),
             "peak_rss_mib_by_role": {k: round(v / mib, 1) for k, v in self.peak_rss_by_role.items()},
+            "peak_pss_mib": round(self.peak_pss_bytes / mib, 1),
+            "peak_pss_mib_by_role": {k: round(v / mib, 1) for k, v in self.peak_pss_by_role.items()},
             "cpu_seconds": round(self.cpu_seconds, 2),
             "cpu_seconds_by_role": {k: round(v, 2) for k, v in self.cpu_seconds_by_role.items()},
             "processes": self.processes,
@@ -157,8 +177,9 @@ class TreeSampler(threading.Thread):
                 if ppid in tree and pid not in tree:
                     tree.add(pid)
                     grew = True
-        total = 0
+        total = pss_total = 0
         by_role: dict[str, int] = {}
+        pss_by_role: dict[str, int] = {}
         now = time.monotonic()
         if self._first_sample_at is None:
             self._first_sample_at = now
@@ -179,6 +200,9 @@ class TreeSampler(threading.Thread):
                 rss = 0
             total += rss
             by_role[role] = by_role.get(role, 0) + rss
+            pss = _pss(pid)  # shared pages split among their sharers: no double count
+            pss_total += pss
+            pss_by_role[role] = pss_by_role.get(role, 0) + pss
             self._cpu[pid] = (role, cpu)
             label = label_of(_cmdline(pid), role) if pid not in self._labels else self._labels[pid]
             if role != "other":  # a launcher script becomes java or python: label it again later
@@ -195,6 +219,9 @@ class TreeSampler(threading.Thread):
         usage.peak_rss_bytes = max(usage.peak_rss_bytes, total)
         for role, rss in by_role.items():
             usage.peak_rss_by_role[role] = max(usage.peak_rss_by_role.get(role, 0), rss)
+        usage.peak_pss_bytes = max(usage.peak_pss_bytes, pss_total)
+        for role, pss in pss_by_role.items():
+            usage.peak_pss_by_role[role] = max(usage.peak_pss_by_role.get(role, 0), pss)
 
     def run(self) -> None:
         while not self._halt.is_set():

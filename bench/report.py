@@ -19,6 +19,14 @@ def write_json(results: dict[str, Any], path: Path) -> Path:
     return path
 
 
+def _pss(section: str, usage: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
+    """The tree's peak PSS (shared pages counted once), where the run measured it."""
+    if usage.get("peak_pss_mib"):
+        yield (section, "peak PSS (tree)", _fmt(usage["peak_pss_mib"], "MiB"),
+               "shared pages split among sharers; " + ", ".join(
+                   f"{k} {v:.0f}" for k, v in usage.get("peak_pss_mib_by_role", {}).items()))
+
+
 def _at_peak(section: str, entry: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
     """The processes of the tree's peak sample, largest first (results since 2026-11-27)."""
     processes = (entry.get("usage") or {}).get("at_peak_mib")
@@ -100,6 +108,7 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
         usage = entry.get("usage", {})
         yield (section, "peak RSS (tree)", _fmt(usage.get("peak_rss_mib"), "MiB"),
                ", ".join(f"{k} {v:.0f}" for k, v in usage.get("peak_rss_mib_by_role", {}).items()))
+        yield from _pss(section, usage)
         yield (section, "CPU per 1k changes", _fmt(entry.get("cpu_s_per_1k_changes"), "s"),
                f"MariaDB server {entry.get('server_cpu_seconds')} s in total")
         if "target_matches_source" in entry:
@@ -183,6 +192,7 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
             if "target_matches_source" in big:
                 yield ("big txn", "target rows = source rows", str(big["target_matches_source"]),
                        f"{big['target_rows'] or 0:,} of {big['rows']:,} rows")
+            yield from _pss("big txn", big["usage"])
             yield from _at_peak("big txn", big)
     for mode, other in (results.get("big_transaction_modes") or {}).items():
         label = f"big txn {mode}"
@@ -192,6 +202,7 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
         yield (label, "peak RSS", _fmt(other["peak_rss_gib"], "GiB"),
                "target < 1.5 GiB, all processes; " + ", ".join(
                    f"{k} {v:.0f} MiB" for k, v in other["usage"]["peak_rss_mib_by_role"].items()))
+        yield from _pss(label, other["usage"])
         yield (label, "changes/s (wall)", _fmt(other["changes_per_s"]),
                f"wall {other['wall_seconds']:.1f} s; target rows = source rows: "
                f"{other.get('target_matches_source')}")

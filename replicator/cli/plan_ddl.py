@@ -173,7 +173,7 @@ def _follow_effect(pipeline: Pipeline, catalog: Catalog, plan: Plan, name: str,
             retyped_tables.append((table, new_types))
         _column_statements(table, decision, dialect, statements, done)
         if decision.following(ChangeKind.TRUNCATE):
-            _truncate_statements(table, dialect, statements, done)
+            _truncate_statements(table, dialect, statements, done, name)
         for _ in decision.following(ChangeKind.RENAME_TABLE):
             done.append("a table renamed onto the replicated name (the pt-osc / gh-ost swap) is "
                         "read on under it; its new columns follow the column policies")
@@ -246,10 +246,11 @@ def _column_statements(table: TablePlan, decision: Decision, dialect: Dialect,
 
 
 def _truncate_statements(table: TablePlan, dialect: Dialect, statements: list[str],
-                         done: list[str]) -> None:
+                         done: list[str], name: str) -> None:
     """A followed TRUNCATE: the very statements the batch runs (their ? bind its position and
-    time, which this one, at the start of a binlog, stands for)."""
-    somewhere = TruncateAt("mysql-bin.000001", 1, 4, 0, "")
+    time, which this one, at the start of a binlog, stands for; a routed target's, the
+    truncated table's name)."""
+    somewhere = TruncateAt("mysql-bin.000001", 1, 4, 0, "", name if table.routed else None)
     statements += [s.sql for s in truncate_records(table, dialect, [somewhere])]
     if table.mode != "merge":
         done.append("records the TRUNCATE in the transaction of the batch that holds "

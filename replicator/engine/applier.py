@@ -344,11 +344,15 @@ class BatchApplier(SchemaFollower):
                    ) -> list[dict[str, Any]]:
         """The files not wholly before the table's cut (``_cut``): a re-created column's old
         type may not even unify with its new one (a landed file holds one schema)."""
-        cut = self._cut.get(table_plan.source_name.lower())
-        if cut is None:
-            return files
         return [row for row in files if row.get("last_file") is None
+                or (cut := self._cut_of(table_plan, row["table"])) is None
                 or row_position(row, "last_file", "last_pos") > cut]
+
+    def _cut_of(self, table_plan: TablePlan, source: str) -> tuple[int, int] | None:
+        """The cut of ``source``'s changes in the table's batch: a named table's own (its
+        files may carry an older name: a swap), a routed target's per source table (a
+        followed TRUNCATE of one of them)."""
+        return self._cut.get((source if table_plan.routed else table_plan.source_name).lower())
 
     def _whole(self, table_plan: TablePlan, files: list[dict[str, Any]]) -> bool:
         """Whether the table's batch is staged in one piece, not in slices: a routed target's
@@ -393,7 +397,8 @@ class BatchApplier(SchemaFollower):
                 f"landed file(s): applying them in slices of {SLICE_ROWS:,} changes"
                 + (f" ({buckets} slices by key)" if by_key else ""))
         fills = self._fills(table_plan, files)
-        cut = self._cut.get(table_plan.source_name.lower())
+        cuts = {name: cut for name in sources
+                if (cut := self._cut_of(table_plan, name)) is not None}
         ended = truncates if table_plan.mode == "scd2" else []
 
         def followed(batch: Any) -> Any:
@@ -404,7 +409,9 @@ class BatchApplier(SchemaFollower):
             batch = fill_defaults(batch, fills)
             if ended:
                 batch = truncate_deletes(batch, ended, batch_key(table_plan))
-            return batch if cut is None else after_position(batch, cut)
+            for name, cut in cuts.items():  # a routed target's: that source table's rows only
+                batch = after_position(batch, cut, table=name if table_plan.routed else None)
+            return batch
 
         def batches() -> Iterator[Any]:
             if whole:

@@ -108,16 +108,20 @@ def last_before(head: BinlogPosition) -> tuple[int, int]:
     return head.sequence, head.pos - 1
 
 
-def after_position(batch: Any, position: tuple[int, int]) -> Any:
+def after_position(batch: Any, position: tuple[int, int], *, table: str | None = None) -> Any:
     """The changes of ``batch`` after ``position`` (a followed TRUNCATE's: the ones before it
-    were emptied with the table)."""
+    were emptied with the table); ``table`` (``db.table``, any case): only that source
+    table's changes are cut, the others' all kept (a routed target's batch)."""
     import pyarrow.compute as pc
 
     if not batch.num_rows:
         return batch
     seq, pos = batch.column(cb.FILE_SEQ), batch.column(cb.POS)
-    return batch.filter(pc.or_(pc.greater(seq, position[0]),
-                               pc.and_(pc.equal(seq, position[0]), pc.greater(pos, position[1]))))
+    keep = pc.or_(pc.greater(seq, position[0]),
+                  pc.and_(pc.equal(seq, position[0]), pc.greater(pos, position[1])))
+    if table is not None:
+        keep = pc.or_(pc.not_equal(pc.utf8_lower(batch.column(cb.TABLE)), table.lower()), keep)
+    return batch.filter(keep)
 
 
 def truncate_deletes(batch: Any, truncates: Sequence[Any], key: Sequence[str]) -> Any:
@@ -136,6 +140,9 @@ def truncate_deletes(batch: Any, truncates: Sequence[Any], key: Sequence[str]) -
     pieces = [batch]
     for at in truncates:
         after = after_position(batch, (at.sequence, at.pos))
+        if at.source is not None:  # a routed target's: the truncated table's keys only
+            after = after.filter(pc.equal(pc.utf8_lower(after.column(cb.TABLE)),
+                                          at.source.lower()))
         if not after.num_rows:
             continue
         numbered = after.append_column(index, pa.array(range(after.num_rows), pa.int64()))

@@ -163,6 +163,10 @@ class SchemaFollower:
                 # A replicated table: its `schema_changes:` policy decides, change by change.
                 self._follow_decided(details, touched, replicated, intent, sql, where, row)
                 continue
+            if routed and intent.changes and all(
+                    change.kind is ChangeKind.TRUNCATE for change in intent.changes):
+                self._truncate_routed(routed, intent, sql, where, row)
+                continue
             if intent.effect is DdlEffect.ADD_COLUMNS:
                 evolve = True
                 continue
@@ -211,11 +215,34 @@ class SchemaFollower:
                     step.change.new_name or ""] = step.change.column or ""
             if decision.following(ChangeKind.TRUNCATE):
                 self._truncate(replicated[name.lower()], row)
-            for step in decision.steps:
-                if step.action in ("ignore", "nothing") and self._on_notice:
-                    self._on_notice(f"schema change on {name} at {where}: {step.why}: "
-                                    + ("ignored (schema_changes policy)" if step.action == "ignore"
-                                       else "nothing replicated changes"))
+            self._notice_unfollowed(name, where, decision)
+
+    def _notice_unfollowed(self, name: str, where: str, decision: Any) -> None:
+        for step in decision.steps:
+            if step.action in ("ignore", "nothing") and self._on_notice:
+                self._on_notice(f"schema change on {name} at {where}: {step.why}: "
+                                + ("ignored (schema_changes policy)" if step.action == "ignore"
+                                   else "nothing replicated changes"))
+
+    def _truncate_routed(self, routed: list[str], intent: Any, sql: str, where: str,
+                         row: dict[str, Any]) -> None:
+        """TRUNCATE of a table a `sources:` selection feeds into a shared target: the target
+        table's `truncate` policy decides; followed, only that table's rows go (its
+        ``_SOURCE_TABLE``), the other tables' rows and changes are untouched."""
+        for name in routed:
+            table = next((t for t in self.plan.tables if t.routed and t.reads(name)), None)
+            if table is None:
+                continue  # matched once, not read any more (dropped or renamed away)
+            decision = decide(intent, self.pipeline, name, table)
+            stop = decision.stop
+            if stop is not None:
+                raise stop_error([name], where, stop, sql)
+            if decision.following(ChangeKind.TRUNCATE):
+                # As `_SOURCE_TABLE` holds it: the name the live catalog (and the binlog's
+                # row events) give the table, whatever case the statement wrote.
+                known = next((s for s in table.sources if s.lower() == name.lower()), name)
+                self._truncate(table, row, source=known)
+            self._notice_unfollowed(name, where, decision)
 
     def _recopy_swapped(self, table: TablePlan) -> None:
         """`rename_table: recopy`: a table swapped onto the replicated name is read on under it
@@ -235,30 +262,33 @@ class SchemaFollower:
                      "under it and copying it again chunk by chunk between stream batches "
                      "(`rename_table: recopy`)")
 
-    def _truncate(self, table: TablePlan, row: dict[str, Any]) -> None:
+    def _truncate(self, table: TablePlan, row: dict[str, Any], source: str | None = None
+                  ) -> None:
         """`truncate: follow`: the TRUNCATE becomes a statement of the table's transaction
         for this batch (``program.truncate_records``; with ``target.atomic`` the batch's one
         transaction). A merged table's rows go (a soft-deleting table marks them) before its
         MERGE, which brings only the changes after the TRUNCATE (``_cut``); a changelog /
         scd2 table records it after its changes, which are all kept. Nothing runs here: a
         replay of a committed batch is skipped by its state row, and one not committed was
-        rolled back whole, the TRUNCATE with it."""
+        rolled back whole, the TRUNCATE with it. ``source``: a routed target's truncated
+        table, whose rows and changes alone are concerned."""
 
         sequence, pos = row_position(row)
         self._truncates.setdefault(table.target_parts, []).append(TruncateAt(
             str(row["file"]), sequence, pos, int(row.get("ts_ms") or 0),
-            change_seq_at(sequence, pos)))
+            change_seq_at(sequence, pos), source))
         if table.mode == "merge":
-            self._cut[table.source_name.lower()] = (sequence, pos)
+            self._cut[(source or table.source_name).lower()] = (sequence, pos)
             what = ("target rows marked deleted" if table.deletes == "soft"
                     else "target rows deleted")
+            what = what.replace("target rows", f"target rows of {source}") if source else what
             what += " before the batch's MERGE of the changes after it"
         else:
             # Not cut from the batch: the history keeps the changes before it.
             what = ("the versions current at it end there" if table.mode == "scd2"
                     else "a delete recorded per key live before it")
-        self._notice(f"{table.source_name}: TRUNCATE followed: {what}, in the batch's "
-                     "transaction")
+        self._notice(f"{source or table.source_name}: TRUNCATE followed: {what}, in the "
+                     "batch's transaction")
 
     def _rename_columns(self, old_plan: Plan) -> None:
         """Followed column renames, before the re-plan (whose setup would otherwise add the

@@ -197,9 +197,12 @@ def policy_for(pipeline: Any, source: str) -> Any:
 
 
 def _table_spec(pipeline: Any, source: str) -> Any:
+    """The YAML's table reading ``source``: named, else the `sources:` selection matching it."""
     wanted = source.lower()
     return next((t for t in pipeline.tables if not t.routed
-                 and f"{t.source_database}.{t.source_table}".lower() == wanted), None)
+                 and f"{t.source_database}.{t.source_table}".lower() == wanted),
+                next((t for t in pipeline.tables if t.routed and t.selection is not None
+                      and t.selection.matches(source)), None))
 
 
 def _planned(table: Any, source_column: str | None) -> Any:
@@ -248,12 +251,6 @@ def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyi
         if mapped or (_is_key(table, change.column) and table.key_origin == "declared"):
             return Step(change, "stop", f"{change.what}: the pipeline YAML names {change.column} "
                         f"(a mapping or the key); it must name {change.new_name} first")
-    if kind is ChangeKind.TRUNCATE and action == "follow" and table is not None \
-            and table.routed:
-        # The target holds the rows of every table its `sources:` selection matches; the
-        # followed TRUNCATE's statements empty or close the whole target, not one table's part.
-        return Step(change, "stop", f"{change.what}: truncate: follow would empty the whole "
-                    f"target of `sources: {table.source_name}`, the other tables' rows too")
     if kind is ChangeKind.TRUNCATE and action == "follow" and table is not None \
             and (table.outbox is not None or not table.source_key):
         return Step(change, "stop", f"{change.what}: truncate: follow records a delete per "

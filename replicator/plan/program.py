@@ -369,7 +369,8 @@ def truncate_records(table: TablePlan, dialect: Dialect, truncates: Sequence[Tru
     A merged table: one DELETE of every target row (``deletes: soft``: an UPDATE marking
     them deleted), however many TRUNCATEs the batch holds; it runs before the MERGE, and the
     engine cut the batch's changes before the last TRUNCATE, so the MERGE brings only the
-    ones after it.
+    ones after it. A routed target: one such statement per truncated source table, on its
+    rows only (the engine cut only that table's changes).
 
     A changelog or scd2 table: each TRUNCATE, in binlog order, recorded after the batch's own
     statements (``ddl.truncate_history``: those compare positions, so the batch's changes
@@ -380,10 +381,16 @@ def truncate_records(table: TablePlan, dialect: Dialect, truncates: Sequence[Tru
     if not truncates:
         return []
     if table.mode == "merge":
-        return [Statement("follow TRUNCATE TABLE: "
-                          + ("mark every target row deleted" if table.deletes == "soft"
-                             else "delete every target row")
-                          + " (the MERGE then brings the changes after it)",
+        what = ("follow TRUNCATE TABLE: "
+                + ("mark every target row deleted" if table.deletes == "soft"
+                   else "delete every target row"))
+        if table.routed:  # the truncated tables' rows only, each once
+            shards = list(dict.fromkeys(at.source for at in truncates))
+            return [Statement(what.replace("every target row", "the target rows of one "
+                                           "source table") + " (the MERGE then brings the "
+                              "changes after it)", ddl.truncate_rows(table, dialect),
+                              params=(shard,), role="truncate") for shard in shards]
+        return [Statement(what + " (the MERGE then brings the changes after it)",
                           ddl.truncate_rows(table, dialect), role="truncate")]
     what = ("end the versions current at a followed TRUNCATE TABLE" if table.mode == "scd2"
             else "record a followed TRUNCATE TABLE: a delete row per key live before it")

@@ -375,7 +375,7 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
             ("judged", f"SELECT {', '.join(judged_columns)} FROM last"), ("kept", kept)]
     final_order = order
     if table.mode == "scd2":
-        ctes += _scd2_ctes(table)
+        ctes += _scd2_ctes(table, names)
         final_order = f"{q(_KEY_FIRST)}, {q(_N)}"
 
     selected = []
@@ -419,18 +419,21 @@ _VALID_TO = cb.INTERNAL_PREFIX + "valid_to"
 _VERSION_SEQ = cb.INTERNAL_PREFIX + "version_seq"
 
 
-def _scd2_ctes(table: TablePlan) -> list[tuple[str, str]]:
+def _scd2_ctes(table: TablePlan, names: set[str]) -> list[tuple[str, str]]:
     """scd2: the kept changes -> the versions ``sink.versions.versions`` computes, per key in
     binlog order: a change whose tracked columns differ from the previous change of its run
     (the changes since the key's last delete) opens a version, others fold into it; a
     version ends at the next change after its last (a delete or the next version); a delete
-    as the key's first change ends the target's current version."""
+    as the key's first change ends the target's current version. A tracked column the batch
+    does not carry (``names``: the batch's columns; a shard of a routed target without it, a
+    column added to the plan since) is NULL in every change, as ``_staged`` stages it."""
     key = ", ".join(q(k) for k in table.source_key) or "NULL"
     order = ", ".join(q(c) for c in _ORDER)
     window = f"(PARTITION BY {key} ORDER BY {order})"
     # A computed column is tracked by its value, which the judged step computed.
     computed = {column: index for index, column in enumerate(table.computed_columns)}
-    tracked = [q(_COMPUTED + str(computed[c])) if c in computed else q(c.image_key)
+    tracked = [q(_COMPUTED + str(computed[c])) if c in computed
+               else q(c.image_key) if c.image_key in names else "NULL"
                for c in table.tracked_columns]
     op, final = q(cb.OP), q(_FINAL_OP)
     # change_seq(): binlog position as sortable text; a snapshot read (r) sorts first.

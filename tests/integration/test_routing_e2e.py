@@ -38,6 +38,7 @@ from replicator.model.pipeline import (
     BatchPolicy,
     DuckDBTarget,
     EngineConfig,
+    SchemaChangePolicy,
     TargetConfig,
 )
 from replicator.model.selection import TableSelection
@@ -295,5 +296,101 @@ def test_sharded_tables_into_snowflake_sql(spark, mariadb, mysql_source, shards,
         with fakesnow_warehouse(tmp_path, monkeypatch) as (target, connect):
             pipeline = _pipeline(mysql_source, shards, tmp_path, target)
             _scenario(spark, root, shards, pipeline, connect)
+    finally:
+        root.close()
+
+
+def _truncate_one_shard(root, prefix: str) -> None:
+    """In one batch: changes of both shards, a TRUNCATE of shop_1, then changes of both
+    again."""
+    s1, s2 = (f"`{prefix}_shop_{n}`.orders" for n in (1, 2))
+    _execute(root, [
+        f"UPDATE {s1} SET status = 'paid' WHERE id = 1",  # emptied by the TRUNCATE
+        f"UPDATE {s2} SET status = 'paid', customer = 'before' WHERE id = 1",  # kept
+        f"TRUNCATE TABLE {s1}",
+        f"INSERT INTO {s1} VALUES (2, 'c1-2 again', 2.00, 'new', NULL), "
+        "(5, 'c1-5', 5.00, 'shipped', NULL)",
+        f"UPDATE {s2} SET amount = 99.99 WHERE id = 2",
+    ])
+
+
+@pytest.mark.parametrize("kind", ["duckdb", "snowflake"])
+def test_a_truncated_shard_empties_only_its_rows_of_the_shared_target(
+        spark, mariadb, mysql_source, shards, tmp_path, monkeypatch, kind):
+    """`truncate: follow` on a routed target: the shard's rows go (its
+    `_SOURCE_TABLE`), the other shards' rows and their changes before the TRUNCATE in the
+    same batch stay, and the shard's changes after it land."""
+    import contextlib
+
+    import duckdb
+
+    root = mariadb.root_connection()
+    try:
+        with contextlib.ExitStack() as stack:
+            if kind == "duckdb":
+                warehouse = tmp_path / "warehouse.duckdb"
+                target: Any = DuckDBTarget(str(warehouse), schema="main")
+                connect = lambda: duckdb.connect(str(warehouse), read_only=True)  # noqa: E731
+            else:
+                target, connect = stack.enter_context(fakesnow_warehouse(tmp_path, monkeypatch))
+            pipeline = dataclasses.replace(_pipeline(mysql_source, shards, tmp_path, target),
+                                           schema_changes=SchemaChangePolicy(truncate="follow"))
+            _setup(root, shards)
+            run(pipeline, spark)
+            _truncate_one_shard(root, shards)
+            notices: list[str] = []
+            run(pipeline, spark, on_notice=notices.append)
+            assert any(f"{shards}_shop_1.orders: TRUNCATE followed" in n for n in notices), notices
+            rows = _assert_equal(pipeline, root, connect)
+            shop_1 = [r[1] for r in rows if r[0] == f"{shards}_shop_1.orders"]
+            shop_2 = {r[1]: r for r in rows if r[0] == f"{shards}_shop_2.orders"}
+            assert shop_1 == [2, 5] and sorted(shop_2) == [1, 2, 3]
+            assert shop_2[1][2] == "before" and shop_2[2][3] == Decimal("99.99")
+    finally:
+        root.close()
+
+
+@pytest.mark.parametrize("mode", ["changelog", "scd2"])
+def test_a_truncated_shard_is_recorded_for_its_keys_only(
+        spark, mariadb, mysql_source, shards, tmp_path, mode):
+    """A routed target that keeps history: the TRUNCATE ends (scd2) or records a delete of
+    (changelog) the truncated shard's live keys only, at its position; the other shard's
+    history is untouched, and its change after the TRUNCATE is a new version / row."""
+    import duckdb
+
+    from replicator.verify import verify_pipeline
+
+    warehouse = tmp_path / "warehouse.duckdb"
+    pipeline = _pipeline(mysql_source, shards, tmp_path, DuckDBTarget(str(warehouse), schema="main"))
+    (table,) = pipeline.tables
+    pipeline = dataclasses.replace(pipeline, tables=(dataclasses.replace(table, mode=mode),),
+                                   schema_changes=SchemaChangePolicy(truncate="follow"))
+    root = mariadb.root_connection()
+    try:
+        _setup(root, shards)
+        run(pipeline, spark)
+        _truncate_one_shard(root, shards)
+        run(pipeline, spark)
+        report = verify_pipeline(pipeline)
+        assert report.equal, "\n".join(report.describe())
+        s1, s2 = f"{shards}_shop_1.orders", f"{shards}_shop_2.orders"
+        with duckdb.connect(str(warehouse), read_only=True) as target:
+            if mode == "scd2":
+                current = target.execute(
+                    'SELECT "_SOURCE_TABLE", "ID" FROM main."ORDERS" WHERE "_IS_CURRENT" '
+                    "ORDER BY 1, 2").fetchall()
+                assert current == [(s1, 2), (s1, 5), (s2, 1), (s2, 2), (s2, 3)]
+                ended = target.execute(
+                    'SELECT "ID", COUNT(*) FROM main."ORDERS" WHERE "_SOURCE_TABLE" = ? '
+                    'AND NOT "_IS_CURRENT" GROUP BY 1 ORDER BY 1', [s1]).fetchall()
+                assert ended == [(1, 2), (2, 1), (3, 1)]  # id 1: its update, then the end
+                assert target.execute(
+                    'SELECT COUNT(*) FROM main."ORDERS" WHERE "_SOURCE_TABLE" = ? '
+                    'AND NOT "_IS_CURRENT"', [s2]).fetchone() == (2,)  # ids 1, 2 changed
+            else:
+                deletes = target.execute(
+                    'SELECT "_SOURCE_TABLE", "ID" FROM main."ORDERS" WHERE "_OP" = \'d\' '
+                    "ORDER BY 1, 2").fetchall()
+                assert deletes == [(s1, 1), (s1, 2), (s1, 3)]
     finally:
         root.close()

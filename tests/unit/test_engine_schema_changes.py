@@ -175,21 +175,41 @@ def test_one_place_decides_each_change_by_the_policy(sql, policy, actions):
     assert [step.action for step in decision.steps] == actions
 
 
-def test_a_followed_truncate_of_one_routed_source_stops_rather_than_empty_the_others():
+def test_a_followed_truncate_of_one_routed_source_empties_only_its_rows():
+    """`sources:` targets hold many tables' rows: a followed TRUNCATE of one of them is one
+    statement per truncated table, restricted to its `_SOURCE_TABLE` (bound, never inlined);
+    the policy is the routed table's own."""
     import dataclasses
+    from pathlib import Path
 
+    from replicator.config import load_pipeline
     from replicator.engine.schema_changes import classify, decide
-    from replicator.model.selection import TableSelection
+    from replicator.model.pipeline import SchemaChangePolicy
     from replicator.plan import build_plan, offline_catalog
+    from replicator.plan.dialects import DUCKDB
+    from replicator.plan.program import TruncateAt, truncate_records
 
-    pipeline = _pipeline("{truncate: follow}")
-    table = build_plan(pipeline, offline_catalog(pipeline)).tables[0]
-    routed = dataclasses.replace(table, selection=TableSelection(("shop_.*\\.orders",)))
-    decision = decide(classify("TRUNCATE shop_1.orders"), pipeline, "shop_1.orders", routed)
-    assert [step.action for step in decision.steps] == ["stop"]
-    assert "the other tables' rows too" in decision.steps[0].why
-    assert [s.action for s in decide(classify("TRUNCATE shop.orders"), pipeline,
-                                     "shop.orders", table).steps] == ["follow"]
+    sharded = load_pipeline(Path(__file__).resolve().parents[2] / "pipelines" / "sharded.yaml",
+                            environ={})
+    assert [s.action for s in decide(classify("TRUNCATE shop_1.orders"), sharded,
+                                     "shop_1.orders", None).steps] == ["stop"]  # the default
+    (spec,) = sharded.tables
+    following = dataclasses.replace(sharded, tables=(dataclasses.replace(
+        spec, schema_changes=SchemaChangePolicy(truncate="follow")),))
+    routed = build_plan(following, offline_catalog(following)).tables[0]
+    assert routed.routed and routed.mode == "merge"
+    decision = decide(classify("TRUNCATE shop_1.orders"), following, "shop_1.orders", routed)
+    assert [step.action for step in decision.steps] == ["follow"]
+    at = [TruncateAt("mysql-bin.000001", 1, pos, 0, "", source)
+          for pos, source in ((4, "shop_1.orders"), (9, "shop_2.orders"), (12, "shop_1.orders"))]
+    statements = truncate_records(routed, DUCKDB, at)
+    assert [s.params for s in statements] == [("shop_1.orders",), ("shop_2.orders",)]
+    assert statements[0].sql == 'DELETE FROM "MAIN"."ORDERS" WHERE "_SOURCE_TABLE" = ?'
+    history = dataclasses.replace(following, tables=(dataclasses.replace(
+        following.tables[0], mode="scd2"),))
+    scd2 = build_plan(history, offline_catalog(history)).tables[0]
+    (ended,) = truncate_records(scd2, DUCKDB, at[:1])
+    assert ended.sql.endswith('AND "_SOURCE_TABLE" = ?') and ended.params[-1] == "shop_1.orders"
 
 
 def test_a_type_change_the_target_cannot_follow_in_place_says_both_types_and_what_happens():

@@ -119,12 +119,21 @@ def drop_default(table: TablePlan, column: str, dialect: Dialect) -> str:
 def truncate_rows(table: TablePlan, dialect: Dialect) -> str:
     """TRUNCATE in MySQL, followed in a merged table: a statement of the transaction of the
     batch that holds it, before its MERGE (which then holds only the changes after the
-    TRUNCATE: ``program.truncate_records``). A soft-deleting table marks its rows."""
+    TRUNCATE: ``program.truncate_records``). A soft-deleting table marks its rows. A routed
+    target holds many source tables' rows: only the truncated one's go (parameter: its
+    ``db.table``, as ``_SOURCE_TABLE`` holds it)."""
+    shard = f"{q(source_table_of(table))} = ?" if table.routed else ""
     if table.deletes == "soft":
         deleted, deleted_at = (c.target_column for c in table.columns if c.role == "soft_delete")
         return (f"UPDATE {target_name(table, dialect)} SET {q(deleted)} = TRUE, "
-                f"{q(deleted_at)} = {dialect.current_timestamp} WHERE NOT {q(deleted)}")
-    return f"DELETE FROM {target_name(table, dialect)}"
+                f"{q(deleted_at)} = {dialect.current_timestamp} WHERE NOT {q(deleted)}"
+                + (f" AND {shard}" if shard else ""))
+    return f"DELETE FROM {target_name(table, dialect)}" + (f" WHERE {shard}" if shard else "")
+
+
+def source_table_of(table: TablePlan) -> str:
+    """A routed target's ``_SOURCE_TABLE`` column (its name as the plan cased it)."""
+    return table.key_columns[0].target_column
 
 
 def _named(table: TablePlan, name: str) -> str:
@@ -144,6 +153,9 @@ class TruncateAt:
     pos: int
     ts_ms: int
     change_seq: str
+    # A routed target's truncated source table (``db.table`` as ``_SOURCE_TABLE`` holds it):
+    # only its rows are emptied; None for a table of its own.
+    source: str | None = None
 
 
 def file_sequence(column: str) -> str:
@@ -174,7 +186,8 @@ def truncate_history(table: TablePlan, dialect: Dialect) -> str:
         valid_to, is_current, seq = (_named(table, n) for n in ("_VALID_TO", "_IS_CURRENT",
                                                                "_CHANGE_SEQ"))
         return (f"UPDATE {target} SET {q(valid_to)} = ?, {q(is_current)} = FALSE, "
-                f"{q(seq)} = ?\nWHERE {q(is_current)} AND {q(seq)} < ?")
+                f"{q(seq)} = ?\nWHERE {q(is_current)} AND {q(seq)} < ?"
+                + (f" AND {q(source_table_of(table))} = ?" if table.routed else ""))
     data = [c.target_column for c in table.columns if c.role == "data"]
     op, deleted, ts, file, pos, txid, order = (_named(table, n) for n in (
         "_OP", "_DELETED", "_TS_MS", "_BINLOG_FILE", "_BINLOG_POS", "_TRANSACTION_ID",
@@ -195,14 +208,17 @@ def truncate_history(table: TablePlan, dialect: Dialect) -> str:
         f"FROM (\n"
         f"  SELECT *, ROW_NUMBER() OVER (PARTITION BY {key} ORDER BY {latest}) AS {q('_LATEST')}\n"
         f"  FROM {target}\n"
-        f"  WHERE {q(file)} IS NULL OR {sequence} < ? OR ({sequence} = ? AND {q(pos)} < ?)\n"
+        f"  WHERE ({q(file)} IS NULL OR {sequence} < ? OR ({sequence} = ? AND {q(pos)} < ?))"
+        + (f" AND {q(source_table_of(table))} = ?" if table.routed else "") + "\n"
         f") AS live\n"
         f"WHERE live.{q('_LATEST')} = 1 AND NOT COALESCE(live.{q(deleted)}, FALSE)")
 
 
 def truncate_history_params(table: TablePlan, at: TruncateAt) -> tuple[Any, ...]:
     """The bind parameters of ``truncate_history`` for the TRUNCATE ``at``."""
+    shard = (at.source,) if table.routed else ()
     if table.mode == "scd2":
         when = datetime.datetime.fromtimestamp(at.ts_ms / 1000, tz=datetime.UTC)
-        return (when, at.change_seq, at.change_seq)
-    return (at.ts_ms, at.file, at.pos, f"{at.file}:{at.pos}", at.sequence, at.sequence, at.pos)
+        return (when, at.change_seq, at.change_seq, *shard)
+    return (at.ts_ms, at.file, at.pos, f"{at.file}:{at.pos}", at.sequence, at.sequence, at.pos,
+            *shard)
