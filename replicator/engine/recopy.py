@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
+from replicator.engine import failpoints
 from replicator.engine.checkpoint import (
     COPY_SPAN,
     SLOT_SPAN,
@@ -244,7 +245,10 @@ class Recopier:
                                           predicate=copy.predicate))
         for reader in copy.readers:
             self.applier.apply_snapshot_batches(reader, copy.numbers[id(reader)](index),
-                                                batches, position, kind="recopy")
+                                                _slices(batches), position, kind="recopy")
+        # The chunk is committed, its progress not saved yet: a crash here applies it again
+        # (found in the state table, skipped).
+        failpoints.reached("recopy.chunk_committed")
         self.state.chunks_applied[copy.name] = index + 1
         self.checkpoint.save_start(self.state)
         total = len(copy.chunks)
@@ -252,6 +256,7 @@ class Recopier:
             self._notice(f"re-copy of {copy.name}: {index + 1}/{total} chunk(s)")
 
     def _finish(self, copy: TableCopy, position: Any) -> None:
+        failpoints.reached("recopy.before_removal")  # every chunk saved, no row removed yet
         where = self.state.recopy_where.get(copy.name.lower())
         removed = 0
         for reader in [] if where else copy.readers:  # a condition's copy removes nothing
@@ -278,3 +283,11 @@ class Recopier:
         self.checkpoint.save_start(self.state)
         self._copy = None
 
+
+def _slices(batches: list[Any]) -> Any:
+    """A chunk's Arrow slices, as the sink pulls them inside the chunk's transaction (after
+    its state-table lookup): ``recopy.inside_chunk`` stops a test's run there, a slice staged
+    and nothing committed."""
+    for batch in batches:
+        yield batch
+        failpoints.reached("recopy.inside_chunk")

@@ -1,0 +1,211 @@
+"""The incremental re-copy of one table (engine.recopy) survives SIGKILL anywhere inside it.
+
+A real run (`python -m replicator run --chunk-rows 20`, a subprocess) streams the demo tables
+into DuckDB while `orders` (200 rows, drifted behind the binlog's back: rows deleted and
+changed with `sql_log_bin = 0`) is copied again in about 10 chunks, and a writer changes `orders`,
+`customers` and `awkward` throughout. A failpoint holds the run at one place of the copy and
+the test kills it there:
+
+- ``recopy.inside_chunk``: chunk 0's transaction open, a slice staged, nothing committed;
+- ``recopy.chunk_committed``: chunk 0 committed (its state row written), its progress not
+  saved in the checkpoint: the resumed run applies it again, finds it in the state table;
+- ``recopy.before_removal``: every chunk saved, the rows MySQL no longer has not removed.
+
+What the kill left is checked first (the window was really hit), then `replicator run
+--until-caught-up` (without `--chunk-rows`: the copy keeps the chunks it planned) finishes the
+copy: the target equals MySQL row by row, the drifted deletes are gone, every chunk and the
+marker are recorded exactly once, no key twice, and the checkpoint holds no copy in progress.
+
+The same after a hand-written table swap under `schema_changes: {rename_table: recopy}`,
+whose re-copy is queued by the stream (the RENAME) rather than by `replicator snapshot`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replicator.config import load_pipeline
+from replicator.demo.workload import apply_changes, create_schema, seed
+from replicator.engine.checkpoint import COPY_SPAN, EPOCH_SPAN, CheckpointDir
+from replicator.engine.recopy import MARKER, request
+from tests.integration.e2e_support import (
+    ROOT,
+    assert_target_equals_source,
+    demo_pipeline_yaml,
+    ok,
+    replicator,
+    run,
+)
+
+pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
+
+ORDERS = 200
+CHUNK_ROWS = 20  # about 10 chunks of orders
+MARKER_INDEX = COPY_SPAN - MARKER  # the marker's index within its copy's chunk numbers
+
+
+def _pipeline_file(tmp_path: Path, database: str, extra: str = "") -> Path:
+    path = tmp_path / "recopy-kill.yaml"
+    path.write_text(demo_pipeline_yaml("recopy-kill", database,
+                                       batching="{max_rows: 300, max_delay: 200ms}") + extra)
+    return path
+
+
+def _environment(mysql_source: Any, tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "MYSQL_HOST": mysql_source.host, "MYSQL_PORT": str(mysql_source.port),
+            "MYSQL_USER": mysql_source.user, "MYSQL_PASSWORD": mysql_source.password or "",
+            "WORKDIR": str(tmp_path), "NO_COLOR": "1"}
+
+
+def _reader(tmp_path: Path) -> Any:
+    import duckdb
+
+    return contextlib.closing(duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True))
+
+
+def _rows(tmp_path: Path, sql: str) -> list[tuple]:
+    with _reader(tmp_path) as target:
+        return target.execute(sql).fetchall()
+
+
+def _recopied_chunks(tmp_path: Path, epoch: int) -> list[int]:
+    """The chunk indexes of the re-copy (copy 1 of `orders`) the state table records, the
+    marker's as MARKER_INDEX; a chunk recorded twice is listed twice."""
+    ids = [batch_id for (batch_id,) in _rows(
+        tmp_path, 'SELECT "BATCH_ID" FROM main."_REPLICATOR_STATE" '
+                  "WHERE upper(\"TABLE\") LIKE '%ORDERS' AND \"BATCH_ID\" < 0")]
+    numbers = [-batch_id - 1 - epoch * EPOCH_SPAN for batch_id in ids]
+    return sorted(n - COPY_SPAN for n in numbers if COPY_SPAN <= n < 2 * COPY_SPAN)
+
+
+def _kill_at(failpoint: str, pipeline_file: Path, env: dict[str, str], tmp_path: Path) -> str:
+    """Run (forever, as in production) until ``failpoint`` fires, then SIGKILL the run; its
+    output."""
+    log = tmp_path / f"{failpoint}.log"
+    with open(log, "wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "replicator", "run", str(pipeline_file),
+             "--chunk-rows", str(CHUNK_ROWS)],
+            env={**env, "REPLICATOR_FAILPOINTS": f"{failpoint}=sleep(900)"}, cwd=ROOT,
+            stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600  # JVM start-up alone takes minutes on a busy box
+        while f"failpoint {failpoint}: sleeping" not in log.read_text(errors="replace"):
+            assert process.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    time.sleep(1)  # the driver's JVM exits when its Python parent's pipe closes
+    return log.read_text(errors="replace")
+
+
+@contextlib.contextmanager
+def _writing(mariadb: Any, database: str):
+    """A writer changing orders, customers and awkward (inserts, updates, deletes, a key
+    change) until the block ends."""
+    stop, errors = threading.Event(), []
+
+    def write() -> None:
+        connection = mariadb.root_connection(database)
+        try:
+            round_ = 0
+            while not stop.is_set():
+                apply_changes(connection, database, rounds=2, seed_value=round_,
+                              first_new_id=300_000 + 10 * round_)
+                round_ += 1
+                time.sleep(0.05)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(60)
+    assert not errors, errors
+
+
+def _check_resumed(pipeline: Any, root: Any, tmp_path: Path, name: str, epoch: int,
+                   chunks: int) -> None:
+    """The copy finished after the kill: equal row by row, each chunk and the marker recorded
+    once, no batch and no key twice, nothing left in progress."""
+    with _reader(tmp_path) as target:
+        assert_target_equals_source(pipeline, root, target)
+    assert _recopied_chunks(tmp_path, epoch) == [*range(chunks), MARKER_INDEX]
+    assert _rows(tmp_path, 'SELECT count(*) FROM (SELECT "TABLE", "BATCH_ID" FROM '
+                           'main."_REPLICATOR_STATE" GROUP BY 1, 2 HAVING count(*) > 1)'
+                 ) == [(0,)]
+    assert _rows(tmp_path, 'SELECT count(*) - count(DISTINCT "ID") FROM main."ORDERS"') == [(0,)]
+    state = CheckpointDir(pipeline.checkpoint_dir).load_start()
+    assert state.recopies == [] and name not in state.chunks_applied
+    assert state.copies[name] == 2  # the first snapshot's copy, then this one
+
+
+@pytest.mark.parametrize("failpoint", ["recopy.inside_chunk", "recopy.chunk_committed",
+                                       "recopy.before_removal"])
+def test_a_recopy_killed_inside_resumes_exactly_once(
+        spark, mariadb, mysql_source, fresh_database, tmp_path, failpoint):
+    root = mariadb.root_connection(fresh_database)
+    try:
+        create_schema(root, fresh_database)
+        seed(root, fresh_database, customers=10, orders=ORDERS, awkward=10)
+        pipeline_file = _pipeline_file(tmp_path, fresh_database)
+        env = _environment(mysql_source, tmp_path)
+        pipeline = load_pipeline(pipeline_file, environ=env)
+        run(pipeline, spark)  # the first snapshot, in this process (no JVM to start)
+        with root.cursor() as cursor:  # drift behind the binlog's back
+            cursor.execute("SET SESSION sql_log_bin = 0")
+            cursor.execute("DELETE FROM orders WHERE id % 10 = 0")
+            cursor.execute("UPDATE orders SET status = 'drifted' WHERE id % 10 = 1")
+            cursor.execute("SET SESSION sql_log_bin = 1")
+        drifted = [(i,) for i in range(10, ORDERS + 1, 10)]
+        gone = 'SELECT "ID" FROM main."ORDERS" WHERE "ID" % 10 = 0 AND "ID" <= 200 ORDER BY 1'
+        assert _rows(tmp_path, gone) == drifted  # deleted in MySQL, still in the target
+        checkpoint = CheckpointDir(pipeline.checkpoint_dir)
+        name = f"{fresh_database}.orders"
+        request(checkpoint, name)
+        epoch = checkpoint.load_start().epoch
+
+        with _writing(mariadb, fresh_database):
+            _kill_at(failpoint, pipeline_file, env, tmp_path)
+
+        # Killed where the failpoint says: the copy under way, at that step.
+        state = checkpoint.load_start()
+        assert state.recopies == [name]
+        # 180 rows left and the writer's: at least 9 chunks of 20 (planned by the killed run)
+        chunks = len(checkpoint.load_chunks(name))
+        assert chunks >= (ORDERS - ORDERS // 10) // CHUNK_ROWS
+        recorded = _recopied_chunks(tmp_path, epoch)
+        if failpoint == "recopy.inside_chunk":  # chunk 0 rolled back with the process
+            assert (state.chunks_applied[name], recorded) == (0, [MARKER_INDEX])
+        elif failpoint == "recopy.chunk_committed":  # committed, its progress not saved
+            assert (state.chunks_applied[name], recorded) == (0, [0, MARKER_INDEX])
+        else:  # every chunk applied and saved, nothing removed yet
+            assert state.chunks_applied[name] == chunks
+            assert recorded == [*range(chunks), MARKER_INDEX]
+            assert _rows(tmp_path, gone) == drifted
+
+        ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
+        _check_resumed(pipeline, root, tmp_path, name, epoch, chunks)
+        assert _rows(tmp_path, gone) == []  # removed: MySQL no longer has them
+    finally:
+        root.close()
