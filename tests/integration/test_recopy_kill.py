@@ -209,3 +209,47 @@ def test_a_recopy_killed_inside_resumes_exactly_once(
         assert _rows(tmp_path, gone) == []  # removed: MySQL no longer has them
     finally:
         root.close()
+
+
+def test_a_recopy_after_a_table_swap_killed_midway_resumes_exactly_once(
+        spark, mariadb, mysql_source, fresh_database, tmp_path):
+    """`rename_table: recopy`: the stream reads the swap's RENAME and queues the copy itself
+    (saved before the batch is applied); the run is killed after one chunk of it committed,
+    and the resumed run finishes that copy, not a new one."""
+    from tests.integration.test_swap_recopy_e2e import _swap
+
+    root = mariadb.root_connection(fresh_database)
+    try:
+        create_schema(root, fresh_database)
+        seed(root, fresh_database, customers=10, orders=ORDERS, awkward=10)
+        pipeline_file = _pipeline_file(tmp_path, fresh_database,
+                                       "schema_changes: {rename_table: recopy}\n")
+        env = _environment(mysql_source, tmp_path)
+        pipeline = load_pipeline(pipeline_file, environ=env)
+        run(pipeline, spark)
+        # Swapped while no run follows: the killed run reads it from the binlog. 80000 is
+        # left out of the new table (only the old one had it), 80001 only in it, 80002
+        # changed only in it.
+        _swap(root, f"`{fresh_database}`")
+        checkpoint = CheckpointDir(pipeline.checkpoint_dir)
+        name = f"{fresh_database}.orders"
+        epoch = checkpoint.load_start().epoch
+
+        with _writing(mariadb, fresh_database):
+            log = _kill_at("recopy.chunk_committed", pipeline_file, env, tmp_path)
+        assert "renamed onto the name: reading on under it and copying it again" in log, log
+        state = checkpoint.load_start()
+        assert (state.recopies, state.chunks_applied[name]) == ([name], 0)
+        assert _recopied_chunks(tmp_path, epoch) == [0, MARKER_INDEX]
+        chunks = len(checkpoint.load_chunks(name))
+        assert chunks >= ORDERS // CHUNK_ROWS
+        # The stream applied the rows before the swap: 80000 is in the target until removed.
+        assert _rows(tmp_path, 'SELECT "ID" FROM main."ORDERS" WHERE "ID" = 80000') == [(80000,)]
+
+        ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
+        _check_resumed(pipeline, root, tmp_path, name, epoch, chunks)
+        assert _rows(tmp_path, 'SELECT "ID", "STATUS" FROM main."ORDERS" WHERE "ID" BETWEEN '
+                               '80000 AND 80002 ORDER BY 1') == [(80001, "only in the copy"),
+                                                                 (80002, "changed in the copy")]
+    finally:
+        root.close()
