@@ -37,7 +37,7 @@ import pytest
 from replicator.config import load_pipeline
 from replicator.demo.workload import apply_changes, create_schema, seed
 from replicator.engine.checkpoint import COPY_SPAN, EPOCH_SPAN, CheckpointDir
-from replicator.engine.recopy import MARKER, request
+from replicator.engine.recopy import ABSENT, MARKER, request
 from tests.integration.e2e_support import (
     ROOT,
     assert_target_equals_source,
@@ -51,13 +51,17 @@ pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
 ORDERS = 200
 CHUNK_ROWS = 20  # about 10 chunks of orders
-MARKER_INDEX = COPY_SPAN - MARKER  # the marker's index within its copy's chunk numbers
+# The indexes, within a copy's chunk numbers, of its marker and of its absent-row delete
+MARKER_INDEX, ABSENT_INDEX = COPY_SPAN - MARKER, COPY_SPAN - ABSENT
 
 
-def _pipeline_file(tmp_path: Path, database: str, extra: str = "") -> Path:
+def _pipeline_file(tmp_path: Path, database: str, extra: str = "", deletes: str = "hard"
+                   ) -> Path:
     path = tmp_path / "recopy-kill.yaml"
-    path.write_text(demo_pipeline_yaml("recopy-kill", database,
-                                       batching="{max_rows: 300, max_delay: 200ms}") + extra)
+    text = demo_pipeline_yaml("recopy-kill", database,
+                              batching="{max_rows: 300, max_delay: 200ms}") + extra
+    orders = f"  - source: {database}.orders\n"
+    path.write_text(text.replace(orders, f"{orders}    deletes: {deletes}\n"))
     return path
 
 
@@ -145,12 +149,12 @@ def _writing(mariadb: Any, database: str):
 
 
 def _check_resumed(pipeline: Any, root: Any, tmp_path: Path, name: str, epoch: int,
-                   chunks: int) -> None:
+                   recorded: list[int]) -> None:
     """The copy finished after the kill: equal row by row, each chunk and the marker recorded
     once, no batch and no key twice, nothing left in progress."""
     with _reader(tmp_path) as target:
         assert_target_equals_source(pipeline, root, target)
-    assert _recopied_chunks(tmp_path, epoch) == [*range(chunks), MARKER_INDEX]
+    assert _recopied_chunks(tmp_path, epoch) == recorded
     assert _rows(tmp_path, 'SELECT count(*) FROM (SELECT "TABLE", "BATCH_ID" FROM '
                            'main."_REPLICATOR_STATE" GROUP BY 1, 2 HAVING count(*) > 1)'
                  ) == [(0,)]
@@ -160,15 +164,19 @@ def _check_resumed(pipeline: Any, root: Any, tmp_path: Path, name: str, epoch: i
     assert state.copies[name] == 2  # the first snapshot's copy, then this one
 
 
-@pytest.mark.parametrize("failpoint", ["recopy.inside_chunk", "recopy.chunk_committed",
-                                       "recopy.before_removal"])
+@pytest.mark.parametrize(("failpoint", "deletes"), [
+    ("recopy.inside_chunk", "hard"), ("recopy.chunk_committed", "hard"),
+    ("recopy.before_removal", "hard"), ("recopy.removed", "hard"), ("recopy.removed", "soft")])
 def test_a_recopy_killed_inside_resumes_exactly_once(
-        spark, mariadb, mysql_source, fresh_database, tmp_path, failpoint):
+        spark, mariadb, mysql_source, fresh_database, tmp_path, failpoint, deletes):
+    """Hard deletes: the rows not rewritten since the marker are deleted in one statement;
+    soft deletes: the absent keys are found by comparing and flagged in a batch of their own
+    (ABSENT_INDEX), which a kill after its commit must not apply twice."""
     root = mariadb.root_connection(fresh_database)
     try:
         create_schema(root, fresh_database)
         seed(root, fresh_database, customers=10, orders=ORDERS, awkward=10)
-        pipeline_file = _pipeline_file(tmp_path, fresh_database)
+        pipeline_file = _pipeline_file(tmp_path, fresh_database, deletes=deletes)
         env = _environment(mysql_source, tmp_path)
         pipeline = load_pipeline(pipeline_file, environ=env)
         run(pipeline, spark)  # the first snapshot, in this process (no JVM to start)
@@ -178,7 +186,8 @@ def test_a_recopy_killed_inside_resumes_exactly_once(
             cursor.execute("UPDATE orders SET status = 'drifted' WHERE id % 10 = 1")
             cursor.execute("SET SESSION sql_log_bin = 1")
         drifted = [(i,) for i in range(10, ORDERS + 1, 10)]
-        gone = 'SELECT "ID" FROM main."ORDERS" WHERE "ID" % 10 = 0 AND "ID" <= 200 ORDER BY 1'
+        gone = ('SELECT "ID" FROM main."ORDERS" WHERE "ID" % 10 = 0 AND "ID" <= 200'
+                + (' AND NOT "_DELETED"' if deletes == "soft" else "") + " ORDER BY 1")
         assert _rows(tmp_path, gone) == drifted  # deleted in MySQL, still in the target
         checkpoint = CheckpointDir(pipeline.checkpoint_dir)
         name = f"{fresh_database}.orders"
@@ -199,13 +208,17 @@ def test_a_recopy_killed_inside_resumes_exactly_once(
             assert (state.chunks_applied[name], recorded) == (0, [MARKER_INDEX])
         elif failpoint == "recopy.chunk_committed":  # committed, its progress not saved
             assert (state.chunks_applied[name], recorded) == (0, [0, MARKER_INDEX])
-        else:  # every chunk applied and saved, nothing removed yet
+        else:  # every chunk applied and saved; removed or not yet, the copy not done
             assert state.chunks_applied[name] == chunks
-            assert recorded == [*range(chunks), MARKER_INDEX]
-            assert _rows(tmp_path, gone) == drifted
+            removing = [ABSENT_INDEX] if deletes == "soft" and failpoint == "recopy.removed" \
+                else []
+            assert recorded == [*range(chunks), MARKER_INDEX, *removing]
+            assert _rows(tmp_path, gone) == ([] if failpoint == "recopy.removed" else drifted)
 
         ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
-        _check_resumed(pipeline, root, tmp_path, name, epoch, chunks)
+        _check_resumed(pipeline, root, tmp_path, name, epoch,
+                       [*range(chunks), MARKER_INDEX, *([ABSENT_INDEX] if deletes == "soft"
+                                                        else [])])
         assert _rows(tmp_path, gone) == []  # removed: MySQL no longer has them
     finally:
         root.close()
@@ -247,7 +260,7 @@ def test_a_recopy_after_a_table_swap_killed_midway_resumes_exactly_once(
         assert _rows(tmp_path, 'SELECT "ID" FROM main."ORDERS" WHERE "ID" = 80000') == [(80000,)]
 
         ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
-        _check_resumed(pipeline, root, tmp_path, name, epoch, chunks)
+        _check_resumed(pipeline, root, tmp_path, name, epoch, [*range(chunks), MARKER_INDEX])
         assert _rows(tmp_path, 'SELECT "ID", "STATUS" FROM main."ORDERS" WHERE "ID" BETWEEN '
                                '80000 AND 80002 ORDER BY 1') == [(80001, "only in the copy"),
                                                                  (80002, "changed in the copy")]
