@@ -105,17 +105,25 @@ def requested(checkpoint: CheckpointDir) -> list[str]:
 
 
 def queue(state: StartState, checkpoint: CheckpointDir, tables: list[str], *,
-          afresh: bool = False, where: str | None = None) -> list[str]:
+          afresh: bool = False, where: str | None = None, by: int | None = None) -> list[str]:
     """Queue copies of ``tables`` (not saved: the caller saves the state); those not queued
     already. Each is a copy of its own: the last copy's chunk plan and progress are forgotten
     (the table has grown or shrunk since). ``afresh``: a copy already queued or under way
     starts over too, under the next copy number (its batch ids are spent), because the rows
     it wrote lack a target column re-created since (``BatchApplier._retype``), and it copies
     the whole table. ``where``: only the rows it selects are copied (a queued copy keeps its
-    own)."""
+    own). ``by``: the stream batch whose table swap asks for the copy (``rename_table:
+    recopy``). The same batch asking again is that batch applied again, not a new swap: Spark
+    replays a batch whose sink commit a crash left unrecorded in its own log, and the copy the
+    batch queued may have begun meanwhile (it runs as soon as the batch's lock is released).
+    Starting that copy over would throw away its chunks for nothing: it already reads the
+    swapped-in table. (A second swap comes in a later batch: its copy starts over.)"""
     queued = []
     for table in tables:
         waiting = next((t for t in state.recopies if t.lower() == table.lower()), None)
+        if waiting is not None and by is not None \
+                and state.recopy_queued_by.get(waiting.lower()) == by:
+            continue
         if waiting is not None and not afresh:
             continue
         if waiting is None:
@@ -131,6 +139,10 @@ def queue(state: StartState, checkpoint: CheckpointDir, tables: list[str], *,
             state.recopy_where[table.lower()] = where
         else:
             state.recopy_where.pop(table.lower(), None)
+        if by is not None:
+            state.recopy_queued_by[table.lower()] = by
+        else:
+            state.recopy_queued_by.pop(table.lower(), None)
         queued.append(table)
     return queued
 
@@ -280,6 +292,7 @@ class Recopier:
     def _drop(self, name: str) -> None:
         self.state.recopies = [t for t in self.state.recopies if t.lower() != name.lower()]
         self.state.recopy_where.pop(name.lower(), None)
+        self.state.recopy_queued_by.pop(name.lower(), None)
         self.state.chunks_applied.pop(name, None)
         self.state.forget_slots(name)
         self.checkpoint.forget_chunks(name)

@@ -92,7 +92,8 @@ def _recopied_chunks(tmp_path: Path, epoch: int) -> list[int]:
     return sorted(n - COPY_SPAN for n in numbers if COPY_SPAN <= n < 2 * COPY_SPAN)
 
 
-def _kill_at(failpoint: str, pipeline_file: Path, env: dict[str, str], tmp_path: Path) -> str:
+def _kill_at(failpoint: str, pipeline_file: Path, env: dict[str, str], tmp_path: Path,
+             also: str = "") -> str:
     """Run (forever, as in production) until ``failpoint`` fires, then SIGKILL the run; its
     output."""
     log = tmp_path / f"{failpoint}.log"
@@ -100,7 +101,7 @@ def _kill_at(failpoint: str, pipeline_file: Path, env: dict[str, str], tmp_path:
         process = subprocess.Popen(
             [sys.executable, "-m", "replicator", "run", str(pipeline_file),
              "--chunk-rows", str(CHUNK_ROWS)],
-            env={**env, "REPLICATOR_FAILPOINTS": f"{failpoint}=sleep(900)"}, cwd=ROOT,
+            env={**env, "REPLICATOR_FAILPOINTS": f"{also}{failpoint}=sleep(900)"}, cwd=ROOT,
             stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 600  # JVM start-up alone takes minutes on a busy box
@@ -224,11 +225,18 @@ def test_a_recopy_killed_inside_resumes_exactly_once(
         root.close()
 
 
+@pytest.mark.parametrize("also", ["", "apply.before_spark_commit=sleep(900);"],
+                         ids=["batch-recorded", "batch-replayed"])
 def test_a_recopy_after_a_table_swap_killed_midway_resumes_exactly_once(
-        spark, mariadb, mysql_source, fresh_database, tmp_path):
+        spark, mariadb, mysql_source, fresh_database, tmp_path, also):
     """`rename_table: recopy`: the stream reads the swap's RENAME and queues the copy itself
     (saved before the batch is applied); the run is killed after one chunk of it committed,
-    and the resumed run finishes that copy, not a new one."""
+    and the resumed run finishes that copy, not a new one.
+
+    batch-replayed: the swap's batch is held after its sink commit, before Spark records it
+    (``apply.before_spark_commit``), while the copy's first chunk is applied: the resumed run
+    replays that batch, RENAME included. It used to start the copy over (a new copy number,
+    the chunks planned and applied thrown away); the batch's id now marks its own request."""
     from tests.integration.test_swap_recopy_e2e import _swap
 
     root = mariadb.root_connection(fresh_database)
@@ -249,7 +257,7 @@ def test_a_recopy_after_a_table_swap_killed_midway_resumes_exactly_once(
         epoch = checkpoint.load_start().epoch
 
         with _writing(mariadb, fresh_database):
-            log = _kill_at("recopy.chunk_committed", pipeline_file, env, tmp_path)
+            log = _kill_at("recopy.chunk_committed", pipeline_file, env, tmp_path, also)
         assert "renamed onto the name: reading on under it and copying it again" in log, log
         state = checkpoint.load_start()
         assert (state.recopies, state.chunks_applied[name]) == ([name], 0)
