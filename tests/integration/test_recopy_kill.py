@@ -2,14 +2,17 @@
 
 A real run (`python -m replicator run --chunk-rows 20`, a subprocess) streams the demo tables
 into DuckDB while `orders` (200 rows, drifted behind the binlog's back: rows deleted and
-changed with `sql_log_bin = 0`) is copied again in about 10 chunks, and a writer changes `orders`,
-`customers` and `awkward` throughout. A failpoint holds the run at one place of the copy and
-the test kills it there:
+changed with `sql_log_bin = 0`) is copied again in about 10 chunks, and a writer changes
+`orders`, `customers` and `awkward` throughout. A failpoint holds the run at one place of the
+copy and the test kills it there:
 
 - ``recopy.inside_chunk``: chunk 0's transaction open, a slice staged, nothing committed;
 - ``recopy.chunk_committed``: chunk 0 committed (its state row written), its progress not
   saved in the checkpoint: the resumed run applies it again, finds it in the state table;
-- ``recopy.before_removal``: every chunk saved, the rows MySQL no longer has not removed.
+- ``recopy.before_removal``: every chunk saved, the rows MySQL no longer has not removed;
+- ``recopy.removed``: those rows removed (committed), the copy not saved as done: the resumed
+  run removes again (hard deletes: `delete_not_rewritten`; soft deletes: the absent-row
+  batch, found in the state table).
 
 What the kill left is checked first (the window was really hit), then `replicator run
 --until-caught-up` (without `--chunk-rows`: the copy keeps the chunks it planned) finishes the
@@ -17,7 +20,9 @@ copy: the target equals MySQL row by row, the drifted deletes are gone, every ch
 marker are recorded exactly once, no key twice, and the checkpoint holds no copy in progress.
 
 The same after a hand-written table swap under `schema_changes: {rename_table: recopy}`,
-whose re-copy is queued by the stream (the RENAME) rather than by `replicator snapshot`.
+whose re-copy is queued by the stream (the RENAME) rather than by `replicator snapshot`; and
+with the swap's batch replayed by the resumed run (killed after its sink commit, before
+Spark's), which must go on with the copy under way rather than start it over.
 """
 
 from __future__ import annotations
