@@ -137,6 +137,11 @@ def command(
         bool, typer.Option("--take-over", help="Take the pipeline's lease in the target from "
                            "the run holding it (that run's next batch rolls back and it stops).")
     ] = False,
+    chunk_rows: Annotated[
+        int | None, typer.Option("--chunk-rows", min=1,
+                                 help="Rows per key-range chunk of a snapshot or a re-copy "
+                                 "(default 20000); a copy under way keeps its chunks.")
+    ] = None,
 ) -> None:
     """Its length is typer's option declarations; what it does is a few lines: a cluster
     master hands the run to spark-submit (``_submit``), a local one runs it here (``_run``)."""
@@ -166,7 +171,8 @@ def command(
             run_args = _run_args(until_caught_up=until_caught_up, snapshot=snapshot,
                                  log_format=log_format, decode_partitions=decode_partitions,
                                  metrics_file=metrics_file, metrics_port=metrics_port,
-                                 take_over=take_over, conf=conf or [])
+                                 take_over=take_over, conf=conf or [],
+                                 chunk_rows=chunk_rows)
             _submit(file, pipeline, spark_master, spark_conf, run_args, dry_run=dry_run)
             return
         if dry_run:
@@ -175,14 +181,15 @@ def command(
             return
         _run(pipeline, until_caught_up=until_caught_up, snapshot=snapshot, master=master,
              spark_conf=spark_conf, log_format=log_format, take_over=take_over,
-             metrics=_metrics(pipeline, metrics_file, metrics_port))
+             chunk_rows=chunk_rows, metrics=_metrics(pipeline, metrics_file, metrics_port))
     finally:
         os.umask(previous_umask)
 
 
 def _run_args(*, until_caught_up: bool, snapshot: SnapshotOption, log_format: LogFormat,
               decode_partitions: int | None, metrics_file: Path | None,
-              metrics_port: int | None, take_over: bool, conf: list[str]) -> list[str]:
+              metrics_port: int | None, take_over: bool, conf: list[str],
+              chunk_rows: int | None = None) -> list[str]:
     """The options of this ``run`` again, for the ``replicator run`` spark-submit starts on
     the cluster's driver."""
     return [*(["--until-caught-up"] if until_caught_up else []),
@@ -191,6 +198,7 @@ def _run_args(*, until_caught_up: bool, snapshot: SnapshotOption, log_format: Lo
             *(["--metrics-file", str(metrics_file)] if metrics_file else []),
             *(["--metrics-port", str(metrics_port)] if metrics_port is not None else []),
             *(["--take-over"] if take_over else []),
+            *(["--chunk-rows", str(chunk_rows)] if chunk_rows else []),
             *(arg for pair in conf for arg in ("--conf", pair))]
 
 
@@ -321,7 +329,8 @@ class _Reporter:
 
 
 def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, master: str | None,
-         spark_conf: dict[str, str], log_format: LogFormat, metrics: Any = None, take_over: bool = False) -> None:
+         spark_conf: dict[str, str], log_format: LogFormat, metrics: Any = None, take_over: bool = False,
+         chunk_rows: int | None = None) -> None:
     # The engine (its snapshot reader, the expression compiler, ~150 ms; pickle) stays off
     # every other command's start-up (cli/main imports every command module).
     from replicator.engine.runner import RunOptions, run_pipeline
@@ -345,6 +354,7 @@ def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, mast
         on_notice=reporter.on_notice,
         debug=render.settings.debug,
         take_over=take_over,
+        chunk_rows=chunk_rows,
     )
     try:
         with run_state, display if display is not None else render.nothing():

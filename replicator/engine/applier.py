@@ -110,7 +110,7 @@ class BatchApplier(SchemaFollower):
         on_report: ReportCallback | None = None,
         on_notice: Notice | None = None,
         on_new_sources: Callable[[list[str]], None] | None = None,
-        on_recopy: Callable[[str], None] | None = None,
+        on_recopy: Callable[[str, int | None], None] | None = None,
         covers: Callable[[str], bool] | None = None,
     ) -> None:
         self.pipeline = pipeline
@@ -124,8 +124,10 @@ class BatchApplier(SchemaFollower):
         # Called with the source tables a `sources:` selection starts matching mid-stream
         # (the runner records them as covered: streamed from their CREATE, no copy needed).
         self._on_new_sources = on_new_sources
-        # Called with a source table whose target column a type change re-created: the runner
-        # queues its copy afresh (engine.recopy.queue) and saves that before the target changes.
+        # Called with a source table whose target column a type change re-created (or whose
+        # key changed, or onto whose name a table was swapped): the runner queues its copy
+        # afresh (engine.recopy.queue) and saves that before the target changes. The second
+        # argument: the stream batch whose swap queued it (None for the other causes).
         self._on_recopy = on_recopy
         # Whether a source table is covered (copied, or streamed from its creation): the
         # runner's start state answers. Never the plan's sources: the plan is built from the
@@ -174,6 +176,9 @@ class BatchApplier(SchemaFollower):
     def __call__(self, frame: Any, spark_batch_id: int) -> None:
         with self._lock:
             self._call(frame, spark_batch_id)
+        # Committed in the sink, not yet in Spark's commit log (written when this returns),
+        # and the lock free: a re-copy's step may run here, and a crash replays the batch.
+        failpoints.reached("apply.before_spark_commit")
 
     def _call(self, frame: Any, spark_batch_id: int) -> None:
         self.in_batch = True

@@ -100,6 +100,9 @@ class StartState:
     # lower-case table -> the condition its queued copy reads (`snapshot --where`): only the
     # rows it selects are upserted, and nothing is removed.
     recopy_where: dict[str, str] = field(default_factory=dict)
+    # lower-case table -> the stream batch whose table swap queued its copy (`rename_table:
+    # recopy`; engine.recopy.queue): that batch applied again leaves the copy be.
+    recopy_queued_by: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -119,6 +122,7 @@ class StartState:
             "fresh": self.fresh,
             "recopies": self.recopies,
             "recopy_where": self.recopy_where,
+            "recopy_queued_by": self.recopy_queued_by,
         }
 
     @classmethod
@@ -140,6 +144,8 @@ class StartState:
             fresh=[str(name) for name in data.get("fresh", [])],
             recopies=[str(name) for name in data.get("recopies", [])],
             recopy_where={str(k): str(v) for k, v in data.get("recopy_where", {}).items()},
+            recopy_queued_by={str(k): int(v)
+                              for k, v in data.get("recopy_queued_by", {}).items()},
         )
 
     def covers(self, table: str) -> bool:

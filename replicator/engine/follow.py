@@ -257,7 +257,10 @@ class SchemaFollower:
             raise EngineError(f"{table.source_name}: a table swapped onto the name needs the "
                               "table copied again, and this applier cannot queue a copy",
                               hint="run the pipeline with `replicator run`")
-        self._on_recopy(table.source_name)
+        # With this batch's id: the batch applied again (Spark replays it when a crash came
+        # between its commit and Spark's; the RENAME statement names the table twice) finds
+        # the copy it queued, maybe under way, and leaves it be (engine.recopy.queue).
+        self._on_recopy(table.source_name, self._batch_id)
         self._notice(f"{table.source_name}: a table was renamed onto the name: reading on "
                      "under it and copying it again chunk by chunk between stream batches "
                      "(`rename_table: recopy`)")
@@ -418,7 +421,7 @@ class SchemaFollower:
             raise EngineError(f"{name}: a type change needs the table copied again, and this "
                               "applier cannot queue a copy",
                               hint="run the pipeline with `replicator run`")
-        self._on_recopy(table.source_name)
+        self._on_recopy(table.source_name, None)
         work = retype_columns(table, columns, self.sink.dialect)
         self.sink.execute(table, work)
         at = self._ddl_at.get(name)
@@ -444,7 +447,7 @@ class SchemaFollower:
                               "and this applier cannot queue a copy",
                               hint="run the pipeline with `replicator run`")
         for name in tables:
-            self._on_recopy(name)
+            self._on_recopy(name, None)
         self._evolve(handled={name.lower() for name in tables})
         for name in tables:
             self._copied_from[name.lower()] = last_before(head)

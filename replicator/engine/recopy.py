@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
+from replicator.engine import failpoints
 from replicator.engine.checkpoint import (
     COPY_SPAN,
     SLOT_SPAN,
@@ -104,17 +105,25 @@ def requested(checkpoint: CheckpointDir) -> list[str]:
 
 
 def queue(state: StartState, checkpoint: CheckpointDir, tables: list[str], *,
-          afresh: bool = False, where: str | None = None) -> list[str]:
+          afresh: bool = False, where: str | None = None, by: int | None = None) -> list[str]:
     """Queue copies of ``tables`` (not saved: the caller saves the state); those not queued
     already. Each is a copy of its own: the last copy's chunk plan and progress are forgotten
     (the table has grown or shrunk since). ``afresh``: a copy already queued or under way
     starts over too, under the next copy number (its batch ids are spent), because the rows
     it wrote lack a target column re-created since (``BatchApplier._retype``), and it copies
     the whole table. ``where``: only the rows it selects are copied (a queued copy keeps its
-    own)."""
+    own). ``by``: the stream batch whose table swap asks for the copy (``rename_table:
+    recopy``). The same batch asking again is that batch applied again, not a new swap: Spark
+    replays a batch whose sink commit a crash left unrecorded in its own log, and the copy the
+    batch queued may have begun meanwhile (it runs as soon as the batch's lock is released).
+    Starting that copy over would throw away its chunks for nothing: it already reads the
+    swapped-in table. (A second swap comes in a later batch: its copy starts over.)"""
     queued = []
     for table in tables:
         waiting = next((t for t in state.recopies if t.lower() == table.lower()), None)
+        if waiting is not None and by is not None \
+                and state.recopy_queued_by.get(waiting.lower()) == by:
+            continue
         if waiting is not None and not afresh:
             continue
         if waiting is None:
@@ -130,6 +139,10 @@ def queue(state: StartState, checkpoint: CheckpointDir, tables: list[str], *,
             state.recopy_where[table.lower()] = where
         else:
             state.recopy_where.pop(table.lower(), None)
+        if by is not None:
+            state.recopy_queued_by[table.lower()] = by
+        else:
+            state.recopy_queued_by.pop(table.lower(), None)
         queued.append(table)
     return queued
 
@@ -244,7 +257,10 @@ class Recopier:
                                           predicate=copy.predicate))
         for reader in copy.readers:
             self.applier.apply_snapshot_batches(reader, copy.numbers[id(reader)](index),
-                                                batches, position, kind="recopy")
+                                                _slices(batches), position, kind="recopy")
+        # The chunk is committed, its progress not saved yet: a crash here applies it again
+        # (found in the state table, skipped).
+        failpoints.reached("recopy.chunk_committed")
         self.state.chunks_applied[copy.name] = index + 1
         self.checkpoint.save_start(self.state)
         total = len(copy.chunks)
@@ -252,6 +268,7 @@ class Recopier:
             self._notice(f"re-copy of {copy.name}: {index + 1}/{total} chunk(s)")
 
     def _finish(self, copy: TableCopy, position: Any) -> None:
+        failpoints.reached("recopy.before_removal")  # every chunk saved, no row removed yet
         where = self.state.recopy_where.get(copy.name.lower())
         removed = 0
         for reader in [] if where else copy.readers:  # a condition's copy removes nothing
@@ -262,6 +279,9 @@ class Recopier:
             else:
                 removed += remove_absent_rows(self.applier, copy.source_table, reader, position,
                                               self._number(copy, reader, ABSENT))
+        # Removed and committed, the copy not saved as done: a crash here removes again (the
+        # rows not rewritten since the marker, none by then; the absent-row batch is skipped).
+        failpoints.reached("recopy.removed")
         key = copy.name.lower()
         self.state.copies[key] = self.state.copies.get(key, 0) + 1
         self._drop(copy.name)
@@ -272,9 +292,18 @@ class Recopier:
     def _drop(self, name: str) -> None:
         self.state.recopies = [t for t in self.state.recopies if t.lower() != name.lower()]
         self.state.recopy_where.pop(name.lower(), None)
+        self.state.recopy_queued_by.pop(name.lower(), None)
         self.state.chunks_applied.pop(name, None)
         self.state.forget_slots(name)
         self.checkpoint.forget_chunks(name)
         self.checkpoint.save_start(self.state)
         self._copy = None
 
+
+def _slices(batches: list[Any]) -> Any:
+    """A chunk's Arrow slices, as the sink pulls them inside the chunk's transaction (after
+    its state-table lookup): ``recopy.inside_chunk`` stops a test's run there, a slice staged
+    and nothing committed."""
+    for batch in batches:
+        yield batch
+        failpoints.reached("recopy.inside_chunk")

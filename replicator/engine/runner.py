@@ -208,7 +208,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                                on_report=report, on_notice=notice,
                                on_new_sources=lambda names: cover_selected(checkpoint, state, names,
                                                                            notice),
-                               on_recopy=lambda name: _recopy_afresh(checkpoint, state, name),
+                               on_recopy=lambda name, by: _recopy_afresh(checkpoint, state, name,
+                                                                          by),
                                covers=lambda name: state.covers(name))
         applier.renamed_columns.update(renamed)  # rows landed before a pending RENAME
         if spark is None:
@@ -268,10 +269,12 @@ def _leave_out_ignored_columns(context: Context, checkpoint: CheckpointDir, sink
     return sink
 
 
-def _recopy_afresh(checkpoint: CheckpointDir, state: StartState, table: str) -> None:
+def _recopy_afresh(checkpoint: CheckpointDir, state: StartState, table: str,
+                   by: int | None) -> None:
     """A table whose target column a type change re-created: its copy (queued, or under way
-    and then started over) is saved before the target changes (``BatchApplier._retype``)."""
-    queue(state, checkpoint, [table], afresh=True)
+    and then started over) is saved before the target changes (``BatchApplier._retype``).
+    ``by``: the stream batch whose table swap asks for it (``engine.recopy.queue``)."""
+    queue(state, checkpoint, [table], afresh=True, by=by)
     checkpoint.save_start(state)
 
 
