@@ -170,9 +170,12 @@ def _check_resumed(pipeline: Any, root: Any, tmp_path: Path, name: str, epoch: i
     assert state.copies[name] == 2  # the first snapshot's copy, then this one
 
 
+# Each case costs three JVM starts: the kill points that differ in what a restart must do.
+# (recopy.inside_chunk, an open transaction rolled back, and recopy.removed with hard
+# deletes, one statement run again, were run and pass; left out of the suite for its time.)
 @pytest.mark.parametrize(("failpoint", "deletes"), [
-    ("recopy.inside_chunk", "hard"), ("recopy.chunk_committed", "hard"),
-    ("recopy.before_removal", "hard"), ("recopy.removed", "hard"), ("recopy.removed", "soft")])
+    ("recopy.chunk_committed", "hard"), ("recopy.before_removal", "hard"),
+    ("recopy.removed", "soft")])
 def test_a_recopy_killed_inside_resumes_exactly_once(
         spark, mariadb, mysql_source, fresh_database, tmp_path, failpoint, deletes):
     """Hard deletes: the rows not rewritten since the marker are deleted in one statement;
@@ -230,8 +233,10 @@ def test_a_recopy_killed_inside_resumes_exactly_once(
         root.close()
 
 
-@pytest.mark.parametrize("also", ["", "apply.before_spark_commit=sleep(900);"],
-                         ids=["batch-recorded", "batch-replayed"])
+# batch-recorded (the swap's batch recorded before the kill: the simpler path) was run and
+# passes; the suite keeps the replayed one, which also resumes the copy it began.
+@pytest.mark.parametrize("also", ["apply.before_spark_commit=sleep(900);"],
+                         ids=["batch-replayed"])
 def test_a_recopy_after_a_table_swap_killed_midway_resumes_exactly_once(
         spark, mariadb, mysql_source, fresh_database, tmp_path, also):
     """`rename_table: recopy`: the stream reads the swap's RENAME and queues the copy itself
