@@ -215,7 +215,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
         if spark is None:
             spark = spark_session(options.master or pipeline.engine.master,
                                   {**pipeline.engine.conf, **options.conf},
-                                  app_name=f"replicator-{pipeline.name}")
+                                  app_name=f"replicator-{pipeline.name}",
+                                  bounded=options.until_caught_up)
         else:
             register_sources(spark)
         if not options.debug:

@@ -82,9 +82,22 @@ def route_jvm_output(path: Path | None) -> None:
     _jvm_output = path
 
 
-def prepare_environment(master: str = "local[*]") -> None:
+# A run that ends once caught up (`--until-caught-up`: a scheduled job, a backfill) lives for
+# seconds to minutes, and the JVM's C2 compiler costs more CPU in that time than its faster
+# code saves: the C1 compiler alone. Measured on the 2-core machine (session 8, A/B, one run
+# each: `bench/run --only e2e --changes 100000`): 9.2 s wall instead of 9.9 s, the JVM's CPU
+# 4.7 s instead of 8.5 s; a 60 s stream at 1k changes/s (`--only latency`, twice each) had the
+# same latency (p50 0.78-0.80 s vs 0.80-0.81 s) with 11 s of JVM CPU instead of 20 s. A stream
+# that runs for days keeps the JVM's default, where C2's code pays back its compilation.
+# Through JDK_JAVA_OPTIONS, so a user's own setting of it wins.
+BOUNDED_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
+def prepare_environment(master: str = "local[*]", *, bounded: bool = False) -> None:
     """Make the package importable by Spark's Python processes (see the module docstring),
-    keep Spark's log chatter out of the run's output, and keep a local driver on 127.0.0.1."""
+    keep Spark's log chatter out of the run's output, and keep a local driver on 127.0.0.1.
+    ``bounded``: a run that ends once caught up starts its local JVM with
+    ``BOUNDED_JAVA_OPTIONS``."""
     if "PYSPARK_SUBMIT_ARGS" not in os.environ and LOG4J_CONFIG.exists():
         # Read by the launcher before the JVM starts (builder settings come too late). The
         # driver JVM maps Spark's classes from an archive when there is one, and a run
@@ -96,6 +109,8 @@ def prepare_environment(master: str = "local[*]") -> None:
         )
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        if bounded:
+            os.environ.setdefault("JDK_JAVA_OPTIONS", BOUNDED_JAVA_OPTIONS)
         prefer_system_allocator()  # the JVM's Python processes inherit it
     root = package_root()
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -114,9 +129,11 @@ def spark_session(
     *,
     app_name: str = "replicator",
     log_level: str = "ERROR",
+    bounded: bool = False,
 ) -> SparkSession:
-    """A Spark session for a pipeline; ``conf`` entries override the defaults."""
-    prepare_environment(master)
+    """A Spark session for a pipeline; ``conf`` entries override the defaults. ``bounded``:
+    the run ends once caught up (``BOUNDED_JAVA_OPTIONS``)."""
+    prepare_environment(master, bounded=bounded)
     from pyspark.sql import SparkSession
 
     settings = {**DEFAULT_CONF, **(conf or {})}
