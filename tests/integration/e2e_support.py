@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -199,3 +201,31 @@ def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
                     f"--- stdout\n{result.stdout[-4000:]}\n--- stderr\n{result.stderr[-4000:]}",
                     pytrace=False)
     return result
+
+
+def kill_at_failpoint(pipeline_file: Path, env: dict[str, str], log: Path, failpoint: str, *,
+                      also: str = "", args: tuple[str, ...] = (),
+                      meanwhile: Callable[[], Any] | None = None) -> tuple[str, Any]:
+    """Run ``replicator run FILE`` (streaming, as in production) with ``failpoint`` armed
+    (``also``: more, as ``name=sleep(n);``), wait until it fires, call ``meanwhile()`` while
+    the run waits there, then SIGKILL the run: (its output, meanwhile's value)."""
+    with open(log, "wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "replicator", "run", str(pipeline_file), *args],
+            env={**env, "REPLICATOR_FAILPOINTS": f"{also}{failpoint}=sleep(900)"}, cwd=ROOT,
+            stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600  # JVM start-up alone takes minutes on a busy box
+        while f"failpoint {failpoint}: sleeping" not in log.read_text(errors="replace"):
+            assert process.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+        seen = meanwhile() if meanwhile is not None else None
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    time.sleep(1)  # the driver's JVM exits when its Python parent's pipe closes
+    return log.read_text(errors="replace"), seen

@@ -15,10 +15,6 @@ connector; its MERGE made transactional as Snowflake's is: ``bench.fakesnow_run`
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +28,7 @@ from tests.integration.e2e_support import (
     assert_target_equals_source,
     cli_environment,
     demo_pipeline_yaml,
+    kill_at_failpoint,
     ok,
     replicator,
 )
@@ -62,30 +59,11 @@ def _one_transaction_over_two_tables(root: Any, database: str) -> None:
 
 
 def _kill_between_tables(pipeline_file: Path, env: dict[str, str], workdir: Path,
-                         meanwhile: Any = None) -> Any:
-    """Run until the failpoint fires inside the two-table batch, then SIGKILL the run;
+                         meanwhile: Any = None, failpoint: str = FAILPOINT) -> Any:
+    """Run until ``failpoint`` fires inside the two-table batch, then SIGKILL the run;
     ``meanwhile()`` runs while the run waits there (its value is returned)."""
-    log = workdir / "killed.log"
-    with open(log, "wb") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "replicator", "run", str(pipeline_file)],
-            env={**env, "REPLICATOR_FAILPOINTS": f"{FAILPOINT}=sleep(900)"}, cwd=ROOT,
-            stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 600  # JVM start-up alone takes minutes on a busy box
-        while f"failpoint {FAILPOINT}: sleeping" not in log.read_text(errors="replace"):
-            assert process.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.2)
-        seen = meanwhile() if meanwhile is not None else None
-        os.kill(process.pid, signal.SIGKILL)
-    finally:
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-    assert process.returncode == -signal.SIGKILL
-    time.sleep(1)  # the driver's JVM exits when its Python parent's pipe closes
-    return seen
+    return kill_at_failpoint(pipeline_file, env, workdir / "killed.log", failpoint,
+                             meanwhile=meanwhile)[1]
 
 
 def _visible(cursor: Any, schema: str) -> tuple[int, int]:

@@ -29,9 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -44,9 +41,9 @@ from replicator.demo.workload import apply_changes, create_schema, seed
 from replicator.engine.checkpoint import COPY_SPAN, EPOCH_SPAN, CheckpointDir
 from replicator.engine.recopy import ABSENT, MARKER, request
 from tests.integration.e2e_support import (
-    ROOT,
     assert_target_equals_source,
     demo_pipeline_yaml,
+    kill_at_failpoint,
     ok,
     replicator,
     run,
@@ -101,27 +98,8 @@ def _kill_at(failpoint: str, pipeline_file: Path, env: dict[str, str], tmp_path:
              also: str = "") -> str:
     """Run (forever, as in production) until ``failpoint`` fires, then SIGKILL the run; its
     output."""
-    log = tmp_path / f"{failpoint}.log"
-    with open(log, "wb") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "replicator", "run", str(pipeline_file),
-             "--chunk-rows", str(CHUNK_ROWS)],
-            env={**env, "REPLICATOR_FAILPOINTS": f"{also}{failpoint}=sleep(900)"}, cwd=ROOT,
-            stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 600  # JVM start-up alone takes minutes on a busy box
-        while f"failpoint {failpoint}: sleeping" not in log.read_text(errors="replace"):
-            assert process.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.2)
-        os.kill(process.pid, signal.SIGKILL)
-    finally:
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-    assert process.returncode == -signal.SIGKILL
-    time.sleep(1)  # the driver's JVM exits when its Python parent's pipe closes
-    return log.read_text(errors="replace")
+    return kill_at_failpoint(pipeline_file, env, tmp_path / f"{failpoint}.log", failpoint,
+                             also=also, args=("--chunk-rows", str(CHUNK_ROWS)))[0]
 
 
 @contextlib.contextmanager

@@ -66,9 +66,6 @@ def test_a_kill_before_the_truncate_record_leaves_it_recorded_once(
 
     import duckdb
 
-    import tests.integration.test_e2e_atomic as atomic_test
-
-    monkeypatch.setattr(atomic_test, "FAILPOINT", FAILPOINT)
     root = mariadb.root_connection()
     pipeline_file = _pipeline_file(tmp_path, fresh_database, atomic)
     env = {**os.environ, "MYSQL_HOST": mysql_source.host, "MYSQL_PORT": str(mysql_source.port),
@@ -86,7 +83,7 @@ def test_a_kill_before_the_truncate_record_leaves_it_recorded_once(
         pipeline = load_pipeline(pipeline_file, environ=env)
         orders, customers = history_names(pipeline)
         truncate_file = truncate_in_one_batch(root, fresh_database)
-        _kill_between_tables(pipeline_file, env, tmp_path)
+        _kill_between_tables(pipeline_file, env, tmp_path, failpoint=FAILPOINT)
         # Killed inside the batch's transaction (the first table's): nothing of it shows.
         assert rows(connect, f"SELECT count(*) FROM {orders} WHERE \"STATUS\" = 'before' "
                              "OR \"_OP\" = 'd'") == [(0,)]
@@ -111,9 +108,6 @@ def test_a_kill_between_the_truncate_and_the_merge_shows_nothing_of_the_batch(
 
     import duckdb
 
-    import tests.integration.test_e2e_atomic as atomic_test
-
-    monkeypatch.setattr(atomic_test, "FAILPOINT", "apply.after_truncate")
     root = mariadb.root_connection()
     pipeline_file = _pipeline_file(tmp_path, fresh_database, atomic, MERGED_TABLES)
     env = {**os.environ, "MYSQL_HOST": mysql_source.host, "MYSQL_PORT": str(mysql_source.port),
@@ -135,7 +129,7 @@ def test_a_kill_between_the_truncate_and_the_merge_shows_nothing_of_the_batch(
         before = contents()
         assert [len(before[n]) for n in ("CUSTOMERS", "ORDERS")] == [20, 40]
         truncate_in_one_batch(root, fresh_database)
-        _kill_between_tables(pipeline_file, env, tmp_path)
+        _kill_between_tables(pipeline_file, env, tmp_path, failpoint="apply.after_truncate")
         # Killed inside the transaction, after the DELETE (soft: the UPDATE), before the
         # MERGE: every row is still there as it was, nothing of the batch is.
         assert contents() == before
