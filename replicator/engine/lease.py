@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from replicator.errors import LeaseError
+from replicator.errors import LeaseError, SinkError
 
 LEASE_TIMEOUT_S = 300.0
 RENEW_EVERY_S = 60.0
@@ -183,7 +183,13 @@ def _abort_detached(sink: Any, held_by: str, notice: Callable[[str], None]) -> N
     session = holder_session(held_by)
     if session is None or session == sink.session_id():
         return
-    aborted = sink.abort_transactions_of(session)
+    try:
+        aborted = sink.abort_transactions_of(session)
+    except SinkError as error:  # best effort: Snowflake ends them itself in time
+        notice(f"could not abort what {held_by.partition(_SESSION)[0]} left open in "
+               f"warehouse session {session} ({error.message}); this run's first write may "
+               "wait until Snowflake ends it (after about five idle minutes)")
+        return
     if aborted:
         notice(f"aborted {len(aborted)} transaction(s) ({', '.join(aborted)}) that "
                f"{held_by.partition(_SESSION)[0]} left open in warehouse session {session}; "
