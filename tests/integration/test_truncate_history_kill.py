@@ -12,6 +12,9 @@ Merged tables (hard deletes, with a log table; soft deletes) the same way: the r
 transaction and its MERGE of the changes after the TRUNCATE not run yet, and is killed there:
 the target still holds every row it had before the batch, unchanged; the resumed run applies
 the batch once and the target equals the source row by row (`replicator verify`).
+
+The first copy and the last run (nothing left to apply) run in-process; the killed run and
+the resumed one are the CLI, as users run it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import pytest
 
 from replicator.config import load_pipeline
 from replicator.demo.workload import create_schema, seed
-from tests.integration.e2e_support import ok, replicator
+from tests.integration.e2e_support import ok, replicator, run
 from tests.integration.test_e2e_atomic import _kill_between_tables
 from tests.integration.test_truncate_history_e2e import (
     check_history,
@@ -61,7 +64,7 @@ def _pipeline_file(tmp_path: Path, database: str, atomic: bool,
 
 @pytest.mark.parametrize("atomic", [True, False], ids=["atomic", "per-table"])
 def test_a_kill_before_the_truncate_record_leaves_it_recorded_once(
-        mariadb, mysql_source, fresh_database, tmp_path, monkeypatch, atomic):
+        spark, mariadb, mysql_source, fresh_database, tmp_path, atomic):
     import contextlib
 
     import duckdb
@@ -79,7 +82,7 @@ def test_a_kill_before_the_truncate_record_leaves_it_recorded_once(
     try:
         create_schema(root, fresh_database)
         seed(root, fresh_database, customers=20, orders=40, awkward=5)
-        ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
+        run(load_pipeline(pipeline_file, environ=env), spark)  # in-process: one JVM start less
         pipeline = load_pipeline(pipeline_file, environ=env)
         orders, customers = history_names(pipeline)
         truncate_file = truncate_in_one_batch(root, fresh_database)
@@ -95,7 +98,7 @@ def test_a_kill_before_the_truncate_record_leaves_it_recorded_once(
         assert rows(connect, 'SELECT count(*) FROM (SELECT "TABLE", "BATCH_ID" FROM '
                              'main."_REPLICATOR_STATE" GROUP BY 1, 2 HAVING count(*) > 1)'
                     ) == [(0,)]
-        ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
+        run(load_pipeline(pipeline_file, environ=env), spark)  # in-process: one JVM start less
         assert check_history(connect, pipeline, truncate_file) == contents
     finally:
         root.close()
@@ -103,7 +106,7 @@ def test_a_kill_before_the_truncate_record_leaves_it_recorded_once(
 
 @pytest.mark.parametrize("atomic", [True, False], ids=["atomic", "per-table"])
 def test_a_kill_between_the_truncate_and_the_merge_shows_nothing_of_the_batch(
-        mariadb, mysql_source, fresh_database, tmp_path, monkeypatch, atomic):
+        spark, mariadb, mysql_source, fresh_database, tmp_path, atomic):
     import contextlib
 
     import duckdb
@@ -125,7 +128,7 @@ def test_a_kill_between_the_truncate_and_the_merge_shows_nothing_of_the_batch(
     try:
         create_schema(root, fresh_database)
         seed(root, fresh_database, customers=20, orders=40, awkward=5)
-        ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
+        run(load_pipeline(pipeline_file, environ=env), spark)  # in-process: one JVM start less
         before = contents()
         assert [len(before[n]) for n in ("CUSTOMERS", "ORDERS")] == [20, 40]
         truncate_in_one_batch(root, fresh_database)
@@ -151,7 +154,7 @@ def test_a_kill_between_the_truncate_and_the_merge_shows_nothing_of_the_batch(
                              'main."_REPLICATOR_STATE" GROUP BY 1, 2 HAVING count(*) > 1)'
                     ) == [(0,)]
         after = contents()
-        ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
+        run(load_pipeline(pipeline_file, environ=env), spark)  # in-process: one JVM start less
         assert contents() == after
     finally:
         root.close()
