@@ -4,9 +4,10 @@ A real run (`python -m replicator run --chunk-rows 20`, a subprocess) streams th
 into DuckDB while `orders` (200 rows, drifted behind the binlog's back: rows deleted and
 changed with `sql_log_bin = 0`) is copied again in about 10 chunks, and a writer changes
 `orders`, `customers` and `awkward` throughout. A failpoint holds the run at one place of the
-copy and the test kills it there:
+copy and the test kills it there (the suite runs the cases parametrized below; the others,
+``recopy.inside_chunk``, chunk 0's transaction open, and ``recopy.removed`` with hard deletes,
+passed when written):
 
-- ``recopy.inside_chunk``: chunk 0's transaction open, a slice staged, nothing committed;
 - ``recopy.chunk_committed``: chunk 0 committed (its state row written), its progress not
   saved in the checkpoint: the resumed run applies it again, finds it in the state table;
 - ``recopy.before_removal``: every chunk saved, the rows MySQL no longer has not removed;
@@ -20,7 +21,7 @@ copy: the target equals MySQL row by row, the drifted deletes are gone, every ch
 marker are recorded exactly once, no key twice, and the checkpoint holds no copy in progress.
 
 The same after a hand-written table swap under `schema_changes: {rename_table: recopy}`,
-whose re-copy is queued by the stream (the RENAME) rather than by `replicator snapshot`; and
+whose re-copy is queued by the stream (the RENAME) rather than by `replicator snapshot`,
 with the swap's batch replayed by the resumed run (killed after its sink commit, before
 Spark's), which must go on with the copy under way rather than start it over.
 """
