@@ -214,7 +214,7 @@ def kill_at_failpoint(pipeline_file: Path, env: dict[str, str], log: Path, failp
             [sys.executable, "-m", "replicator", "run", str(pipeline_file), *args],
             env={**env, "REPLICATOR_FAILPOINTS": f"{also}{failpoint}=sleep(900)"}, cwd=ROOT,
             stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
+    with sigkilled(process):
         deadline = time.monotonic() + 600  # JVM start-up alone takes minutes on a busy box
         while f"failpoint {failpoint}: sleeping" not in log.read_text(errors="replace"):
             assert process.poll() is None, log.read_text()[-3000:]
@@ -222,10 +222,19 @@ def kill_at_failpoint(pipeline_file: Path, env: dict[str, str], log: Path, failp
             time.sleep(0.2)
         seen = meanwhile() if meanwhile is not None else None
         os.kill(process.pid, signal.SIGKILL)
+    return log.read_text(errors="replace"), seen
+
+
+@contextlib.contextmanager
+def sigkilled(process: subprocess.Popen) -> Iterator[None]:
+    """The block SIGKILLs the run ``process`` when it decides to. The run is dead after it
+    (killed here if the block failed first); a block that ended normally must have killed
+    it with SIGKILL."""
+    try:
+        yield
     finally:
         if process.poll() is None:
             os.kill(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
     assert process.returncode == -signal.SIGKILL
     time.sleep(1)  # the driver's JVM exits when its Python parent's pipe closes
-    return log.read_text(errors="replace"), seen

@@ -29,6 +29,7 @@ from tests.integration.e2e_support import (
     ok,
     replicator,
     run,
+    sigkilled,
 )
 
 pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
@@ -59,7 +60,7 @@ def _kill_mid_run(root: Any, database: str, pipeline_file: Path, env: dict[str, 
         )
     killed = (lambda: killer(process)) if killer else (
         lambda: _commits(workdir / "checkpoint") >= 3)
-    try:
+    with sigkilled(process):
         deadline = time.monotonic() + 600  # JVM start-up alone takes minutes on a busy CI box
         round_number = 0
         while not killed():
@@ -75,12 +76,6 @@ def _kill_mid_run(root: Any, database: str, pipeline_file: Path, env: dict[str, 
                 round_number += 1
             time.sleep(0.3)
         os.kill(process.pid, signal.SIGKILL)
-    finally:
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-    assert process.returncode == -signal.SIGKILL
-    time.sleep(1)  # the driver's JVM exits when its Python parent's pipe closes
 
 
 def test_sigkill_mid_run_then_resume_converges(spark, mariadb, mysql_source, fresh_database,
