@@ -121,7 +121,7 @@ def duckdb_counts(path: Path, tables: list[str]) -> dict[str, int]:
 
 
 def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
-            library_rate: float | None, *, decode_partitions: int = 1,
+            library_rate: float | None, *, decode_partitions: int | str = "auto",
             atomic: bool | None = None, max_rows: int | None = None,
             suffix: str = "", tables: tuple[str, ...] | None = None,
             transforms: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -129,7 +129,7 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
     (``atomic``: target.atomic, None its default; ``max_rows``: batching.max_rows;
     ``suffix``: a pipeline of its own, when the same settings run again; ``tables``: only
     these of the workload's tables; ``transforms``: ``pipeline_yaml``'s, per table)."""
-    name = (f"bench-e2e-{target}" + (f"-p{decode_partitions}" if decode_partitions > 1 else "")
+    name = (f"bench-e2e-{target}" + (f"-p{decode_partitions}" if decode_partitions != "auto" else "")
             + ("" if atomic is None else f"-atomic-{str(atomic).lower()}")
             + ("" if max_rows is None else f"-{max_rows}") + suffix)
     pipeline = write_pipeline(

@@ -35,7 +35,7 @@ def pipeline_yaml(
     max_rows: int = 50_000,
     max_delay: str = "10s",
     engine_conf: Mapping[str, str] | None = None,
-    decode_partitions: int = 1,
+    decode_partitions: int | str = "auto",  # "auto": the product's default (not written)
     mode: str = "merge",
     also: Sequence[tuple[str, TableSpec]] = (),  # (database, table) of other databases
     atomic: bool | None = None,  # target.atomic (None: the default)
@@ -76,7 +76,7 @@ def pipeline_yaml(
         f"batching: {{max_rows: {max_rows}, max_delay: {max_delay}}}",
         "engine:",
         f"  checkpoint: {_quote(str(workdir / f'{name}.checkpoint'))}",
-        f"  decode_partitions: {int(decode_partitions)}",
+        *([] if decode_partitions == "auto" else [f"  decode_partitions: {int(decode_partitions)}"]),
     ]
     if engine_conf:
         lines.append("  conf:")

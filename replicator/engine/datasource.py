@@ -42,14 +42,12 @@ from pyspark.sql.streaming.datasource import (
 
 from replicator.engine.errors import carried
 from replicator.model.changes import BinlogPosition
-from replicator.model.pipeline import MySQLSource, StartPosition
+from replicator.model.pipeline import MIN_PARTITION_ROWS, MySQLSource, StartPosition
 from replicator.model.selection import TableSelection, TableSelector
 
 # Spark's short-lived Python workers import this module: the methods import what they use.
 SOURCE_FORMAT = "replicator_binlog"
 
-# With no batching.max_rows, a part must be worth a binlog connection and a task.
-MIN_PARTITION_ROWS = 5_000
 
 # Options (lower case: Spark lower-cases option keys before the reader sees them).
 OPT_SOURCE = "source"  # JSON of the MySQLSource fields except the password

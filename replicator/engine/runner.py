@@ -58,7 +58,7 @@ from replicator.engine.start import (
 )
 from replicator.errors import ReplicatorError
 from replicator.model.changes import BinlogPosition
-from replicator.model.pipeline import SOURCE_TABLE_COLUMN
+from replicator.model.pipeline import SOURCE_TABLE_COLUMN, decode_partitions
 from replicator.source.connection import pin_writer, several_hosts
 from replicator.source.positions import ensure_available
 from replicator.source.preflight import require_replication_settings
@@ -403,7 +403,8 @@ def _stream(
         server_id=pipeline.server_id,
         start=state.position,
         max_rows=pipeline.batching.max_rows,
-        decode_partitions=pipeline.engine.decode_partitions,
+        decode_partitions=decode_partitions(pipeline.engine, pipeline.batching,
+                                            spark.sparkContext.defaultParallelism),
         landing=applier.landing,
         epoch=applier.epoch,
         selection_keys=[(table.selection, [k for k in table.source_key if k != SOURCE_TABLE_COLUMN])

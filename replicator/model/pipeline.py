@@ -8,6 +8,7 @@ out; ``plan`` resolves them against the live catalog (or reports what it could n
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -209,13 +210,48 @@ class EngineConfig:
     master: str = "local[*]"
     checkpoint: str | None = None  # None: .replicator/<pipeline name>/
     conf: Mapping[str, str] = field(default_factory=dict)
-    # How many partitions a micro-batch's binlog range is decoded in (1: one reader).
-    decode_partitions: int = 1
+    # How many Spark tasks decode a micro-batch's binlog range: a number, or "auto"
+    # (``decode_partitions()``: one per core Spark has).
+    decode_partitions: int | str = "auto"
     # Where executors land change batches as Parquet (engine.landing); None: the checkpoint
     # directory's landing/ (engine.landing module doc: layout and naming).
     landing: str | None = None
     # How long landed files are kept after their batch is applied (audits, reloads).
     landing_retention_ms: int = 24 * 3600 * 1000
+
+
+AUTO_PARTITIONS = "auto"
+# A part of a micro-batch costs a binlog connection and a Spark task: with "auto", no part of
+# a full batch is smaller than this many row changes.
+MIN_PARTITION_ROWS = 5_000
+MAX_DECODE_PARTITIONS = 1_024  # the schema's maximum
+
+
+def master_cores(master: str) -> int | None:
+    """The task slots of a local master (``local``, ``local[N]``, ``local[*]``,
+    ``local[N,F]``); None for a cluster's (known once its executors register)."""
+    if master == "local":
+        return 1
+    if not (master.startswith("local[") and master.endswith("]")):
+        return None
+    slots = master[len("local["):-1].split(",")[0].strip()
+    if slots == "*":
+        return os.cpu_count() or 1
+    return int(slots) if slots.isdigit() and int(slots) > 0 else None
+
+
+def decode_partitions(engine: EngineConfig, batching: BatchPolicy,
+                      cores: int | None = None) -> int:
+    """How many Spark tasks decode one micro-batch. A number is taken as it is. ``auto``: one
+    per core (``cores``: Spark's default parallelism, else the local master's), as long as a
+    full batch (``batching.max_rows``) still gives each part ``MIN_PARTITION_ROWS``. A smaller
+    batch is cut into fewer parts anyway (``source.binlog_ranges.split_range``)."""
+    if engine.decode_partitions != AUTO_PARTITIONS:
+        return max(1, int(engine.decode_partitions))
+    slots = cores or master_cores(engine.master) or 1
+    if batching.max_rows > 0:
+        slots = min(slots, max(1, batching.max_rows // MIN_PARTITION_ROWS))
+    return max(1, slots)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,12 @@ from typing import Any, Literal
 
 from replicator.errors import SourceError
 from replicator.model.catalog import Catalog
-from replicator.model.pipeline import Pipeline
+from replicator.model.pipeline import (
+    MAX_DECODE_PARTITIONS,
+    Pipeline,
+    decode_partitions,
+    master_cores,
+)
 from replicator.source.catalog import read_catalog
 from replicator.source.connection import connect, grant_statement, is_mariadb, server_variables
 from replicator.source.progress import expire_seconds
@@ -160,7 +165,11 @@ def grants_check(grant_lines: list[str], *, user: str, databases: set[str],
 
 def server_id_check(pipeline: Pipeline, variables: dict[str, str]) -> CheckResult:
     ours = pipeline.server_id
-    partitions = max(1, pipeline.engine.decode_partitions)
+    # The most decode tasks a run may start (each reads with its own server_id); a cluster's
+    # cores are known only to the run.
+    engine = pipeline.engine
+    partitions = decode_partitions(engine, pipeline.batching,
+                                   master_cores(engine.master) or MAX_DECODE_PARTITIONS)
     theirs = int(variables.get("server_id", "0") or 0)
     span = range(ours, ours + partitions)
     if theirs in span:

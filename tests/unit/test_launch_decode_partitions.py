@@ -1,5 +1,5 @@
-"""How a micro-batch's binlog range is cut into decode partitions (``binlog_ranges.cut_range``
-and ``datasource.partition_rows``), on made-up boundaries: no server needed."""
+"""How many decode tasks a micro-batch gets (``model.pipeline.decode_partitions``) and how its
+binlog range is cut into them (``binlog_ranges.cut_range`` and ``datasource.partition_rows``), on made-up boundaries: no server needed."""
 
 from __future__ import annotations
 
@@ -8,8 +8,15 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replicator.engine.datasource import MIN_PARTITION_ROWS, partition_rows
+from replicator.engine.datasource import partition_rows
 from replicator.model.changes import BinlogPosition
+from replicator.model.pipeline import (
+    MIN_PARTITION_ROWS,
+    BatchPolicy,
+    EngineConfig,
+    decode_partitions,
+    master_cores,
+)
 from replicator.source.binlog_ranges import Boundary, cut_range
 
 START = BinlogPosition("mysql-bin.000001", 4)
@@ -81,3 +88,29 @@ def test_parts_are_contiguous_ordered_and_cover_the_range(sizes, wanted):
     # never worse than one transaction away from the even share
     if len(parts) == wanted:
         assert max(_rows(parts, boundaries)) <= sum(sizes) / wanted + 2 * max(sizes)
+
+
+def test_local_masters_name_their_cores(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 6)
+    assert master_cores("local") == 1
+    assert master_cores("local[3]") == 3
+    assert master_cores("local[4,2]") == 4  # local[N, maxFailures]
+    assert master_cores("local[*]") == 6
+    assert master_cores("spark://master:7077") is None
+    assert master_cores("yarn") is None
+
+
+def test_auto_is_one_task_per_core_while_a_full_batch_feeds_each():
+    auto = EngineConfig(master="local[4]")
+    assert auto.decode_partitions == "auto"  # the default
+    assert decode_partitions(auto, BatchPolicy(max_rows=50_000)) == 4  # the master's cores
+    assert decode_partitions(auto, BatchPolicy(max_rows=50_000), cores=16) == 10  # 5,000 rows each
+    assert decode_partitions(auto, BatchPolicy(max_rows=12_000), cores=16) == 2
+    assert decode_partitions(auto, BatchPolicy(max_rows=1_000), cores=16) == 1  # never below one
+    assert decode_partitions(auto, BatchPolicy(max_rows=0), cores=16) == 16  # unbounded batches
+    cluster = EngineConfig(master="spark://master:7077")
+    assert decode_partitions(cluster, BatchPolicy()) == 1  # cores unknown before Spark says
+    assert decode_partitions(cluster, BatchPolicy(), cores=8) == 8
+    fixed = EngineConfig(master="local[4]", decode_partitions=3)
+    assert decode_partitions(fixed, BatchPolicy(max_rows=1_000), cores=16) == 3  # as written
+    assert MIN_PARTITION_ROWS == 5_000

@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from replicator.source.preflight import binlog_checks, grants_check, retention_check
+from replicator.model.pipeline import (
+    BatchPolicy,
+    DuckDBTarget,
+    EngineConfig,
+    MySQLSource,
+    Pipeline,
+    TargetConfig,
+)
+from replicator.source.preflight import (
+    binlog_checks,
+    grants_check,
+    retention_check,
+    server_id_check,
+)
 
 
 def statuses(results):
@@ -42,3 +55,18 @@ def test_grants():
                            mariadb=False)
     assert nothing.fix == "GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO 'r'@'%';"
     assert "REPLICATION CLIENT" in nothing.detail
+
+
+def test_server_id_check_spans_every_decode_task_a_run_may_start():
+    def check(engine, server_id=4201, theirs=1, batching=BatchPolicy()):
+        pipeline = Pipeline(name="p", source=MySQLSource(server_id=4201),
+                            target=TargetConfig(warehouse=DuckDBTarget()), tables=(),
+                            engine=engine, batching=batching)
+        return server_id_check(pipeline, {"server_id": str(theirs)})
+
+    assert "4201..4203" in check(EngineConfig(master="local[3]")).detail  # auto: one per core
+    assert "4201; " in check(EngineConfig(master="local[3]", decode_partitions=1)).detail
+    # A cluster's cores are known only to the run: as many as a full batch can feed.
+    assert "4201..4210" in check(EngineConfig(master="spark://m:7077")).detail
+    clash = check(EngineConfig(master="local[3]"), theirs=4203)
+    assert clash.status == "fail" and "not 4203" in clash.fix
