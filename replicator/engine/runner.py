@@ -46,7 +46,7 @@ from replicator.engine.pending_ddl import (
 from replicator.engine.recopy import Recopier, queue
 from replicator.engine.routing import SourcesToCopy
 from replicator.engine.schema_changes import KeyChanged
-from replicator.engine.session import register_sources, spark_session
+from replicator.engine.session import SessionStart, register_sources
 from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
 from replicator.engine.start import (
     Notice,
@@ -179,6 +179,11 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     pending = [] if options.snapshot == "always" else pending_schema_changes(pipeline, checkpoint)
     stop_on_pending_drops(pipeline, pending)
     catalog, plan = context.catalog, context.plan
+    # The JVM and Spark start while the driver opens the warehouse, reads its state and
+    # takes the lease below (engine.session.SessionStart: both take seconds).
+    starting = None if spark is not None else SessionStart(
+        options.master or pipeline.engine.master, {**pipeline.engine.conf, **options.conf},
+        app_name=f"replicator-{pipeline.name}", bounded=options.until_caught_up)
     for name in context.left_out():
         notice(f"{name}: not in MySQL any more (dropped); `schema_changes.drop_table: ignore` "
                "keeps its target table as it is and follows the other tables")
@@ -212,11 +217,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                                                                           by),
                                covers=lambda name: state.covers(name))
         applier.renamed_columns.update(renamed)  # rows landed before a pending RENAME
-        if spark is None:
-            spark = spark_session(options.master or pipeline.engine.master,
-                                  {**pipeline.engine.conf, **options.conf},
-                                  app_name=f"replicator-{pipeline.name}",
-                                  bounded=options.until_caught_up)
+        if starting is not None:
+            spark = starting.session()
         else:
             register_sources(spark)
         if not options.debug:

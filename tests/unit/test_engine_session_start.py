@@ -1,0 +1,56 @@
+"""``SessionStart``: Spark starts in a thread while the driver's start-up goes on; the thread
+sees the environment the JVM must inherit, and its failure reaches the caller unchanged."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from replicator.engine import session
+
+
+@pytest.fixture
+def environ(monkeypatch):
+    """prepare_environment writes os.environ: here a copy, so the JVMs other tests of this
+    process start are not touched."""
+    copy = {k: v for k, v in os.environ.items() if k != "JDK_JAVA_OPTIONS"}
+    monkeypatch.setattr(os, "environ", copy)
+    return copy
+
+
+def test_the_session_starts_beside_the_caller_with_the_jvms_environment(environ, monkeypatch):
+    release = threading.Event()
+    seen = {}
+
+    def starting(master, conf, app_name, log_level, output):
+        seen.update(thread=threading.current_thread().name, master=master, conf=conf,
+                    app_name=app_name, java=os.environ.get("JDK_JAVA_OPTIONS"))
+        release.wait(10)
+        return "the session"
+
+    monkeypatch.setattr(session, "_session", starting)
+    start = session.SessionStart("local[2]", {"spark.x": "1"}, app_name="replicator-p",
+                                 bounded=True)
+    # The caller is not held while Spark starts ...
+    assert start._thread.is_alive()
+    release.set()
+    # ... and gets the session once it asks.
+    assert start.session() == "the session"
+    assert seen == {"thread": "replicator-spark-start", "master": "local[2]",
+                    "conf": {"spark.x": "1"}, "app_name": "replicator-p",
+                    "java": session.BOUNDED_JAVA_OPTIONS}
+
+
+def test_a_failed_start_is_raised_where_the_session_is_asked_for(environ, monkeypatch):
+    failure = RuntimeError("Java gateway process exited before sending its port number")
+
+    def starting(*args):
+        raise failure
+
+    monkeypatch.setattr(session, "_session", starting)
+    start = session.SessionStart("local[1]")
+    with pytest.raises(RuntimeError) as raised:
+        start.session()
+    assert raised.value is failure
