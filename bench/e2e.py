@@ -83,6 +83,12 @@ def phase_split(outcome: RunOutcome, kind: str = "stream") -> dict[str, Any]:
             "shutdown": outcome.started_at + outcome.wall_seconds - last_at,
         }
         summary["streaming_seconds"] = round(streaming, 3)
+        # Issue 15's "driver CPU per change": the stream's CPU, start-up and shutdown left out.
+        window = outcome.usage.cpu_between(first_started, last_at)
+        summary["streaming_cpu_seconds_by_role"] = window
+        if sum(window.values()) > 0:
+            summary["driver_cpu_share_streaming"] = round(
+                window.get("driver", 0.0) / sum(window.values()), 3)
     else:
         split = {"startup": outcome.wall_seconds}
         summary["streaming_seconds"] = 0.0

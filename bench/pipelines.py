@@ -35,6 +35,7 @@ def pipeline_yaml(
     max_rows: int = 50_000,
     max_delay: str = "10s",
     engine_conf: Mapping[str, str] | None = None,
+    duckdb_settings: Mapping[str, str] | None = None,  # target.duckdb.settings
     decode_partitions: int | str = "auto",  # "auto": the product's default (not written)
     mode: str = "merge",
     also: Sequence[tuple[str, TableSpec]] = (),  # (database, table) of other databases
@@ -49,7 +50,9 @@ def pipeline_yaml(
     else:
         start_text = start
     if target == "duckdb":
-        target_text = f"  duckdb: {{path: {_quote(str(workdir / f'{name}.duckdb'))}}}"
+        settings = ", ".join(f"{k}: {_quote(v)}" for k, v in (duckdb_settings or {}).items())
+        target_text = (f"  duckdb: {{path: {_quote(str(workdir / f'{name}.duckdb'))}"
+                       + (f", settings: {{{settings}}}" if settings else "") + "}")
     elif target == "snowflake":
         # The [fakesnow] connection of the connections.toml bench.fakesnow_run writes.
         target_text = (

@@ -111,6 +111,19 @@ class TreeUsage:
     by_process: dict[int, tuple[str, int, float, float]] = field(default_factory=dict)
     # the processes of the sample with the largest sum: (pid, label, rss), largest first
     at_peak: list[tuple[int, str, int]] = field(default_factory=list)
+    # (time.time() of a sample, CPU seconds by role so far: every process seen, gone ones at
+    # their last reading): the CPU of a window of the run (``cpu_between``)
+    cpu_timeline: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+
+    def cpu_between(self, start: float, end: float) -> dict[str, float]:
+        """CPU seconds by role from the last sample at or before ``start`` (time.time()) to
+        the first at or after ``end`` (a window up to a sample interval wider)."""
+        before = [s for s in self.cpu_timeline if s[0] <= start] or self.cpu_timeline[:1]
+        after = [s for s in self.cpu_timeline if s[0] >= end] or self.cpu_timeline[-1:]
+        if not before or not after:
+            return {}
+        first, last = before[-1][1], after[0][1]
+        return {role: round(cpu - first.get(role, 0.0), 2) for role, cpu in last.items()}
 
     def timeline_json(self, points: int = 400) -> dict[str, Any]:
         """The RSS over time in MiB, thinned to at most ``points`` samples (every n-th)."""
@@ -213,6 +226,10 @@ class TreeSampler(threading.Thread):
                                           known[2] if known else since, since)
         usage = self.usage
         usage.timeline.append((since, by_role))
+        cpu_by_role: dict[str, float] = {}
+        for role_seen, cpu_seen in self._cpu.values():
+            cpu_by_role[role_seen] = cpu_by_role.get(role_seen, 0.0) + cpu_seen
+        usage.cpu_timeline.append((time.time(), cpu_by_role))
         usage.samples += 1
         if total > usage.peak_rss_bytes:
             usage.at_peak = sorted(sample, key=lambda entry: -entry[2])

@@ -111,6 +111,14 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
         yield from _pss(section, usage)
         yield (section, "CPU per 1k changes", _fmt(entry.get("cpu_s_per_1k_changes"), "s"),
                f"MariaDB server {entry.get('server_cpu_seconds')} s in total")
+        if "driver_cpu_share_streaming" in entry:
+            window = entry.get("streaming_cpu_seconds_by_role", {})
+            where = ("the driver holds the embedded DuckDB's apply" if entry.get("target") == "duckdb"
+                     else "the warehouse is a process of its own")
+            yield (section, "driver share of the stream's CPU",
+                   f"{100 * entry['driver_cpu_share_streaming']:.0f}%",
+                   "target <= 5%; " + ", ".join(f"{k} {v:.1f} s" for k, v in window.items())
+                   + f"; {where}")
         if "target_matches_source" in entry:
             yield (section, "target rows = source rows", str(entry["target_matches_source"]),
                    f"{entry['changes']:,} of {entry['expected_changes']:,} changes applied")
@@ -194,6 +202,10 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
                        f"{big['target_rows'] or 0:,} of {big['rows']:,} rows")
             yield from _pss("big txn", big["usage"])
             yield from _at_peak("big txn", big)
+            if big.get("duckdb_settings"):
+                yield ("big txn", "target.duckdb.settings (every mode)",
+                       ", ".join(f"{k}={v}" for k, v in big["duckdb_settings"].items()),
+                       "bench/run --bigtxn-duckdb")
     for mode, other in (results.get("big_transaction_modes") or {}).items():
         label = f"big txn {mode}"
         if "error" in other:

@@ -56,6 +56,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--bigtxn-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting for the bigtxn runs (replicator run --conf), "
                         "e.g. spark.python.use.daemon=false; repeatable")
+    parser.add_argument("--bigtxn-duckdb", action="append", default=[], metavar="KEY=VALUE",
+                        help="a DuckDB setting of the bigtxn runs' target (target.duckdb.settings), "
+                        "e.g. memory_limit=384MB; repeatable")
     parser.add_argument("--bigtxn-modes", default="merge,changelog,scd2",
                         help="modes the bigtxn section streams the big transaction into")
     parser.add_argument("--atomic-targets", default="duckdb,snowflake",
@@ -238,13 +241,14 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 modes = [m for m in args.bigtxn_modes.split(",") if m]
                 if "bigtxn" in sections and "merge" in modes:
                     _section(results, "big_transaction", lambda: snapshot.run_big_transaction(
-                        ctx, sizes.snapshot_rows, filled, conf=tuple(args.bigtxn_conf)))
+                        ctx, sizes.snapshot_rows, filled, conf=tuple(args.bigtxn_conf),
+                        duckdb=tuple(args.bigtxn_duckdb)))
                 for mode in (m for m in modes if m != "merge") if "bigtxn" in sections else ():
                     results.setdefault("big_transaction_modes", {})
                     _section(results["big_transaction_modes"], mode,
                              lambda mode=mode: snapshot.run_big_transaction(
                                  ctx, sizes.snapshot_rows, filled, mode=mode,
-                                 conf=tuple(args.bigtxn_conf)))
+                                 conf=tuple(args.bigtxn_conf), duckdb=tuple(args.bigtxn_duckdb)))
                 if "recopy" in sections:  # after bigtxn: it reads the table, changes none
                     from bench.recopy import run_recopy
 

@@ -62,10 +62,11 @@ def fill_table(ctx: BenchContext, rows: int) -> tuple[BinlogPosition, BinlogPosi
 
 
 def _run(ctx: BenchContext, name: str, start: BinlogPosition | str, *extra: str,
-         mode: str = "merge") -> Any:
+         mode: str = "merge", duckdb_settings: dict[str, str] | None = None) -> Any:
     pipeline = write_pipeline(
         ctx.workdir / f"{name}.yaml", name=name, database=DATABASE, tables=(ORDERS,),
         target="duckdb", start=start, server_id=ctx.next_server_id(), mode=mode,
+        duckdb_settings=duckdb_settings,
     )
     return run_monitored(
         [*replicator_command(), "run", str(pipeline), "--until-caught-up", "--log-format",
@@ -148,14 +149,19 @@ BIG_TRANSACTION_MODES = ("merge", "changelog", "scd2")
 
 def run_big_transaction(ctx: BenchContext, rows: int,
                         filled: tuple[BinlogPosition, BinlogPosition, float] | None = None,
-                        *, conf: tuple[str, ...] = (), mode: str = "merge") -> dict[str, Any]:
+                        *, conf: tuple[str, ...] = (), mode: str = "merge",
+                        duckdb: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``conf``: Spark settings (``--conf``); ``duckdb``: the target's DuckDB settings
+    (``target.duckdb.settings``), both as KEY=VALUE."""
     before, after, _ = filled or fill_table(ctx, rows)
     name = ("bench-big-transaction" + ("" if mode == "merge" else f"-{mode}")
-            + ("-retry" if conf else ""))
+            + ("-duckdb-settings" if duckdb else "") + ("-retry" if conf else ""))
     extra = [arg for pair in conf for arg in ("--conf", pair)]
-    outcome = _run(ctx, name, before, "--snapshot", "never", *extra, mode=mode)
+    settings = dict(pair.split("=", 1) for pair in duckdb)
+    outcome = _run(ctx, name, before, "--snapshot", "never", *extra, mode=mode,
+                   duckdb_settings=settings)
     result: dict[str, Any] = {"rows": rows, "mode": mode, "range": f"{before}..{after}",
-                              "conf": list(conf),
+                              "conf": list(conf), "duckdb_settings": settings,
                               "returncode": outcome.returncode,
                               "wall_seconds": round(outcome.wall_seconds, 3)}
     if outcome.returncode != 0:
@@ -165,7 +171,7 @@ def run_big_transaction(ctx: BenchContext, rows: int,
         if not conf and any("OutOfMemoryError" in line for line in result["error_lines"]):
             result["retry"] = run_big_transaction(
                 ctx, rows, (before, after, 0.0),
-                conf=(f"spark.driver.memory={RETRY_DRIVER_MEMORY}",), mode=mode)
+                conf=(f"spark.driver.memory={RETRY_DRIVER_MEMORY}",), mode=mode, duckdb=duckdb)
         return result
     split = phase_split(outcome)
     result.update(split)
