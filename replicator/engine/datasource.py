@@ -16,7 +16,8 @@ Where each method runs, and the measured pitfalls that shaped it:
 - option keys arrive lower-cased, so every key here is lower case.
 - ``latestOffset(start, limit)`` honours ``ReadMaxRows`` from ``batching.max_rows`` by
   finding a boundary after about that many row changes (``binlog_ranges``); with
-  ``ReadAllAvailable`` (what Spark passes for some triggers) it returns the head.
+  ``ReadAllAvailable`` (what Spark passes for some triggers) it returns the head. The next
+  batch's end and decode ranges are worked out while a batch runs (``_Lookahead``).
 - ``prepareForTriggerAvailableNow`` (``--until-caught-up``) pins the head seen at start, so
   the query stops once that is applied even while the source keeps writing.
 
@@ -28,7 +29,8 @@ the driver reads the files.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
 
@@ -127,6 +129,88 @@ class BinlogRange(InputPartition):
         return f"BinlogRange({self.index}, {self.start} -> {self.end})"
 
 
+Ranges = list[tuple[BinlogPosition, BinlogPosition]]
+
+
+class _Lookahead:
+    """Each micro-batch's end offset and decode ranges, the next batch's worked out while the
+    current one runs (planner process, one thread of its own).
+
+    Spark asks for a batch's end (``latestOffset``) and its partitions only once the batch
+    before it is applied, and each answer costs server queries (``SHOW BINLOG EVENTS`` pages,
+    ``BINLOG_GTID_POS``): measured 0.1-0.2 s per batch on the planner, in series with the
+    batches. Both depend only on binlog events already written, which never change: an end
+    found before the head it was computed with is the same end for any later head, so it is
+    asked for ahead; one that *is* that head is asked again with the current head."""
+
+    def __init__(self, end_after: Callable[[BinlogPosition, BinlogPosition, int], dict[str, Any]],
+                 split: Callable[[BinlogPosition, BinlogPosition], Ranges]) -> None:
+        self._end_after = end_after  # (begin, head, max_rows) -> the batch's end offset
+        self._split = split  # (begin, finish) -> its decode ranges
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replicator-lookahead")
+        self._ranges: tuple[BinlogPosition, BinlogPosition, Future[Ranges]] | None = None
+        # (begin, max_rows, the head it was computed with, its (end offset, ranges))
+        self._next: tuple[BinlogPosition, int, BinlogPosition, Future[Any]] | None = None
+
+    def end(self, begin: BinlogPosition, head: BinlogPosition, max_rows: int) -> dict[str, Any]:
+        """The end offset of the batch from ``begin`` (about ``max_rows`` row changes, at most
+        ``head``); then the next batch's end is asked for ahead."""
+        ahead = self._ahead(begin, head, max_rows)
+        if ahead is None:
+            offset = self._end_after(begin, head, max_rows)
+            finish = BinlogPosition.from_offset(offset)
+            ranges = self._pool.submit(self._split, begin, finish)
+        else:
+            offset, known = ahead
+            finish = BinlogPosition.from_offset(offset)
+            ranges = Future()
+            ranges.set_result(known)
+        self._ranges = (begin, finish, ranges)
+        if finish < head:
+            self._next = (finish, max_rows, head,
+                          self._pool.submit(self._following, finish, head, max_rows))
+        return offset
+
+    def ranges(self, begin: BinlogPosition, finish: BinlogPosition) -> Ranges:
+        """The decode ranges of (begin, finish]: worked out beside its end, else now."""
+        known, self._ranges = self._ranges, None
+        if known is not None and known[:2] == (begin, finish):
+            ranges = _answer(known[2])
+            if ranges is not None:
+                return ranges
+        return self._split(begin, finish)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _following(self, begin: BinlogPosition, head: BinlogPosition,
+                   max_rows: int) -> tuple[dict[str, Any], Ranges]:
+        offset = self._end_after(begin, head, max_rows)
+        return offset, self._split(begin, BinlogPosition.from_offset(offset))
+
+    def _ahead(self, begin: BinlogPosition, head: BinlogPosition,
+               max_rows: int) -> tuple[dict[str, Any], Ranges] | None:
+        """The answer asked for ahead, if it was for this batch and holds for ``head``."""
+        ahead, self._next = self._next, None
+        if ahead is None or ahead[:2] != (begin, max_rows):
+            return None
+        computed_with, future = ahead[2], ahead[3]
+        answer = _answer(future)
+        if answer is None or head < computed_with:
+            return None
+        found = BinlogPosition.from_offset(answer[0])
+        return answer if found < computed_with or head == computed_with else None
+
+
+def _answer(future: Future[Any]) -> Any:
+    """A look-ahead's result; None when it failed (the caller asks again itself, and a
+    lasting error then reaches the user as any other)."""
+    try:
+        return future.result()
+    except Exception:
+        return None
+
+
 class BinlogDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
@@ -156,6 +240,11 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.landing = self.options[OPT_LANDING]
         self.epoch = int(self.options.get(OPT_EPOCH, "0") or 0)
         self._until: BinlogPosition | None = None  # set by prepareForTriggerAvailableNow
+        self._planned: _Lookahead | None = None  # the planner's, made on first use
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Spark pickles the reader for its tasks: the planner's thread stays behind.
+        return {**self.__dict__, "_planned": None}
 
     # -- driver side -----------------------------------------------------------------------
 
@@ -188,31 +277,48 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if begin >= head:
             return begin.to_offset()
         if isinstance(limit, ReadMaxRows) and limit.max_rows > 0:
-            from replicator.source.binlog_ranges import boundary_after_rows
-            from replicator.source.positions import with_gtid
-
-            # Offsets carry the GTID state: a failover resumes by it (source.gtid).
-            boundary = boundary_after_rows(self._source(), begin, head, limit.max_rows)
-            return with_gtid(self._source(), boundary).to_offset()
+            return self._lookahead().end(begin, head, limit.max_rows)
         return head.to_offset()
+
+    def _lookahead(self) -> _Lookahead:
+        if self._planned is None:
+            self._planned = _Lookahead(self._end_after, self._split)
+        return self._planned
+
+    def _end_after(self, begin: BinlogPosition, head: BinlogPosition, max_rows: int) -> dict[str, Any]:
+        """The first transaction boundary after about ``max_rows`` row changes, at most ``head``."""
+        from replicator.source.binlog_ranges import boundary_after_rows
+        from replicator.source.positions import with_gtid
+
+        # Offsets carry the GTID state: a failover resumes by it (source.gtid).
+        boundary = boundary_after_rows(self._source(), begin, head, max_rows)
+        return with_gtid(self._source(), boundary).to_offset()
+
+    def _split(self, begin: BinlogPosition, finish: BinlogPosition) -> Ranges:
+        """(begin, finish] in up to ``decode_partitions`` ranges, cut at transaction boundaries."""
+        if self.decode_partitions <= 1:
+            return [(begin, finish)]
+        from replicator.source.binlog_ranges import split_range
+
+        return split_range(self._source(), begin, finish, self.decode_partitions,
+                           part_rows=partition_rows(self.max_rows, self.decode_partitions))
 
     @carried  # its ReplicatorError reaches the driver with its hint
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[BinlogRange]:
         begin, finish = BinlogPosition.from_offset(start), BinlogPosition.from_offset(end)
         if begin >= finish:
             return []
-        ranges = [(begin, finish)]
-        if self.decode_partitions > 1:
-            from replicator.source.binlog_ranges import split_range
-
-            ranges = split_range(self._source(), begin, finish, self.decode_partitions,
-                                 part_rows=partition_rows(self.max_rows, self.decode_partitions))
+        ranges = self._lookahead().ranges(begin, finish)
         return [
             BinlogRange(index, a.to_offset(), b.to_offset()) for index, (a, b) in enumerate(ranges)
         ]
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: the binlog is the server's; retention is the user's setting."""
+
+    def stop(self) -> None:
+        if self._planned is not None:
+            self._planned.close()
 
     # -- executor side ---------------------------------------------------------------------
 

@@ -166,3 +166,26 @@ def test_a_batch_retried_on_a_new_session_aborts_the_lost_sessions_transaction(
     assert holder_session(row[1]) == sink.session_id()
     lease.release()
     sink.close()
+
+
+def test_the_sink_a_replan_opens_is_fenced_and_named_in_the_lease(
+        fakesnow_server, fakesnow_database):
+    """A DDL re-plan opens a new sink (a new session) mid-run: it applies under the run's
+    lease, and the lease names its session from then on, so a kill during its batch leaves
+    the next run the right session to clean up (``Lease.fence``)."""
+    pipeline = _pipeline(fakesnow_server, fakesnow_database)
+    plan = build_plan(pipeline, CATALOG)
+    first = _sink(fakesnow_server, fakesnow_database, pipeline, plan)
+    first.prepare()
+    lease = take_lease(first, pipeline.name)
+    replanned = lease.fence(_sink(fakesnow_server, fakesnow_database, pipeline, plan))
+
+    assert replanned.generation == lease.generation
+    row = replanned.lease_statement("read", [pipeline.name])
+    assert holder_session(row[1]) == replanned.session_id() != first.session_id()
+    table, batch_id, staged = _batch(plan, 0)
+    assert not replanned.apply(table, batch_id, {"file": "f", "pos": 1}, staged).skipped
+    assert replanned.last_applied(table)["batch_id"] == batch_id
+    lease.release()
+    replanned.close()
+    first.close()
