@@ -50,7 +50,6 @@ from replicator.model.selection import TableSelection, TableSelector
 # Spark's short-lived Python workers import this module: the methods import what they use.
 SOURCE_FORMAT = "replicator_binlog"
 
-
 # Options (lower case: Spark lower-cases option keys before the reader sees them).
 OPT_SOURCE = "source"  # JSON of the MySQLSource fields except the password
 OPT_PASSWORD = "password"  # its own key, so Spark's redaction regex hides it in plans
