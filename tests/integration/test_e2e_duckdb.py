@@ -109,3 +109,40 @@ def test_parallel_decode_partitions_keep_the_global_order(spark, mariadb, mysql_
             "step 149",
         )
     root.close()
+
+
+def test_by_default_a_full_batch_is_decoded_by_one_task_per_core(spark, mariadb, mysql_source,
+                                                                 fresh_database, tmp_path):
+    """engine.decode_partitions: auto on the suite's local[2] session: a batch of 10,000 row
+    changes is cut into two ranges, each decoded by a task of its own (a landing directory
+    each), and the target still equals the source."""
+    import dataclasses
+
+    from replicator.model.pipeline import BatchPolicy
+
+    root = mariadb.root_connection()
+    create_schema(root, fresh_database)
+    seed(root, fresh_database, customers=5, orders=5, awkward=5)
+    warehouse = tmp_path / "warehouse.duckdb"
+    pipeline = demo_pipeline(mysql_source, fresh_database, tmp_path, DuckDBTarget(str(warehouse)))
+    pipeline = dataclasses.replace(pipeline, batching=BatchPolicy(max_rows=10_000,
+                                                                  max_delay_ms=500))
+    assert pipeline.engine.decode_partitions == "auto"
+    run(pipeline, spark)
+    # 20 transactions of 500 single-row INSERTs (one rows event each: the range's cuts count
+    # rows by event, binlog_ranges)
+    with root.cursor() as cursor:
+        for txn in range(20):
+            cursor.execute("BEGIN")
+            for n in range(500):
+                cursor.execute(f"INSERT INTO `{fresh_database}`.customers (id, name) "
+                               "VALUES (%s, %s)", (1000 + txn * 500 + n, f"bulk {txn}/{n}"))
+            cursor.execute("COMMIT")
+    result = run(pipeline, spark)
+    assert result.changes == 10_000
+    landed = [path for path in (tmp_path / "checkpoint" / "landing" / "stream").glob("*/*")
+              if path.is_dir()]
+    assert len(landed) > result.batches, (result.batches, sorted(p.name for p in landed))
+    with _target(warehouse) as target:
+        assert_target_equals_source(pipeline, root, target)
+    root.close()
