@@ -134,8 +134,8 @@ def spark_session(
 ) -> SparkSession:
     """A Spark session for a pipeline; ``conf`` entries override the defaults. ``bounded``:
     the run ends once caught up (``BOUNDED_JAVA_OPTIONS``)."""
-    prepare_environment(master, bounded=bounded)
-    return _session(master, conf, app_name, log_level, _jvm_output)
+    return SessionStart(master, conf, app_name=app_name, log_level=log_level,
+                        bounded=bounded).session()
 
 
 class SessionStart:

@@ -80,3 +80,19 @@ def test_ranges_of_another_batch_and_failed_look_aheads_are_worked_out_again():
     assert ahead.end(at(104), at(1000), 50) == at(204).to_offset()
     assert (104, 1000) in binlog.asked("end")
     ahead.close()
+
+
+def test_the_reader_spark_pickles_for_its_tasks_leaves_the_planners_thread_behind():
+    import pickle
+
+    from replicator.engine.datasource import BinlogStreamReader, reader_options
+    from replicator.model.pipeline import MySQLSource
+
+    options = reader_options(MySQLSource(), tables=["shop.orders"], keys={"shop.orders": ["id"]},
+                             server_id=7, start=at(4), max_rows=50, landing="/tmp/landing")
+    reader = BinlogStreamReader(options)
+    planned = reader._lookahead()  # the planner process made it (a thread pool: unpicklable)
+    copy = pickle.loads(pickle.dumps(reader))
+    assert copy._planned is None and copy.max_rows == 50 and copy.start == at(4)
+    assert reader._planned is planned  # the planner keeps its own
+    reader.stop()
