@@ -72,13 +72,27 @@ def _register() -> None:
 _register()
 
 
+# Global switches without a value, accepted after the command as well: hints say "run again
+# with --debug", and users type it at the end (`replicator run p.yaml --debug`).
+_ANYWHERE = ("--debug", "--no-color")
+
+
+def global_switches_first(argv: list[str]) -> list[str]:
+    """``argv`` with the value-less global switches moved before the command, up to a ``--``
+    (after which every word is an argument)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    moved = [word for word in argv[:end] if word in _ANYWHERE]
+    kept = [word for word in argv[:end] if word not in _ANYWHERE]
+    return moved + kept + argv[end:]
+
+
 def main() -> None:
     """Entry point: known errors print one red line and a hint; bugs print a traceback.
 
     typer/click handle usage errors themselves (exit 2, with the command's usage line).
     """
     try:
-        app()
+        app(args=global_switches_first(sys.argv[1:]))
     except ReplicatorError as exc:
         if render.settings.debug:
             raise

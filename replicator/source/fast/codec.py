@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from replicator.errors import SourceError
+from replicator.model.changes import BinlogPosition
 from replicator.source.arrow_types import time_text
 from replicator.source.fast import cells
 from replicator.source.values import decode_time2, float32
@@ -354,3 +356,37 @@ def compile_columnar(columns: Sequence[Any], table: str,
     exec(compile(source, f"<columnar row decoder {table}>", "exec"), namespace)
     return ColumnarCodec(inserts=namespace["inserts"], updates=namespace["updates"],
                          deletes=namespace["deletes"], source=source)
+
+
+# What a generated decoder raises when the bytes do not have the layout it was generated
+# for: a short buffer, a length prefix past the end, a code point or a date that cannot be.
+_MISREADS = (struct.error, IndexError, KeyError, UnicodeDecodeError, ValueError, OverflowError)
+
+
+def decode_checked(decode: Callable[..., Any], table: str, position: BinlogPosition,
+                   buf: bytes, begin: int, end: int, *args: Any) -> Any:
+    """``decode(buf, begin, end, *args)`` -- a ``RowCodec`` or ``ColumnarCodec`` decoder --
+    proved to have read the rows event exactly: it must end on the event's last byte. A
+    decoder that misreads stops the read with the table, the transaction's position and the
+    reason, never a guess (a layout misread whose bytes happen to fit would otherwise write
+    wrong values without a word)."""
+    try:
+        result = decode(buf, begin, end, *args)
+    except _MISREADS as exc:
+        raise _undecodable(table, position, f"{type(exc).__name__}: {exc}") from exc
+    stop = result[0] if isinstance(result, tuple) else result
+    if stop != end:
+        raise _undecodable(table, position, f"the row images end {stop - end:+d} bytes from "
+                           f"the event's end ({end - begin} bytes of rows)")
+    return result
+
+
+def _undecodable(table: str, position: BinlogPosition, reason: str) -> SourceError:
+    return SourceError(
+        f"cannot decode a rows event of {table} in the transaction at {position} with its "
+        f"Table_map: {reason}",
+        hint="nothing of this batch was applied and the run stops here; report it to the "
+        "replicator project with SHOW CREATE TABLE of the table and the binlog around that "
+        f"position (mariadb-binlog --start-position={position.pos} -vv {position.file}); "
+        "REPLICATOR_FAST_DECODE=0 decodes with python-mysql-replication instead",
+    )

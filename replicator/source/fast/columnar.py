@@ -34,7 +34,7 @@ from replicator.model.changes import BinlogPosition, SchemaChange
 from replicator.model.pipeline import MySQLSource
 from replicator.model.selection import TableSelection, TableSelector
 from replicator.source.arrow_types import binlog_arrow_type, internal_fields, time_text
-from replicator.source.fast.codec import TIME2, ColumnarCodec, compile_columnar
+from replicator.source.fast.codec import TIME2, ColumnarCodec, compile_columnar, decode_checked
 from replicator.source.fast.counters import FastDecodeCounters
 from replicator.source.fast.reader import Commit, transactions
 from replicator.source.values import ValueStats, ZeroDates
@@ -86,14 +86,13 @@ class KeyColumns:
 class _TableColumns:
     """The column lists of one table shape, filled until the next chunk."""
 
-    def __init__(self, shape: Any, keys: Sequence[str], codec: ColumnarCodec | None) -> None:
+    def __init__(self, shape: Any, keys: Sequence[str]) -> None:
         columns = shape.library_table.columns
         self.table = shape.name
         self.names = [column.name for column in columns]
         self.types = [binlog_arrow_type(column) for column in columns]
         self.fsp = [int(column.fsp or 0) if column.type in (TIME2, 11) else -1
                     for column in columns]
-        self.codec = codec
         self.keys = list(keys)
         index = {name: position for position, name in enumerate(self.names)}
         self.key_indexes = [index[k] for k in self.keys]
@@ -256,7 +255,7 @@ def read_change_batches(
             continue
         row_index = 0
         for shape, op, packet, begin, stop in item.changes:
-            builder, closed = builders.of(shape)
+            builder, codec, closed = builders.of(shape)
             if closed is not None:
                 yield closed
             if op is None:  # decoded by the library (counted by the state machine)
@@ -265,12 +264,11 @@ def read_change_batches(
                     builder.add_segment(item, kind, count, row_index)
                     row_index += count
             else:
-                codec = builder.codec
                 assert codec is not None  # a shape with a dict codec compiles a columnar one
                 decode = codec.inserts if op == "c" else codec.deletes if op == "d" \
                     else codec.updates
-                _, count = decode(packet, begin, stop, builder.appends, builder.mover(),
-                                  zero_dates)
+                _, count = decode_checked(decode, shape.name, item.start, packet, begin, stop,
+                                          builder.appends, builder.mover(), zero_dates)
                 local.rows_fast += count
                 builder.add_segment(item, op, count, row_index)
                 row_index += count
@@ -282,40 +280,45 @@ def read_change_batches(
 
 
 class _Builders:
-    """The column builder of each table's current shape (``read_change_batches``)."""
+    """The column builder of each table's current shape (``read_change_batches``), and the
+    columnar decoder of every Table_map shape seen.
+
+    Two shapes with one fingerprint (names and change-batch types) share a builder, since
+    their rows concatenate; they never share a decoder: VARCHAR(40) and VARCHAR(80) in
+    utf8mb4 are both strings, but the second has a two-byte length prefix (issue 29), so
+    every rows event is decoded with the codec of the Table_map that precedes it."""
 
     def __init__(self, keys: KeyColumns, force_library: bool) -> None:
         self.keys = keys
         self.force_library = force_library
         self.current: dict[str, _TableColumns] = {}  # lower-case table -> its current columns
-        self.by_shape: dict[Any, _TableColumns] = {}  # TableShape (identity) -> its builder
+        # TableShape (identity) -> its builder and the shape's own columnar decoder
+        self.by_shape: dict[Any, tuple[_TableColumns, ColumnarCodec | None]] = {}
 
-    def of(self, shape: Any) -> tuple[_TableColumns, TableChunk | None]:
-        """The builder of ``shape``'s rows, and the chunk a change of shape closed."""
+    def of(self, shape: Any) -> tuple[_TableColumns, ColumnarCodec | None, TableChunk | None]:
+        """The builder of ``shape``'s rows, the shape's decoder (None: the library decodes
+        them), and the chunk a change of shape closed."""
         builders, by_shape = self.current, self.by_shape
         found = by_shape.get(shape)
-        if found is not None and builders.get(found.table.lower()) is found:
-            return found, None
+        if found is not None and builders.get(found[0].table.lower()) is found[0]:
+            return found[0], found[1], None
         columns = shape.library_table.columns
         key_names = self.keys.of(shape.name, columns)
-        current = builders.get(shape.name.lower())
-        probe = _TableColumns(shape, key_names, None)
-        closed = None
-        if current is not None and current.fingerprint == probe.fingerprint \
-                and current.keys == probe.keys:
-            by_shape[shape] = current
-            return current, None
-        if current is not None and current.rows:
-            closed = current.chunk()
         codec = None
         if shape.codec is not None and not self.force_library:
-            compiled = compile_columnar(columns, shape.name,
-                                        [probe.names.index(k) for k in key_names])
+            names = [column.name for column in columns]
+            compiled = compile_columnar(columns, shape.name, [names.index(k) for k in key_names])
             codec = compiled if isinstance(compiled, ColumnarCodec) else None
-        probe.codec = codec
+        current = builders.get(shape.name.lower())
+        probe = _TableColumns(shape, key_names)
+        if current is not None and current.fingerprint == probe.fingerprint \
+                and current.keys == probe.keys:
+            by_shape[shape] = (current, codec)
+            return current, codec, None
+        closed = current.chunk() if current is not None and current.rows else None
         builders[shape.name.lower()] = probe
-        by_shape[shape] = probe
-        return probe, closed
+        by_shape[shape] = (probe, codec)
+        return probe, codec, closed
 
 
 def _op_runs(rows: Sequence[tuple[str, str, Any, Any]]) -> Iterator[tuple[str, int]]:

@@ -30,6 +30,7 @@ from replicator.model.selection import TableSelection, TableSelector, as_selecto
 from replicator.source.connection import classify_error, connection_settings
 from replicator.source.fast import stream as fast_stream
 from replicator.source.fast import tablemap
+from replicator.source.fast.codec import decode_checked
 from replicator.source.fast.counters import TOTALS, FastDecodeCounters
 from replicator.source.fast.library import Library
 from replicator.source.positions import binlog_head
@@ -119,7 +120,8 @@ def read_changes_fast(
                 codec = shape.codec
                 decode = codec.inserts if op == "c" else codec.deletes if op == "d" \
                     else codec.updates
-                decode(packet, begin, stop, rows_of, zero_dates)
+                decode_checked(decode, shape.name, item.start, packet, begin, stop, rows_of,
+                               zero_dates)
                 local.rows_fast += len(rows_of)
             # ChangeEvents without their generated __init__: see _change_event.
             for table_name, kind, before, after in rows_of:
