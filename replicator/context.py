@@ -19,6 +19,12 @@ from typing import TYPE_CHECKING, Any
 import replicator.sink
 from replicator.config import load_pipeline
 from replicator.errors import SourceError
+from replicator.model.followed import (
+    FollowedColumns,
+    followed_drop,
+    followed_rename,
+    with_followed,
+)
 from replicator.source.catalog import read_catalog
 
 # The planner (replicator.plan, ~50 ms: the SQL machinery) is imported where it is used:
@@ -34,6 +40,9 @@ if TYPE_CHECKING:
 # In the checkpoint directory: the columns added in MySQL that a run ignored
 # (`schema_changes.add_column: ignore`), per source table: {"db.table": ["col", ...]}.
 IGNORED_COLUMNS_FILE = "ignored_columns.json"
+# ... and the column renames and drops a run followed, per source table, for the names the
+# YAML declares: {"db.table": {"qty": "quantity", "price": null}} (``model.followed``).
+FOLLOWED_COLUMNS_FILE = "followed_columns.json"
 
 
 class Context:
@@ -44,8 +53,11 @@ class Context:
     table a ``sources:`` selection matches."""
 
     def __init__(self, pipeline: Pipeline, *, offline: bool = False) -> None:
-        self.pipeline = pipeline
         self.offline = offline
+        # The YAML's pipeline with the column renames and drops a run followed applied: the
+        # one every plan, decision and check of this context uses (``model.followed``).
+        self.pipeline = pipeline.declared or pipeline
+        self.pipeline = with_followed(self.pipeline, self.followed_columns())
         self._catalog: Catalog | None = None
         self._plan: Plan | None = None
         # Ignored columns found by this context but not recorded (``ignore_missing_columns``
@@ -177,6 +189,50 @@ class Context:
                                encoding="utf-8")
             os.replace(scratch, path)
         self._plan = None
+        return True
+
+    # -- column renames and drops followed (``model.followed``) ------------------------------
+
+    def _followed_file(self) -> Path | None:
+        if self.offline:  # the YAML's declared columns, as written
+            return None
+        return Path(self.pipeline.checkpoint_dir) / FOLLOWED_COLUMNS_FILE
+
+    def followed_columns(self) -> FollowedColumns:
+        """Per source table (``db.table``, lower case): declared name (lower case) -> the
+        source column it is now (None: dropped), as the run recorded following them."""
+        path = self._followed_file()
+        if path is None or not path.is_file():
+            return {}
+        recorded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return {table.lower(): {str(k).lower(): (None if v is None else str(v))
+                                for k, v in names.items()}
+                for table, names in recorded.items() if isinstance(names, dict)}
+
+    def follow_column(self, source: str, old: str, new: str | None) -> bool:
+        """Record that MySQL renamed ``old`` to ``new`` (None: dropped it) in ``source``
+        (``db.table``) and the run followed it; the pipeline and plan follow from now on.
+        Only names the YAML declares are recorded. True when anything changed."""
+        declared = self.pipeline.declared or self.pipeline
+        spec = next((t for t in declared.tables if not t.routed
+                     and t.source_name.lower() == source.lower()), None)
+        if spec is None:
+            return False
+        everything = {table: dict(names) for table, names in self.followed_columns().items()}
+        before = everything.get(source.lower(), {})
+        after = (followed_drop(before, spec, old) if new is None
+                 else followed_rename(before, spec, old, new))
+        path = self._followed_file()
+        if after == before or path is None:
+            return False
+        everything[source.lower()] = after
+        path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = path.with_suffix(".tmp")
+        scratch.write_text(json.dumps(everything, indent=2, sort_keys=True) + "\n",
+                           encoding="utf-8")
+        os.replace(scratch, path)
+        self.pipeline = with_followed(declared, everything)
+        self.reload()
         return True
 
     def ignore_missing_columns(self, sink: Sink, plan: Plan | None = None, *,

@@ -200,6 +200,7 @@ class SchemaFollower:
                 raise KeyChanged([replicated[name.lower()].source_name], where, sql)
             if any(step.change.kind is ChangeKind.RENAME_TABLE for step in decision.recopying):
                 self._recopy_swapped(replicated[name.lower()])
+            self._follow_declared_columns(name, decision)
             added_ignored = [step.change.column or "" for step in decision.steps
                              if step.action == "ignore"
                              and step.change.kind is ChangeKind.ADD_COLUMN]
@@ -216,6 +217,24 @@ class SchemaFollower:
             if decision.following(ChangeKind.TRUNCATE):
                 self._truncate(replicated[name.lower()], row)
             self._notice_unfollowed(name, where, decision)
+
+    def _follow_declared_columns(self, name: str, decision: Any) -> None:
+        """The YAML's settings follow their column (``model.followed``): a rename or drop of
+        a column it names is recorded (the checkpoint's ``followed_columns.json``) before the
+        re-plan, whatever the step does to the target (an excluded column renamed is
+        "nothing" there, and must stay excluded). A replay records nothing new."""
+        context = Context(self.pipeline)
+        changed = False
+        for step in decision.steps:
+            kind = step.change.kind
+            if step.action == "stop" or kind not in (ChangeKind.RENAME_COLUMN,
+                                                     ChangeKind.DROP_COLUMN):
+                continue
+            changed |= context.follow_column(
+                name, step.change.column or "",
+                step.change.new_name if kind is ChangeKind.RENAME_COLUMN else None)
+        if changed:
+            self.pipeline = context.pipeline
 
     def _notice_unfollowed(self, name: str, where: str, decision: Any) -> None:
         for step in decision.steps:
@@ -307,7 +326,7 @@ class SchemaFollower:
                                 and c.expression is None), None)
                     if old is None:
                         continue
-                    new = target_identifier(step.change.new_name or "", table.identifier_case)
+                    new = renamed_target(self.pipeline, table, step.change.new_name or "")
                     if rename_target_column(self.sink, table, old, new):
                         self._notice(f"{name}: target column {old} renamed to {new}")
 
@@ -499,6 +518,16 @@ class SchemaFollower:
             self.sink.on_retry = on_retry
         self.plan = new_plan
         self.sink.prepare()
+
+
+def renamed_target(pipeline: Any, table: TablePlan, new_source: str) -> str:
+    """The target column of a source column renamed to ``new_source``: the name the YAML
+    gives it (a followed entry's `name:` stays), else the new source name."""
+    spec = next((t for t in pipeline.tables if not t.routed and t.source_name.lower()
+                 == table.source_name.lower()), None)
+    mapping = spec.mapping_for(new_source) if spec is not None else None
+    return target_identifier((mapping.target_column if mapping else None) or new_source,
+                             table.identifier_case)
 
 
 def rename_target_column(sink: Any, table: TablePlan, old: str, new: str) -> bool:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from replicator.engine.follow import rename_target_column
+from replicator.engine.follow import rename_target_column, renamed_target
 from replicator.engine.schema_changes import (
     ChangeKind,
     DdlEffect,
@@ -44,6 +44,7 @@ from replicator.source.binlog import read_changes
 from replicator.source.positions import binlog_head, ensure_available
 
 if TYPE_CHECKING:
+    from replicator.context import Context
     from replicator.engine.checkpoint import CheckpointDir
     from replicator.model.pipeline import Pipeline
     from replicator.plan.model import Plan
@@ -108,6 +109,35 @@ def stop_on_pending_drops(pipeline: Pipeline, pending: Sequence[SchemaChange]) -
                              f"{change.position})", stop, change.sql)
 
 
+def follow_pending_columns(context: Context, pending: Sequence[SchemaChange]) -> None:
+    """Before the plan: the renames and drops of columns the YAML names, in the pending range,
+    recorded as the DDL's batch would (``SchemaFollower._follow_declared_columns``), so the plan
+    applies each entry's settings to its column under its new name instead of failing on the
+    old one. Each DDL is decided against the pipeline as the ones before it left it. A stop
+    that is not the policy's own (a rename onto another configured column's name, an
+    expression naming the column) stops here, with its exact edit."""
+    for change in pending:
+        if change.kind != "alter":
+            continue
+        intent = classify(change.sql)
+        if intent.effect is DdlEffect.NOTHING:
+            continue
+        for name in _replicated(context.pipeline, change):
+            decision = decide(intent, context.pipeline, name, None)
+            for step in decision.steps:
+                kind = step.change.kind
+                if kind not in (ChangeKind.RENAME_COLUMN, ChangeKind.DROP_COLUMN):
+                    continue
+                if step.action == "stop":
+                    if not step.by_policy:
+                        raise stop_error([name], f"{WHERE} (written while no run followed it, "
+                                         f"at {change.position})", step, change.sql)
+                    continue  # the policy's stop: follow_pending_ddl judges it by the target
+                context.follow_column(name, step.change.column or "",
+                                      step.change.new_name if kind is ChangeKind.RENAME_COLUMN
+                                      else None)
+
+
 def follow_pending_ddl(pipeline: Pipeline, plan: Plan, sink: Any, pending: Sequence[SchemaChange],
                        notice: Callable[[str], None]) -> dict[str, dict[str, str]]:
     """Before the setup: column DDL of the pending range, in binlog order, by its policy.
@@ -143,7 +173,7 @@ def follow_pending_ddl(pipeline: Pipeline, plan: Plan, sink: Any, pending: Seque
             if step.action != "follow" or kind is ChangeKind.ADD_COLUMN:
                 continue  # ignore; an added column: the setup adds it
             if kind is ChangeKind.RENAME_COLUMN:
-                new = target_identifier(step.change.new_name or "", table.identifier_case)
+                new = renamed_target(pipeline, table, step.change.new_name or "")
                 if new.lower() not in have:
                     rename_target_column(sink, table, column, new)
                     notice(f"{name}: target column {column} renamed to {new} (renamed while "

@@ -39,6 +39,7 @@ from replicator.engine.follow import stop_on_unfollowed_widening
 from replicator.engine.lease import take_lease
 from replicator.engine.metrics import BatchReport
 from replicator.engine.pending_ddl import (
+    follow_pending_columns,
     follow_pending_ddl,
     pending_schema_changes,
     stop_on_pending_drops,
@@ -178,6 +179,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     # live catalog cannot tell is followed, or stops the run, before the plan and the setup.
     pending = [] if options.snapshot == "always" else pending_schema_changes(pipeline, checkpoint)
     stop_on_pending_drops(pipeline, pending)
+    follow_pending_columns(context, pending)
+    pipeline = context.pipeline  # the YAML with the column renames and drops followed
     catalog, plan = context.catalog, context.plan
     # The JVM and Spark start while the driver opens the warehouse, reads its state and
     # takes the lease below (engine.session.SessionStart: both take seconds).

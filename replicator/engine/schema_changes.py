@@ -186,7 +186,7 @@ def decide(intent: DdlIntent, pipeline: Any, source: str, table: Any, *,
     spec = _table_spec(pipeline, source)
     policy = pipeline.schema_changes_for(spec) if spec is not None else pipeline.schema_changes
     tinyint1 = pipeline.source.tinyint1
-    return Decision(tuple(_step(change, policy, spec, table, tinyint1, renamed_onto)
+    return Decision(tuple(_step(change, policy, spec, table, tinyint1, renamed_onto, pipeline)
                           for change in intent.changes))
 
 
@@ -221,8 +221,8 @@ RUN_FOLLOWS = frozenset({ChangeKind.ADD_COLUMN, ChangeKind.TYPE_CHANGE, ChangeKi
 
 
 def _step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyint1: str,
-          renamed_onto: bool) -> Step:
-    step = _policy_step(change, policy, spec, table, tinyint1, renamed_onto)
+          renamed_onto: bool, pipeline: Any = None) -> Step:
+    step = _policy_step(change, policy, spec, table, tinyint1, renamed_onto, pipeline)
     if step.action == "follow" and change.kind not in RUN_FOLLOWS:
         return Step(change, "stop", f"{step.why}: `run` does not follow this kind of change "
                     "yet")
@@ -230,7 +230,7 @@ def _step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyint1: st
 
 
 def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyint1: str,
-                 renamed_onto: bool) -> Step:
+                 renamed_onto: bool, pipeline: Any = None) -> Step:
     kind = change.kind
     if kind is ChangeKind.UNKNOWN:
         return Step(change, "stop", f"{change.what}: the engine cannot follow it")
@@ -240,17 +240,28 @@ def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyi
                     "without a table renamed onto its name")
     if kind is ChangeKind.RENAME_TABLE and action == "recopy":
         return _swap_recopy_step(change, table)
+    if kind in (ChangeKind.RENAME_COLUMN, ChangeKind.DROP_COLUMN) and spec is not None \
+            and action != "stop":
+        named = _expressions_naming(spec, change.column or "")
+        if named:
+            return Step(change, "stop", f"{change.what}: {' and '.join(named)} of "
+                        f"{spec.source_name} in the pipeline YAML name{'s' if len(named) == 1 else ''} "
+                        f"{change.column}; edit "
+                        + ("them" if len(named) > 1 else "it") + " to "
+                        + (f"name {change.new_name} instead" if change.new_name
+                           else f"no longer use {change.column}") + ", then run again")
     column = _planned(table, change.column)
     if kind in (ChangeKind.TYPE_CHANGE, ChangeKind.DROP_COLUMN, ChangeKind.RENAME_COLUMN) \
             and table is not None and column is None and not _is_key(table, change.column):
         return Step(change, "nothing", f"{change.what}: the column is not replicated")
     if kind is ChangeKind.TYPE_CHANGE:
         return _type_step(change, policy, table, column, tinyint1)
-    if kind is ChangeKind.RENAME_COLUMN and action == "follow" and table is not None:
-        mapped = spec is not None and spec.mapping_for(change.column or "") is not None
-        if mapped or (_is_key(table, change.column) and table.key_origin == "declared"):
-            return Step(change, "stop", f"{change.what}: the pipeline YAML names {change.column} "
-                        f"(a mapping or the key); it must name {change.new_name} first")
+    if kind is ChangeKind.RENAME_COLUMN and action == "follow" and spec is not None:
+        # The YAML's settings follow their column (``model.followed``): only a rename onto
+        # the name of another configured column is ambiguous.
+        conflict = _rename_conflict(pipeline, spec, change)
+        if conflict is not None:
+            return conflict
     if kind is ChangeKind.TRUNCATE and action == "follow" and table is not None \
             and (table.outbox is not None or not table.source_key):
         return Step(change, "stop", f"{change.what}: truncate: follow records a delete per "
@@ -263,6 +274,55 @@ def _policy_step(change: ColumnChange, policy: Any, spec: Any, table: Any, tinyi
         return Step(change, "stop", f"{change.what}: key_change: ignore needs the table's key "
                     "declared in the YAML")
     return Step(change, action, change.what, by_policy=action == "stop")
+
+
+def _rename_conflict(pipeline: Any, spec: Any, change: ColumnChange) -> Step | None:
+    """A stop for a rename onto the declared name of another binding entry (its column was
+    dropped or renamed away): the YAML would read as if that entry's settings -- a mask, a
+    target name -- applied to the renamed column, and they do not."""
+    from replicator.model.followed import rename_conflict
+
+    declared = pipeline.declared or pipeline
+    declared_spec = _table_spec(declared, spec.source_name) if not spec.routed else None
+    if declared_spec is None:
+        return None
+    followed = (pipeline.followed or {}).get(spec.source_name.lower(), {})
+    entry = rename_conflict(followed, declared_spec, change.new_name or "")
+    if entry is None:
+        return None
+    old, new = change.column, change.new_name
+    return Step(change, "stop", f"{change.what}: the pipeline YAML configures a column named "
+                f"{new} ({_settings(entry)}), which is no longer the column MySQL now calls "
+                f"{new} (that is the former {old}); whose settings apply is ambiguous. Edit "
+                f"`columns:` of {spec.source_name}: remove or rename the `{entry.source_column}:` "
+                f"entry, and put the settings {old}'s column should have under `{new}:`, then "
+                "run again")
+
+
+def _expressions_naming(spec: Any, column: str) -> list[str]:
+    """The computed columns' expressions and the row filter of ``spec`` that name ``column``:
+    a rename or drop of it leaves them reading a column that is not there."""
+    from replicator.plan.expressions.parsing import referenced_columns
+
+    def names(text: str) -> bool:
+        try:
+            return column.lower() in {c.lower() for c in referenced_columns(text)}
+        except Exception:  # an expression validate rejects: the plan reports it
+            return False
+
+    found = [f"the expression of computed column {m.source_column}" for m in spec.columns
+             if m.computed and names(m.expression)]
+    if spec.filter and names(spec.filter):
+        found.append("the row filter")
+    return found
+
+
+def _settings(entry: Any) -> str:
+    parts = [f"name: {entry.target_column}" if entry.target_column else "",
+             f"type: {entry.target_type}" if entry.target_type else "",
+             f"mask: {entry.mask}" if entry.mask else "",
+             "exclude: true" if entry.exclude else ""]
+    return ", ".join(p for p in parts if p)
 
 
 def _is_key(table: Any, source_column: str | None) -> bool:

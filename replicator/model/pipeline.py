@@ -302,6 +302,15 @@ class ColumnMapping:
     def computed(self) -> bool:
         return self.expression is not None
 
+    @property
+    def binding(self) -> bool:
+        """Whether the entry states an intent for its column (a target name or type, a mask,
+        an exclude, an expression). An entry with only ``source_type`` is a *pin*: a note
+        for offline planning (``replicator init`` pins every column), which never stops a run
+        when its column is renamed, dropped or retyped (``model.followed``)."""
+        return bool(self.target_column or self.target_type or self.exclude or self.mask
+                    or self.expression)
+
 
 @dataclass(frozen=True)
 class OutboxColumn:
@@ -396,6 +405,12 @@ class Pipeline:
     version: int = 1
     path: str | None = None  # the YAML file it was loaded from
     schema_changes: SchemaChangePolicy = SchemaChangePolicy()
+    # The pipeline as its YAML declares it, when this one has column renames and drops a run
+    # followed applied (``model.followed.with_followed``); None: this is the YAML's own.
+    declared: Pipeline | None = field(default=None, compare=False, repr=False)
+    # ... and what was applied: db.table -> declared name -> current column (None: dropped).
+    followed: Mapping[str, Mapping[str, str | None]] | None = field(
+        default=None, compare=False, repr=False)
 
     @property
     def server_id(self) -> int:

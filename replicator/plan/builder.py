@@ -229,10 +229,17 @@ def _check_configured_columns(table: TablePipeline, source_table: SourceTable,
     for mapping in table.columns:
         if mapping.computed:
             continue  # checked by _plan_computed
+        if not mapping.binding:
+            # A pin (source_type only) of a column renamed or dropped in MySQL: a note for
+            # offline planning, never a stop; `check` and `status` report it as stale.
+            continue
         if source_table.column(mapping.source_column) is None:
             problems.add(
                 f"{name}: column {mapping.source_column!r} is configured but not in the source",
-                hint=f"remove it from `columns:` or check its spelling; columns are: "
+                hint="if MySQL renamed or dropped it while no run followed, or the checkpoint "
+                "that remembered it is gone, rename or remove the entry (`replicator init "
+                "--refresh PIPELINE.yaml` rewrites the pins; settings are yours to move); "
+                f"otherwise check its spelling; columns are: "
                 f"{', '.join(c.name for c in source_table.columns)}",
                 code="R302", at=("columns", mapping.source_column),
             )

@@ -151,9 +151,9 @@ def _pipeline(policy=None, table_policy=None, key="[id]"):
     ("ALTER TABLE shop.orders MODIFY note VARCHAR(500) NOT NULL", None, ["nothing"]),
     ("ALTER TABLE shop.orders DROP COLUMN note", None, ["ignore"]),
     ("ALTER TABLE shop.orders DROP COLUMN note", "{drop_column: follow}", ["follow"]),
-    # the YAML names `note` (its source_type): the mapping must be renamed first
-    ("ALTER TABLE shop.orders RENAME COLUMN note TO remark", None, ["stop"]),
-    ("ALTER TABLE shop.orders CHANGE note remark VARCHAR(20)", None, ["stop", "nothing"]),
+    # the YAML pins `note` (source_type only): a pin never stops a rename (issue 29)
+    ("ALTER TABLE shop.orders RENAME COLUMN note TO remark", None, ["follow"]),
+    ("ALTER TABLE shop.orders CHANGE note remark VARCHAR(20)", None, ["follow", "nothing"]),
     # the YAML declares key [id]: the MERGE never used MySQL's key
     ("ALTER TABLE shop.orders DROP PRIMARY KEY, ADD PRIMARY KEY (id, qty)", None,
      ["nothing", "nothing"]),

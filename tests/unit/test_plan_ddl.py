@@ -44,8 +44,10 @@ def test_a_default_the_target_cannot_take_is_named():
     ("ALTER TABLE shop.order_lines MODIFY COLUMN qty BIGINT NOT NULL", "snowflake",
      'ALTER TABLE "MAIN"."ORDER_LINES" ALTER COLUMN "QUANTITY" SET DATA TYPE NUMBER(19,0);',
      "QUANTITY integer(10,0) -> integer(19,0)"),
-    ("ALTER TABLE shop.order_lines RENAME COLUMN order_id TO oid", "duckdb", None,
-     "the pipeline YAML names order_id"),
+    # a declared key column (`key: [order_id, line_no]`) follows its column (issue 29)
+    ("ALTER TABLE shop.order_lines RENAME COLUMN order_id TO oid", "duckdb",
+     'ALTER TABLE "MAIN"."ORDER_LINES" RENAME COLUMN "ORDER_ID" TO "OID";',
+     "FOLLOW: renames ORDER_ID to OID"),
     ("TRUNCATE shop.order_lines", "duckdb", None, "stops the pipeline (TRUNCATE TABLE)"),
 ])
 def test_widenings_show_their_alter_and_stops_say_why(ddl, dialect, statement, what):
