@@ -30,6 +30,7 @@ reformatted.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -60,9 +61,6 @@ class Refreshed:
     applied: tuple[StaleEntry, ...]  # what was rewritten
     left: tuple[StaleEntry, ...]  # what needs a human's edit (``StaleEntry.blocking`` ...)
 
-    def changed(self, before: str) -> bool:
-        return self.text != before
-
 
 def refresh_text(text: str, entries: Sequence[StaleEntry]) -> Refreshed:
     """``text`` (a pipeline file) with ``entries`` (its ``find_stale``) rewritten."""
@@ -83,10 +81,38 @@ def refresh_text(text: str, entries: Sequence[StaleEntry]) -> Refreshed:
 
 # -- the file's layout -------------------------------------------------------------------------
 
-def _layouts() -> Iterator[tuple[int, int, int]]:
-    """(mapping, sequence, offset) indents to try: two-space files with indented dashes
-    first (what `replicator init` writes), then the other usual ones."""
+_BLOCK_KEY = re.compile(r"^( *)[^\s#-][^#]*:\s*(#.*)?$")  # `key:` opening a block
+_INDENTED = re.compile(r"^( *)(- +)?\S")
+
+
+def _guessed_layout(text: str) -> tuple[int, int, int] | None:
+    """The (mapping, sequence, offset) indents the file's first nested mapping and first
+    block list show, when it has both."""
+    mapping = sequence = offset = None
+    lines = [line for line in text.splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    for parent, child in itertools.pairwise(lines):
+        opened, nested = _BLOCK_KEY.match(parent), _INDENTED.match(child)
+        if not opened or not nested:
+            continue
+        depth = len(nested.group(1)) - len(opened.group(1))
+        if nested.group(2) and offset is None:
+            offset, sequence = depth, depth + len(nested.group(2))
+        elif not nested.group(2) and mapping is None and depth > 0:
+            mapping = depth
+    if mapping is None or sequence is None or offset is None:
+        return None
+    return mapping, sequence, offset
+
+
+def _layouts(text: str) -> Iterator[tuple[int, int, int]]:
+    """(mapping, sequence, offset) indents to try: the file's own as it looks, then two-space
+    files with indented dashes (what `replicator init` writes), then the other usual ones."""
+    guessed = _guessed_layout(text)
     seen = set()
+    if guessed is not None:
+        seen.add(guessed)
+        yield guessed
     for mapping in (2, 4, 3):
         for offset in range(0, mapping + 1):
             for sequence in (offset + 2, mapping, offset + mapping):
@@ -107,7 +133,7 @@ def _yaml(mapping: int, sequence: int, offset: int, explicit_start: bool) -> YAM
 def _round_trip(text: str) -> YAML:
     """The ruamel.yaml settings that write ``text`` back unchanged."""
     explicit_start = text.lstrip().startswith("---")
-    for layout in _layouts():
+    for layout in _layouts(text):
         yaml = _yaml(*layout, explicit_start=explicit_start)
         try:
             if _dump(yaml, yaml.load(text)) == text:
@@ -181,7 +207,7 @@ def _refresh_columns(table: CommentedMap, entries: list[StaleEntry]) -> None:
         if entry.kind == "added" and entry.live_name and entry.live_type:
             _insert_added(items, entry)
     if dropped_first:
-        _keep_above_first(table, columns, items, "".join(dropped_first))
+        _keep_above_first(table, columns, "".join(dropped_first))
     _replace_items(columns, items)
 
 
@@ -189,10 +215,11 @@ def _insert_added(items: list[_Item], entry: StaleEntry) -> None:
     """The pin of an added column right after its predecessor's entry: the full-line comments
     below that entry move below the new one (they introduce what followed it)."""
     assert entry.live_name is not None and entry.live_type is not None
-    position = 0
+    position = 0  # no column before it in MySQL: first
     if entry.after is not None:
         names = [str(item.key).lower() for item in items]
-        position = names.index(entry.after.lower()) + 1 if entry.after.lower() in names else len(items)
+        after = entry.after.lower()
+        position = names.index(after) + 1 if after in names else len(items)
     pin = CommentedMap()
     pin["source_type"] = DoubleQuotedScalarString(entry.live_type)
     pin.fa.set_flow_style()
@@ -217,10 +244,10 @@ def _replace_items(columns: CommentedMap, items: list[_Item]) -> None:
             columns.ca.items[item.key] = item.comment
 
 
-def _keep_above_first(table: CommentedMap, columns: CommentedMap, items: list[_Item],
-                      lines: str) -> None:
-    """Comment lines that stood below a removed first entry: below the `columns:` line."""
-    token = table.ca.items.get("columns", [None] * 4)[2] if "columns" in table.ca.items else None
+def _keep_above_first(table: CommentedMap, columns: CommentedMap, lines: str) -> None:
+    """Comment lines that stood below a removed first entry: below the `columns:` line (its
+    comment token is the table's for the key and the mapping's own, one object)."""
+    token = (table.ca.items.get("columns") or [None] * 4)[2]
     if token is None:
         token = CommentToken("\n", start_mark=CommentMark(0))
         table.ca.items["columns"] = [None, None, token, None]

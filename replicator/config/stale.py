@@ -187,19 +187,23 @@ class _TableStale:
     def add(self, section: Section, declared: str, kind: StaleKind, problem: str, edit: str,
             **more: Any) -> None:
         blocking = kind in ("missing", "conflict")
+        refreshable = more.pop("refreshable", True) and not blocking
         more.setdefault("where", (section, declared) if section == "columns"
                         else (section, more.get("index") or 0))
         self.entries.append(StaleEntry(
             source_table=self.table.source_name, table_index=self.index, section=section,
             declared=declared, kind=kind, problem=problem, edit=edit, blocking=blocking,
-            refreshable=not blocking and more.pop("refreshable", True), **more))
+            refreshable=refreshable, **more))
 
     def find(self, skip_added: set[str] | None) -> list[StaleEntry]:
         """``skip_added``: added columns not to pin (None: the table ignores added ones)."""
         entries = [m for m in self.table.columns if not m.computed]
-        # Where each entry's column is now (lower case), for the entries that keep one.
+        # Each live column (lower case) with an entry -> that entry's declared name: the one
+        # that names it as it is now when two entries mean it (a column re-added under a name
+        # another was renamed away from), else the first.
         kept: dict[str, str] = {}
-        for mapping in entries:
+        for mapping in sorted(entries, key=lambda m: current_name(
+                self.followed, m.source_column) != m.source_column):
             now = current_name(self.followed, mapping.source_column)
             column = self.live.column(now) if now is not None else None
             if column is not None:

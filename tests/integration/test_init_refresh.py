@@ -15,6 +15,7 @@ the refreshed file; the second writes that record by hand, as a run would, to co
 
 from __future__ import annotations
 
+import fcntl
 import json
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from typer.testing import CliRunner
 from replicator.cli.main import app
 from replicator.config import load_pipeline, validate_file
 from replicator.context import FOLLOWED_COLUMNS_FILE
+from replicator.errors import UsageError
 
 pytestmark = pytest.mark.mysql
 
@@ -263,6 +265,16 @@ def test_refresh_keys_track_history_and_what_it_leaves_to_a_human(
     assert stale["key[0]", "renamed"]["edit"] == "write account_id instead of id in key"
     assert line_of(text, stale["track_history[1]", "dropped"]["line"]).strip() == "-   score"
 
+    # While a run holds the pipeline (it records renames against the YAML it started with),
+    # the file and the record are left alone; --check still shows what would change.
+    with (tmp_path / "checkpoint" / "run.lock").open("w") as lock:
+        lock.write("4242")
+        lock.flush()
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        refused = invoke("init", "--refresh", str(path))
+        assert isinstance(refused.exception, UsageError) and "PID 4242" in str(refused.exception)
+        assert path.read_text() == text
+        assert invoke("init", "--refresh", str(path), "--check").exit_code == 1
     refreshed = invoke("init", "--refresh", str(path))
     assert refreshed.exit_code == 1  # written, but the masked entry is left for a human
     assert "left for you to edit" in refreshed.stdout and "columns.secret:" in refreshed.stdout

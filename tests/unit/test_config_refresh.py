@@ -166,3 +166,18 @@ def test_find_stale_names_each_kind_at_its_line(tmp_path):
                                '"varchar(40)"\n', "      note:   # shown as remark\n")
     pipeline, document = pipeline_of(partial, tmp_path)
     assert "added" not in {e.kind for e in find_stale(pipeline, followed, live)}
+
+
+def test_two_entries_for_one_column_a_pin_goes_a_binding_entry_is_left(tmp_path):
+    text = ("version: 1\nsource:\n  mysql: {host: h}\ntarget:\n  duckdb: {path: w.duckdb}\n"
+            "tables:\n  - source: shop.t\n    columns:\n"
+            "      a: {source_type: int}\n      b: {source_type: int}\n"
+            "      c: {source_type: int, mask: md5}\n      d: {source_type: int, mask: md5}\n")
+    pipeline, document = pipeline_of(text, tmp_path)
+    live = Catalog((SourceTable("shop", "t", (column("b", "int", 1), column("d", "int", 2))),))
+    # a was renamed to b, c to d, while b and d kept entries of their own (a column re-added
+    # under an old name): whose settings apply is a human's call for a binding entry.
+    stale = find_stale(pipeline, {"shop.t": {"a": "b", "c": "d"}}, live, document=document)
+    assert [(e.setting, e.kind, e.blocking, e.refreshable) for e in stale] == [
+        ("columns.a", "dropped", False, True), ("columns.c", "conflict", True, False)]
+    assert refresh_text(text, stale).text == text.replace("      a: {source_type: int}\n", "")
