@@ -108,3 +108,18 @@ def test_an_expression_naming_a_renamed_or_dropped_column_stops_with_the_edit(tm
         stop = decide(classify(sql), pipeline, "shop.orders", None).stop
         assert stop is not None, sql
         assert "computed column total" in stop.why and edit in stop.why
+
+
+def test_a_pinned_primary_key_feeds_plan_offline_and_binds_nothing(tmp_path):
+    from replicator.plan import build_plan, offline_catalog
+
+    text = (YAML % (tmp_path / "checkpoint")).replace("    key: [id]\n", "    primary_key: [id]\n")
+    text = text.replace("    mode: scd2\n", "").replace("    track_history: [qty, note]\n", "")
+    text = text.replace("{mask: sha256}", "{mask: sha256, source_type: varchar(50)}")
+    text = text.replace("      card: {name: CARD_TOKEN, exclude: true}\n", "")
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    pipeline = load_pipeline(path, environ={})
+    assert pipeline.tables[0].key is None and pipeline.tables[0].primary_key == ("id",)
+    plan = build_plan(pipeline, offline_catalog(pipeline))
+    assert plan.tables[0].source_key == ("id",) and plan.tables[0].key_origin == "primary key"
