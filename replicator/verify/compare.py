@@ -17,17 +17,18 @@ between the target's last applied batch and the binlog head.
 
 from __future__ import annotations
 
+import queue
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from replicator.context import Context
 from replicator.errors import ReplicatorError
-from replicator.model.catalog import SourceTable
+from replicator.model.catalog import Catalog, SourceTable
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import Pipeline
 from replicator.plan.identifiers import qualified_name, quote_identifier
-from replicator.plan.model import PlannedColumn, TablePlan
+from replicator.plan.model import Plan, PlannedColumn, TablePlan
 from replicator.source.positions import current_position
 from replicator.source.progress import lag_behind
 from replicator.verify.checksum import ChecksumPlan, checksum_plan
@@ -37,7 +38,7 @@ from replicator.verify.normalize import (
     source_row_forms,
     target_row_form,
 )
-from replicator.verify.ranges import RangeWalker
+from replicator.verify.ranges import PARALLEL, RangeWalker
 from replicator.verify.report import (
     ColumnDifference,
     KeyDifference,
@@ -72,6 +73,7 @@ class TableVerifier:
         self._key_at = [self.columns.index(c) for c in self.key_columns]
         self._target_form = target_row_form(self.columns)
         self._source_name = source_name
+        self._reader_args = (pipeline.source, source_table, table)
         self.source = SourceReader(pipeline.source, source_table, table, source_name=source_name)
         self._source_columns = [(name, column.mysql_type if column else None) for name in
                                 self.source.names for column in (source_table.column(name),)]
@@ -165,18 +167,37 @@ class TableVerifier:
             f"SELECT MIN({target_key}), MAX({target_key}) FROM "
             f"{qualified_name(self.table.target_parts)}{live}", [])[0]
 
+        # One MySQL connection per parallel range query: the walk borrows one per query.
+        readers: queue.SimpleQueue[SourceReader] = queue.SimpleQueue()
+        extra = [SourceReader(*self._reader_args, source_name=self._source_name)
+                 for _ in range(walk.get("parallel", PARALLEL) - 1)]
+        for reader in [self.source, *extra]:
+            readers.put(reader)
+
+        def source_query(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+            reader = readers.get()
+            try:
+                return reader.query(sql, params)
+            finally:
+                readers.put(reader)
+
         def leaf(lower: int, upper: int) -> int:
-            images = self.source.between(plan.key_source, lower, upper)
+            reader = readers.get()
+            try:
+                images = reader.between(plan.key_source, lower, upper)
+            finally:
+                readers.put(reader)
             fetched = self.target.between(plan.key_target, lower, upper)
             self._compare_fetched(report, self._forms(images), fetched)
             return len(images) + len(fetched)
 
-        walker = RangeWalker(plan, source=self.source.query, target=self.target.query,
-                             leaf=leaf, **walk)
+        walker = RangeWalker(plan, source=source_query, target=self.target.query, leaf=leaf,
+                             **walk)
         try:
             stats = walker.walk(source_bounds, target_bounds, self.source.estimated_rows())
         finally:
-            walker.close()
+            for reader in extra:
+                reader.close()
         report.source_rows += stats.source_rows
         report.target_rows += stats.target_rows
         report.segments += stats.ranges_equal + stats.leaves
@@ -280,6 +301,7 @@ def verify_pipeline(
     sink: Any = None,
     checksums: bool = True,
     walk: dict[str, int] | None = None,
+    on_compared: Callable[[VerifyReport, Plan, Catalog], None] | None = None,
 ) -> VerifyReport:
     """Compare every (or the named) table of the pipeline: source vs target, key by key.
 
@@ -287,7 +309,9 @@ def verify_pipeline(
     afterwards). ``wait_s``: re-check differing keys until they agree or this many seconds
     have passed. ``checksums``: compare by range checksums computed inside both databases
     where a table allows (``verify.checksum``; False: fetch every row); ``walk``: the
-    bisection's settings (``factor``, ``leaf_rows``, ``query_rows``). Raises
+    bisection's settings (``factor``, ``leaf_rows``, ``query_rows``). ``on_compared``:
+    called once every table is compared, before ``wait_s``' re-checks (``--repair`` asks for
+    the re-copies there, then the re-checks see them land). Raises
     ``VerifyError`` (exit 2) when it cannot compare.
     """
     context = Context(pipeline)
@@ -342,6 +366,8 @@ def verify_pipeline(
             verifier.compare(table_report, segment_rows, checksums=checksums, walk=walk)
             table_report.seconds = time.perf_counter() - started
             report.tables.append(table_report)
+        if on_compared is not None:
+            on_compared(report, plan, catalog)
         deadline = time.monotonic() + wait_s
         while not report.equal and time.monotonic() < deadline:
             time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))

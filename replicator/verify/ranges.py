@@ -8,9 +8,10 @@ the checksum (``checksum.ChecksumPlan``): a bucket that agrees costs those two n
 is never read again. A bucket that differs is either small (at most ``leaf_rows`` rows on
 both sides, or one key value wide): its rows are fetched from both sides and compared
 exactly (``leaf``, the same canonical comparison as a full fetch, which names each key);
-or it is split again the same way. The source and the target query of a range run at the
-same time (the source's on a worker thread; both drivers wait on the network or the
-database, not on Python).
+or it is split again the same way. ``parallel`` top ranges are checked at once, each
+thread with its own MySQL connection (MySQL runs one query on one core: the checksum's MD5
+is most of verify's time), while the warehouse's queries and the fetches take turns on its
+one connection (the drivers wait on the database, not on Python).
 
 A difference in ``d`` rows costs about ``d * depth`` bucket queries per side, each over
 a shrinking range, plus ``d`` fetches of at most ``leaf_rows`` rows; an equal table one
@@ -19,6 +20,7 @@ pass of each database over its rows, computed where the rows are.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,7 +30,8 @@ from replicator.verify.checksum import ChecksumPlan
 
 FACTOR = 32  # buckets per range query (reladiff's bisection factor)
 LEAF_ROWS = 2_000  # a differing bucket with at most this many rows is fetched
-QUERY_ROWS = 200_000  # rows one top-level checksum query covers (source estimate)
+QUERY_ROWS = 100_000  # rows one top-level checksum query covers (source estimate)
+PARALLEL = 2  # top-level ranges checked at once (each with its own MySQL connection)
 
 Buckets = dict[int, tuple[int, int]]  # bucket -> (rows, checksum)
 
@@ -53,12 +56,16 @@ def _buckets(rows: list[tuple[Any, ...]]) -> Buckets:
 
 class RangeWalker:
     """Runs one table's bisection; ``leaf(lower, upper)`` compares a range's rows exactly
-    and returns the number of rows it fetched."""
+    and returns the number of rows it fetched.
+
+    ``source(sql, params)`` may be called from ``parallel`` threads at once (the caller gives
+    each thread its own MySQL connection); ``target`` and ``leaf`` are called by one thread
+    at a time (a warehouse connection is not shared between threads)."""
 
     def __init__(self, plan: ChecksumPlan, *, source: Callable[[str, list[Any]], list],
                  target: Callable[[str, list[Any]], list], leaf: Callable[[int, int], int],
                  factor: int = FACTOR, leaf_rows: int = LEAF_ROWS,
-                 query_rows: int = QUERY_ROWS) -> None:
+                 query_rows: int = QUERY_ROWS, parallel: int = PARALLEL) -> None:
         self.plan = plan
         self._source = source
         self._target = target
@@ -66,20 +73,9 @@ class RangeWalker:
         self.factor = max(2, factor)
         self.leaf_rows = leaf_rows
         self.query_rows = query_rows
+        self.parallel = max(1, parallel)
         self.stats = RangeStats()
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-source")
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True)
-
-    def _both(self, source: tuple[str, list[Any]], target: tuple[str, list[Any]]
-              ) -> tuple[list, list]:
-        pending = self._pool.submit(self._source, *source)
-        try:
-            target_rows = self._target(*target)
-        finally:
-            source_rows = pending.result()
-        return source_rows, target_rows
+        self._lock = threading.Lock()  # the target, the leaves and the stats
 
     def walk(self, source_bounds: tuple[Any, Any], target_bounds: tuple[Any, Any],
              estimated_rows: int) -> RangeStats:
@@ -91,24 +87,34 @@ class RangeWalker:
         lowest, highest = min(ends), max(ends) + 1
         tops = max(1, -(-max(estimated_rows, 1) // self.query_rows))
         width = max(1, -(-(highest - lowest) // tops))
-        for lower in range(lowest, highest, width):
-            self._check(lower, min(highest, lower + width), top=True)
+        ranges = [(lower, min(highest, lower + width))
+                  for lower in range(lowest, highest, width)]
+        if self.parallel == 1 or len(ranges) == 1:
+            for lower, upper in ranges:
+                self._check(lower, upper, top=True)
+            return self.stats
+        with ThreadPoolExecutor(max_workers=self.parallel,
+                                thread_name_prefix="verify-range") as pool:
+            for done in [pool.submit(self._check, lower, upper, top=True)
+                         for lower, upper in ranges]:
+                done.result()
         return self.stats
 
     def _check(self, lower: int, upper: int, *, top: bool = False) -> None:
         width = max(1, -(-(upper - lower) // self.factor))
         params = [lower, width, lower, upper]
-        source_rows, target_rows = self._both((self.plan.source_sql, params),
-                                              (self.plan.target_sql, params))
-        self.stats.checksum_queries += 1
-        source, target = _buckets(source_rows), _buckets(target_rows)
-        if top:
-            self.stats.source_rows += sum(n for n, _ in source.values())
-            self.stats.target_rows += sum(n for n, _ in target.values())
+        source = _buckets(self._source(self.plan.source_sql, params))
+        with self._lock:
+            target = _buckets(self._target(self.plan.target_sql, params))
+            self.stats.checksum_queries += 1
+            if top:
+                self.stats.source_rows += sum(n for n, _ in source.values())
+                self.stats.target_rows += sum(n for n, _ in target.values())
         differing = []
         for bucket in sorted(set(source) | set(target)):
             if source.get(bucket) == target.get(bucket):
-                self.stats.ranges_equal += 1
+                with self._lock:
+                    self.stats.ranges_equal += 1
                 continue
             rows = max(source.get(bucket, (0, 0))[0], target.get(bucket, (0, 0))[0])
             start = max(lower, lower + bucket * width)
@@ -118,9 +124,10 @@ class RangeWalker:
             differing.append((start, end, rows))
         for start, end, rows in _merged(differing):
             if rows <= self.leaf_rows or end - start <= 1 or (start, end) == (lower, upper):
-                self.stats.leaves += 1
-                self.stats.leaf_bounds.append((start, end))
-                self.stats.fetched_rows += self._leaf(start, end)
+                with self._lock:
+                    self.stats.leaves += 1
+                    self.stats.leaf_bounds.append((start, end))
+                    self.stats.fetched_rows += self._leaf(start, end)
             else:
                 self._check(start, end)
 
