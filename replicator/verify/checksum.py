@@ -83,6 +83,7 @@ class HashDialect:
     join: str  # {} is the comma-separated column texts
     row_hash: str
     bucket: str
+    total: str = "SUM({})"  # the range's checksum: an exact sum of the row hashes
 
 
 MYSQL = HashDialect(
@@ -104,7 +105,8 @@ MYSQL = HashDialect(
     text_of_string="CONVERT({} USING utf8mb4)",
     join="CONCAT_WS('|', {})",
     row_hash="CAST(CONV(SUBSTRING(MD5({}), 17, 16), 16, 10) AS UNSIGNED)",
-    bucket="(({} - %s) DIV %s)",
+    # DECIMAL: a BIGINT key minus a bound below it can leave BIGINT's range.
+    bucket="((CAST({} AS DECIMAL(21,0)) - %s) DIV %s)",
 )
 
 DUCKDB = HashDialect(
@@ -147,7 +149,8 @@ SNOWFLAKE = HashDialect(
     length_prefixed="(TO_VARCHAR(LENGTH({0})) || ':' || {0})",
     text_of_string="{}",
     join="CONCAT_WS('|', {})",
-    row_hash="MD5_NUMBER_LOWER64({})",
+    # Typed, so that no translator (fakesnow's sqlglot) sums it as a DOUBLE.
+    row_hash="CAST(MD5_NUMBER_LOWER64({}) AS NUMBER(20,0))",
     bucket="FLOOR(({} - ?) / ?)",
 )
 
@@ -237,7 +240,8 @@ def _range_sql(dialect: HashDialect, relation: str, key: str, text: str,
     bucket = dialect.bucket.format(quoted)
     mark = dialect.parameter
     conditions = " AND ".join([*where, f"{quoted} >= {mark}", f"{quoted} < {mark}"])
-    return (f"SELECT {bucket} AS bucket, COUNT(*), SUM({dialect.row_hash.format(text)}) "
+    total = dialect.total.format(dialect.row_hash.format(text))
+    return (f"SELECT {bucket} AS bucket, COUNT(*), {total} "
             f"FROM {relation} WHERE {conditions} GROUP BY 1")
 
 

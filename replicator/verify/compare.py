@@ -198,6 +198,8 @@ class TableVerifier:
         finally:
             for reader in extra:
                 reader.close()
+        # Ranges are checked in parallel: the keys in key order, as a fetch lists them.
+        report.differences.sort(key=lambda d: _sort_key(tuple(d.key.values())))
         report.source_rows += stats.source_rows
         report.target_rows += stats.target_rows
         report.segments += stats.ranges_equal + stats.leaves

@@ -80,9 +80,9 @@ def _keys_condition(names: list[str], keys: list[tuple[Any, ...]]) -> str | None
     if any(literal is None for key in literals for literal in key):
         return None
     if len(names) == 1:
-        node: Any = exp.In(this=exp.column(names[0]), expressions=[k[0] for k in literals])
+        node: Any = exp.In(this=exp.column(names[0], quoted=True), expressions=[k[0] for k in literals])
     else:
-        node = exp.or_(*[exp.and_(*[exp.EQ(this=exp.column(n), expression=v)
+        node = exp.or_(*[exp.and_(*[exp.EQ(this=exp.column(n, quoted=True), expression=v)
                                     for n, v in zip(names, key, strict=True)])
                          for key in literals])
     return node.sql(dialect="mysql")
