@@ -104,7 +104,8 @@ def _verify(ctx: BenchContext, path: Path, *extra: str) -> dict[str, Any]:
         raise RuntimeError(f"verify failed ({done.returncode}): {done.stderr[-2000:]}")
     (table,) = json.loads(done.stdout)["tables"]
     return {"seconds": round(seconds, 2), "in_process_s": table["seconds"],
-            "method": table["method"], "keys": sorted(d["key"]["id"]
+            # BIGINT UNSIGNED keys are DECIMALs, which the JSON spells as text.
+            "method": table["method"], "keys": sorted(int(d["key"]["id"])
                                                       for d in table["differences"]),
             "checksum_queries": table["checksum_queries"],
             "fetched_rows": table["fetched_rows"], "source_rows": table["source_rows"]}
