@@ -114,7 +114,9 @@ def render_pipeline(source: MySQLSource, database: str, tables: list[SourceTable
         lines.append(f"  - source: {_scalar(format_source_name(table.database, table.table))}")
         if table.primary_key:
             keys = ", ".join(_scalar(column) for column in table.primary_key)
-            lines.append(f"    key: [{keys}]   # the primary key")
+            # A pin, as source_type is: `key:` would bind the merge key through a key change.
+            lines.append(f"    primary_key: [{keys}]   # pinned for plan --offline; "
+                         "`key:` would declare one")
         else:
             lines += [
                 "    # NO PRIMARY KEY: replicator cannot tell rows apart. Declare the columns",

@@ -362,6 +362,9 @@ class TablePipeline(SelectedSource):
     source_table: str
     target_table: str | None = None  # None: the source table name under the identifier policy
     key: tuple[str, ...] | None = None  # source column names; None: the primary key
+    # A pin (``model.followed``): the primary key `replicator init` read, for `plan
+    # --offline`'s catalog only; the live primary key always wins.
+    primary_key: tuple[str, ...] | None = None
     deletes: DeleteMode = "hard"
     # A row the target refuses: stop (fail) or set it aside in the dead-letter table.
     on_error: OnError = "fail"

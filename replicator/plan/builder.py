@@ -554,7 +554,7 @@ def offline_catalog(pipeline: Pipeline) -> Catalog:
                     code="R309", at=("columns", mapping.source_column, "source_type"),
                 )
                 continue
-            key = table.key or ()
+            key = table.key or table.primary_key or ()
             columns.append(
                 SourceColumn(
                     name=mapping.source_column,
@@ -584,7 +584,8 @@ def offline_catalog(pipeline: Pipeline) -> Catalog:
                 database="" if table.routed else table.source_database,
                 table=table.source_name if table.routed else table.source_table,
                 columns=tuple(columns),
-                primary_key=(),  # offline: only a declared `key:` is known
+                # offline: the `primary_key:` pin, where `replicator init` wrote one
+                primary_key=tuple(table.primary_key or ()),
             )
         )
     problems.raise_if_any()
