@@ -76,6 +76,9 @@ def refresh_text(text: str, entries: Sequence[StaleEntry]) -> Refreshed:
         _refresh_columns(table, [e for e in mine if e.section == "columns"])
         for section in ("key", "track_history"):
             _refresh_names(table, section, [e for e in mine if e.section == section])
+        for entry in mine:
+            if entry.section == "primary_key" and entry.live_key:
+                _refresh_primary_key(table, entry.live_key)
     return Refreshed(_dump(yaml, data), applied, left)
 
 
@@ -380,6 +383,28 @@ def _refresh_names(table: CommentedMap, section: str, entries: list[StaleEntry])
         del names[position]
 
 
+def _refresh_primary_key(table: CommentedMap, live_key: tuple[str, ...]) -> None:
+    """The `primary_key:` pin holding MySQL's primary key, its items quoted as the first one
+    was; the end-of-line comment of a flow list keeps its distance."""
+    names = table.get("primary_key")
+    if not isinstance(names, CommentedSeq) or not names:
+        return
+    style = names[0]
+    old_width, old_count = sum(_width(n) for n in names), len(names)
+    for position, name in enumerate(live_key):
+        value = _renamed_scalar(style, name)
+        if position < len(names):
+            names[position] = value
+        else:
+            names.append(value)
+    while len(names) > len(live_key):
+        del names[len(names) - 1]
+    if names.fa.flow_style():
+        separators = 2 * (len(live_key) - old_count)  # ", " between items
+        delta = sum(_width(n) for n in names) - old_width + separators
+        _shift(table.ca.items.get("primary_key"), 2, delta)
+
+
 def describe(entry: StaleEntry) -> str:
     """One line of ``init --refresh``'s change list."""
     where = f"{entry.source_table} {entry.setting}"
@@ -387,6 +412,8 @@ def describe(entry: StaleEntry) -> str:
         return f"{where}: renamed to {entry.live_name}"
     if entry.kind == "retyped":
         return f"{where}: source_type {json.dumps(entry.live_type)}"
+    if entry.kind == "changed":
+        return f"{entry.source_table} primary_key: [{', '.join(entry.live_key or ())}]"
     if entry.kind == "added":
         after = f"after {entry.after}" if entry.after else "first"
         return f"{entry.source_table} columns.{entry.live_name}: pinned ({entry.live_type}), {after}"

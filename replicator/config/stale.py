@@ -16,6 +16,8 @@ What is stale, per table named by ``source:``:
   column is simply not in MySQL any more (a pin states no intent: it goes);
 - **retyped**: an entry's ``source_type`` that is not the live column's type, compared in
   MySQL's normalized form (``MySQLType``; an integer's display width is not a type);
+- **changed**: a ``primary_key:`` pin (what `replicator init` writes instead of ``key:``)
+  that is not MySQL's primary key any more: a key column renamed, or another key;
 - **added**: a live column that a *fully pinned* table (every entry declares its
   ``source_type``: the list is the table's complete column list, config.semantic) has no
   entry for, unless the table ignores added columns (`schema_changes.add_column: ignore`);
@@ -43,8 +45,8 @@ from replicator.model.catalog import INTEGER_TYPES, Catalog, MySQLType, MySQLTyp
 from replicator.model.followed import FollowedColumns, current_name
 from replicator.model.pipeline import ColumnMapping, Pipeline, TablePipeline
 
-StaleKind = Literal["renamed", "dropped", "retyped", "added", "missing", "conflict"]
-Section = Literal["columns", "key", "track_history"]
+StaleKind = Literal["renamed", "dropped", "retyped", "added", "missing", "conflict", "changed"]
+Section = Literal["columns", "key", "track_history", "primary_key"]
 REFRESH_COMMAND = "replicator init --refresh"
 # A name written plain in YAML (a column key, a key: item) when it looks like this and is not
 # a word YAML 1.1 reads as a boolean or null (`replicator init` and `--refresh` alike).
@@ -67,6 +69,7 @@ class StaleEntry:
     live_type: str | None = None  # retyped, added: its type as `replicator init` writes it
     index: int | None = None  # key, track_history: the item's position in the list
     after: str | None = None  # added: the entry it goes after, by its refreshed name
+    live_key: tuple[str, ...] | None = None  # changed: MySQL's primary key
     binding: bool = False  # an entry with settings, or a key / track_history name
     blocking: bool = False  # the run stops on it until the YAML is edited
     refreshable: bool = True  # `replicator init --refresh` writes the edit
@@ -82,6 +85,8 @@ class StaleEntry:
         """Where in the table entry: ``columns.qty``, ``key[0]``, ``track_history[1]``."""
         if self.section == "columns":
             return f"columns.{self.declared}"
+        if self.index is None:
+            return self.section
         return f"{self.section}[{self.index}]"
 
     @property
@@ -189,7 +194,8 @@ class _TableStale:
         blocking = kind in ("missing", "conflict")
         refreshable = more.pop("refreshable", True) and not blocking
         more.setdefault("where", (section, declared) if section == "columns"
-                        else (section, more.get("index") or 0))
+                        else (section,) if more.get("index") is None
+                        else (section, more["index"]))
         self.entries.append(StaleEntry(
             source_table=self.table.source_name, table_index=self.index, section=section,
             declared=declared, kind=kind, problem=problem, edit=edit, blocking=blocking,
@@ -212,6 +218,7 @@ class _TableStale:
             self._column_entry(mapping, kept)
         self._names("key", self.table.key or ())
         self._names("track_history", self.table.track_history or ())
+        self._primary_key()
         if skip_added is not None and fully_pinned(self.table):
             self._added(kept, skip_added)
         return self.entries
@@ -298,6 +305,24 @@ class _TableStale:
                 self.add(section, declared, "renamed", f"renamed to {column.name} in MySQL",
                          f"write {column.name} instead of {declared} in {section}",
                          index=position, binding=True, live_name=column.name)
+
+    def _primary_key(self) -> None:
+        """The `primary_key:` pin against MySQL's primary key (a pin: the live one is the key
+        anyway; the run follows a key change by `schema_changes.key_change`)."""
+        pinned = self.table.primary_key
+        live = self.live.primary_key
+        if not pinned or [n.lower() for n in pinned] == [n.lower() for n in live]:
+            return
+        written = ", ".join(pinned)
+        if not live:
+            self.add("primary_key", written, "changed", "MySQL's table has no primary key now",
+                     "remove `primary_key:`, and declare `key:` (the columns that identify a "
+                     "row) or add a primary key in MySQL", refreshable=False)
+            return
+        self.add("primary_key", written, "changed",
+                 f"the primary key is ({', '.join(live)}) in MySQL",
+                 f"write primary_key: [{', '.join(yaml_name(n) for n in live)}]",
+                 live_key=tuple(live))
 
     def _added(self, kept: Mapping[str, str], skip: set[str]) -> None:
         # An entry whose column went without a followed record may have been renamed to one

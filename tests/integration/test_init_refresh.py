@@ -209,7 +209,7 @@ engine:
 tables:
 -   source: {db}.accounts
     mode: scd2
-    key: [id]   # the primary key
+    primary_key: [id]   # pinned for plan --offline
     track_history:
     -   status   # opens a version
     -   score
@@ -222,6 +222,7 @@ tables:
         # masked
         secret: {{source_type: "varchar(30)", mask: redact}}
 -   source: {db}.events   # only one column configured: no pins are added here
+    key: [id]
     columns:
         payload: {{exclude: true}}
 """
@@ -245,24 +246,28 @@ def test_refresh_keys_track_history_and_what_it_leaves_to_a_human(
         cursor.execute("ALTER TABLE accounts RENAME COLUMN id TO account_id, "
                        "RENAME COLUMN status TO state, DROP COLUMN score, "
                        "RENAME COLUMN secret TO secret_text")
-        cursor.execute("ALTER TABLE events ADD COLUMN extra INT")
+        cursor.execute("ALTER TABLE events ADD COLUMN extra INT, RENAME COLUMN id TO event_id")
     # The run followed the renames of id and status and the drop of score, and then lost its
     # checkpoint before it followed the rename of secret (so nobody knows where it went).
     (tmp_path / "checkpoint").mkdir()
     (tmp_path / "checkpoint" / FOLLOWED_COLUMNS_FILE).write_text(json.dumps(
-        {f"{db}.accounts": {"id": "account_id", "status": "state", "score": None}}))
+        {f"{db}.accounts": {"id": "account_id", "status": "state", "score": None},
+         f"{db}.events": {"id": "event_id"}}))
 
     stale = stale_of(path)  # fails: the masked column is gone and the run stops on it
     assert set(stale) == {
         ("columns.id", "renamed"), ("columns.status", "renamed"), ("columns.score", "dropped"),
-        ("columns.secret", "missing"), ("key[0]", "renamed"), ("track_history[0]", "renamed"),
-        ("track_history[1]", "dropped"), ("columns.secret_text", "added")}
+        ("columns.secret", "missing"), ("primary_key", "changed"),
+        ("track_history[0]", "renamed"), ("track_history[1]", "dropped"),
+        ("columns.secret_text", "added"), ("key[0]", "renamed")}
     secret = stale["columns.secret", "missing"]
     assert secret["blocking"] and not secret["refreshable"]
     assert "R302" in secret["problem"] and line_of(text, secret["line"]).lstrip().startswith(
         "secret:")
     assert not stale["columns.secret_text", "added"]["refreshable"]  # maybe where secret went
-    assert stale["key[0]", "renamed"]["edit"] == "write account_id instead of id in key"
+    assert stale["primary_key", "changed"]["edit"] == "write primary_key: [account_id]"
+    assert stale["key[0]", "renamed"]["edit"] == "write event_id instead of id in key"
+    assert stale["key[0]", "renamed"]["source_table"] == f"{db}.events"
     assert line_of(text, stale["track_history[1]", "dropped"]["line"]).strip() == "-   score"
 
     # While a run holds the pipeline (it records renames against the YAML it started with),
@@ -280,7 +285,9 @@ def test_refresh_keys_track_history_and_what_it_leaves_to_a_human(
     assert "left for you to edit" in refreshed.stdout and "columns.secret:" in refreshed.stdout
     expected = text
     for old, new in {
-        "    key: [id]   # the primary key\n": "    key: [account_id]   # the primary key\n",
+        "    primary_key: [id]   # pinned for plan --offline\n":
+            "    primary_key: [account_id]   # pinned for plan --offline\n",
+        "    key: [id]\n": "    key: [event_id]\n",
         "    -   status   # opens a version\n    -   score\n":
             "    -   state   # opens a version\n",
         "        id: {source_type: int(11)}\n": "        account_id: {source_type: int(11)}\n",

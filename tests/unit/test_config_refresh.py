@@ -181,3 +181,25 @@ def test_two_entries_for_one_column_a_pin_goes_a_binding_entry_is_left(tmp_path)
     assert [(e.setting, e.kind, e.blocking, e.refreshable) for e in stale] == [
         ("columns.a", "dropped", False, True), ("columns.c", "conflict", True, False)]
     assert refresh_text(text, stale).text == text.replace("      a: {source_type: int}\n", "")
+
+
+def test_the_primary_key_pin_follows_mysqls_primary_key(tmp_path):
+    text = ("version: 1\nsource:\n  mysql: {host: h}\ntarget:\n  duckdb: {path: w.duckdb}\n"
+            "tables:\n  - source: shop.t\n    primary_key: [id]   # pinned for plan --offline\n"
+            "    columns:\n      id: {source_type: int}\n      n: {source_type: int}\n"
+            "  - source: shop.u\n    primary_key: [\"n\"]\n")
+    pipeline, document = pipeline_of(text, tmp_path)
+    live = Catalog((
+        SourceTable("shop", "t", (column("t_id", "int", 1), column("n", "int", 2)),
+                    primary_key=("t_id", "n")),
+        SourceTable("shop", "u", (column("n", "int", 1),)),  # no primary key any more
+    ))
+    stale = find_stale(pipeline, {"shop.t": {"id": "t_id"}}, live, document=document)
+    found = [(e.source_table, e.setting, e.kind, e.line, e.refreshable) for e in stale]
+    assert found == [("shop.t", "primary_key", "changed", 8, True),
+                     ("shop.t", "columns.id", "renamed", 10, True),
+                     ("shop.u", "primary_key", "changed", 13, False)]
+    assert stale[0].edit == 'write primary_key: [t_id, "n"]'  # a YAML 1.1 word: quoted
+    assert refresh_text(text, stale).text == text.replace(
+        "primary_key: [id]   # pinned", 'primary_key: [t_id, "n"]   # pinned').replace(
+        "      id: {", "      t_id: {")
