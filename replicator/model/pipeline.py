@@ -159,6 +159,9 @@ class SnowflakeTarget:
     token: str | None = field(default=None, repr=False)
     private_key_file: str | None = None
     private_key_file_pwd: str | None = field(default=None, repr=False)
+    # An external stage (DB.SCHEMA.STAGE) over engine.landing's object-store location: the
+    # warehouse COPYs the change files from it (plan.statements.stage_copy).
+    stage: str | None = None
 
     kind: Literal["snowflake"] = "snowflake"
 
