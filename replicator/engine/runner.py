@@ -62,7 +62,7 @@ from replicator.errors import ReplicatorError
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN, decode_partitions
 from replicator.source.connection import pin_writer, several_hosts
-from replicator.source.positions import ensure_available
+from replicator.source.positions import binlog_head, ensure_available
 from replicator.source.preflight import require_replication_settings
 
 if TYPE_CHECKING:
@@ -185,9 +185,20 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     catalog, plan = context.catalog, context.plan
     # The JVM and Spark start while the driver opens the warehouse, reads its state and
     # takes the lease below (engine.session.SessionStart: both take seconds).
-    starting = None if spark is not None else SessionStart(
-        options.master or pipeline.engine.master, {**pipeline.engine.conf, **options.conf},
-        app_name=f"replicator-{pipeline.name}", bounded=options.until_caught_up)
+    # A bounded run whose stream is committed up to the binlog head probably has nothing to
+    # apply: its JVM is not started ahead (it is the run's largest fixed cost), and unless the
+    # start-up below finds work (a copy, a re-copy), none is started at all (issue 30).
+    # (Several hosts listed: positions of two servers do not compare; the stream sorts it.)
+    idle = (spark is None and options.until_caught_up and options.snapshot != "always"
+            and not (listed is not None and several_hosts(listed))
+            and _caught_up(pipeline, checkpoint))
+
+    def session_start() -> SessionStart:
+        return SessionStart(
+            options.master or pipeline.engine.master, {**pipeline.engine.conf, **options.conf},
+            app_name=f"replicator-{pipeline.name}", bounded=options.until_caught_up)
+
+    starting = None if spark is not None or idle else session_start()
     for name in context.left_out():
         notice(f"{name}: not in MySQL any more (dropped); `schema_changes.drop_table: ignore` "
                "keeps its target table as it is and follows the other tables")
@@ -224,6 +235,18 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                                                                           by),
                                covers=lambda name: state.covers(name))
         applier.renamed_columns.update(renamed)  # rows landed before a pending RENAME
+        if idle and state.snapshot != "pending":
+            applier.retype_lagging_columns()  # may queue a re-copy, which needs Spark
+            Recopier(applier, checkpoint, state, context.read_catalog,
+                     notice=notice).take_requests()
+            if not state.recopies and _caught_up(pipeline, checkpoint):
+                resume = checkpoint.resume_position()
+                ensure_available(pipeline.source, resume)  # as a streaming run checks it
+                notice(f"caught up at {resume}: nothing to apply, Spark not started")
+                result.start = result.end = resume
+                return result
+        if idle:
+            starting = session_start()
         if starting is not None:
             spark = starting.session()
         else:
@@ -259,6 +282,18 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
             # Spark's callback server keeps the foreachBatch function (the applier) alive until
             # the JVM stops; drop the sink so its driver objects are freed now.
             applier.sink = None
+
+
+def _caught_up(pipeline: Pipeline, checkpoint: CheckpointDir) -> bool:
+    """Whether the newest committed stream batch ends at the binlog head (nothing to read).
+    Only a committed batch counts: a start position alone may still have a copy to make."""
+    committed = checkpoint.committed()
+    if committed is None:
+        return False
+    try:
+        return committed[1] >= binlog_head(pipeline.source)
+    except ValueError:  # another server's file names (a failover): let the run sort it out
+        return False
 
 
 def _leave_out_ignored_columns(context: Context, checkpoint: CheckpointDir, sink: Any,
