@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -225,13 +226,24 @@ class StreamingProcess:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
-    def caught_up(self, root: Any, timeout: float = 600.0) -> None:
-        with root.cursor() as cursor:
-            cursor.execute("SHOW MASTER STATUS")
-            file, pos = cursor.fetchone()[:2]
+    def caught_up(self, root: Any, timeout: float = 600.0,
+                  poke: Callable[[], None] | None = None) -> None:
+        """``poke``: writes a change, called every 15 s until a stream batch reaches it (a
+        run still copying or starting logs no stream batch for a change it copied)."""
+        def head() -> tuple[str, int]:
+            with root.cursor() as cursor:
+                cursor.execute("SHOW MASTER STATUS")
+                return cursor.fetchone()[:2]
+
+        file, pos = head()
         wanted = (int(file.rsplit(".", 1)[1]), int(pos))
         deadline = time.monotonic() + timeout
+        poked = time.monotonic()
         while time.monotonic() < deadline:
+            if poke is not None and time.monotonic() - poked > 15:
+                poke()
+                poked, (file, pos) = time.monotonic(), head()
+                wanted = (int(file.rsplit(".", 1)[1]), int(pos))
             text = self.output()
             if any((int(f.rsplit(".", 1)[1]), int(p)) >= wanted
                    for f, p in self._BATCH.findall(text)):
@@ -262,14 +274,15 @@ class StreamingProcess:
                 self.process.wait(timeout=30)
 
 
-def writer_thread(connect: Any, table: str, stop: threading.Event,
+def writer_thread(connect: Any, table: str, first_id: int, stop: threading.Event,
                   errors: list[BaseException]) -> threading.Thread:
-    """Inserts, updates and deletes on ``table`` until ``stop`` (while pt-osc copies it)."""
+    """Inserts (ids from ``first_id`` on), updates and deletes on ``table`` until ``stop``
+    (while pt-osc copies it)."""
 
     def write() -> None:
         connection = connect()
         try:
-            n = 5000
+            n = first_id
             with connection.cursor() as cursor:
                 while not stop.is_set():
                     n += 1

@@ -49,6 +49,7 @@ import contextlib
 import shutil
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -228,6 +229,7 @@ def test_every_ddl_kind_on_a_scaffolded_pipeline_duckdb(
         def load() -> Any:
             return load_pipeline(pipeline_file, environ=env)
 
+        run(load(), spark)  # the copy (Streaming.caught_up cannot tell a copy's end)
         if streaming:
             running = Streaming(load(), spark, root)
             writes.touch("added")
@@ -237,17 +239,18 @@ def test_every_ddl_kind_on_a_scaffolded_pipeline_duckdb(
             running, stopping = None, running
             stopping.close()  # DuckDB: one writer; verify opens the file
         else:
-            run(load(), spark)
             gone = _apply(root, writes, db, tables)
             run(load(), spark)
         problems = _after(pipeline_file, env, root, writes, db, gone, "every DDL kind")
 
         # The default policy stops at a TRUNCATE (truncate: follow is set on `truncated` only)
-        with root.cursor() as cursor:
+        def truncate() -> None:
             writes.touch("added")
-            cursor.execute(f"TRUNCATE TABLE `{db}`.added")
+            with root.cursor() as cursor:
+                cursor.execute(f"TRUNCATE TABLE `{db}`.added")
             writes.touch("added")
-        stopped = _stopped(load(), spark, root, streaming)
+
+        stopped = _stopped(load(), spark, root, writes, streaming, truncate)
         said = f"{stopped.message}\nhint: {stopped.hint}"
         if not ("TRUNCATE TABLE" in stopped.message and "added" in stopped.message
                 and "stops the pipeline" in stopped.message
@@ -266,11 +269,13 @@ def test_every_ddl_kind_on_a_scaffolded_pipeline_duckdb(
         problems += _after(pipeline_file, env, root, writes, db, gone, "TRUNCATE followed")
 
         # ... and at a DROP TABLE (drop_table: ignore is set on `gone` only).
-        with root.cursor() as cursor:
+        def drop() -> None:
             writes.touch("indexed")
-            cursor.execute(f"DROP TABLE `{db}`.widened")
+            with root.cursor() as cursor:
+                cursor.execute(f"DROP TABLE `{db}`.widened")
             writes.touch("indexed")
-        stopped = _stopped(load(), spark, root, streaming)
+
+        stopped = _stopped(load(), spark, root, writes, streaming, drop)
         said = f"{stopped.message}\nhint: {stopped.hint}"
         if not ("widened" in stopped.message and "stops the pipeline" in stopped.message
                 and "`schema_changes.drop_table` is stop" in (stopped.hint or "")
@@ -301,15 +306,26 @@ def cli_environment_plain(mysql_source: Any) -> dict[str, str]:
     return env
 
 
-def _stopped(pipeline: Any, spark: Any, root: Any, streaming: bool) -> EngineError:
-    """The error the run stops with at the DDL just written (streaming, or at start-up)."""
+def _stopped(pipeline: Any, spark: Any, root: Any, writes: Writes, streaming: bool,
+             ddl: Callable[[], None]) -> EngineError:
+    """The error the run stops with at ``ddl``: written while the run streams (after it
+    caught up), or while none runs (then the next run stops at start-up)."""
     if not streaming:
+        ddl()
         with pytest.raises(EngineError) as stopped:
             run(pipeline, spark)
         return stopped.value
     running = Streaming(pipeline, spark, root)
-    running.thread.join(timeout=600)
-    assert not running.thread.is_alive(), "the run did not stop"
+    try:
+        writes.touch("indexed")  # a change to catch up to: the run streams when the DDL comes
+        running.caught_up()
+        ddl()
+        running.thread.join(timeout=600)
+    finally:
+        if running.thread.is_alive():
+            running.stop.set()
+            running.thread.join(timeout=300)
+            pytest.fail("the run did not stop at the DDL")
     assert isinstance(running.failure, EngineError), running.failure
     return running.failure
 
@@ -336,7 +352,7 @@ def test_ddl_on_a_scaffolded_pipeline_fakesnow(fakesnow_server, fakesnow_databas
         if streaming:
             running = StreamingProcess(pipeline_file, env, tmp_path / "run.log")
             writes.touch("added")
-            running.caught_up(root)
+            running.caught_up(root, poke=lambda: writes.touch("added"))
             _apply(root, writes, db, tables)
             running.caught_up(root)
         else:
@@ -379,9 +395,10 @@ def test_pt_online_schema_change_on_a_scaffolded_pipeline(
         def load() -> Any:
             return load_pipeline(pipeline_file, environ=env)
 
-        def pt_osc(alter: str) -> None:
+        def pt_osc(alter: str, first_id: int) -> None:
             stop, errors = threading.Event(), []
-            writer = writer_thread(lambda: mariadb.root_connection(db), "items", stop, errors)
+            writer = writer_thread(lambda: mariadb.root_connection(db), "items", first_id,
+                                   stop, errors)
             try:
                 done = subprocess.run(
                     ["pt-online-schema-change", "--execute", "--no-check-replication-filters",
@@ -404,7 +421,7 @@ def test_pt_online_schema_change_on_a_scaffolded_pipeline(
         run(load(), spark)
         writes.touch("items")
         pt_osc("ADD COLUMN x INT NOT NULL DEFAULT 7, "
-               "MODIFY sku VARCHAR(80) CHARACTER SET utf8mb4 NOT NULL")
+               "MODIFY sku VARCHAR(80) CHARACTER SET utf8mb4 NOT NULL", 5000)
         with root.cursor() as cursor:
             cursor.execute(f"UPDATE `{db}`.items SET sku = %s WHERE id = 2", (WIDE_SKU,))
         run(load(), spark)
@@ -413,7 +430,8 @@ def test_pt_online_schema_change_on_a_scaffolded_pipeline(
         running = Streaming(load(), spark, root)
         writes.touch("items")
         running.caught_up()
-        pt_osc("ADD COLUMN y VARCHAR(30) DEFAULT 'it''s 🚀', MODIFY qty BIGINT NOT NULL DEFAULT 0")
+        pt_osc("ADD COLUMN y VARCHAR(30) DEFAULT 'it''s 🚀', MODIFY qty BIGINT NOT NULL DEFAULT 0",
+               50_000)
         with root.cursor() as cursor:
             cursor.execute(f"UPDATE `{db}`.items SET qty = 5000000000 WHERE id = 3")
         writes.touch("items")
