@@ -254,6 +254,15 @@ class StreamingProcess:
             time.sleep(0.5)
         pytest.fail(f"not caught up with {file}:{pos}\n{self.output()[-6000:]}", pytrace=False)
 
+    def said(self, pattern: str, timeout: float = 300.0) -> None:
+        """Wait until the run's output matches ``pattern`` (a notice such as a re-copy's end)."""
+        deadline = time.monotonic() + timeout
+        while not re.search(pattern, self.output()):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the run never said {pattern!r}\n{self.output()[-6000:]}",
+                            pytrace=False)
+            time.sleep(0.5)
+
     def ended(self, timeout: float = 300.0) -> str:
         """Wait for the run to stop by itself (a schema change it stops at): its output."""
         try:

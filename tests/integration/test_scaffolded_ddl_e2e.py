@@ -46,9 +46,11 @@ A real pt-online-schema-change with a writer: ``test_pt_online_schema_change_*``
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -236,6 +238,7 @@ def test_every_ddl_kind_on_a_scaffolded_pipeline_duckdb(
             running.caught_up()
             gone = _apply(root, writes, db, tables)
             running.caught_up()
+            _copied(running.notices, db, ("retyped",) if pins else ("retyped", "rekeyed"))
             running, stopping = None, running
             stopping.close()  # DuckDB: one writer; verify opens the file
         else:
@@ -287,6 +290,18 @@ def test_every_ddl_kind_on_a_scaffolded_pipeline_duckdb(
             running.stop.set()
             running.thread.join(timeout=300)
         root.close()
+
+
+def _copied(notices: list[str], database: str, tables: tuple[str, ...],
+            timeout: float = 300.0) -> None:
+    """Wait for the re-copies the DDL queued (a type change, a key change): they go on chunk
+    by chunk between stream batches, after the run caught up with the binlog."""
+    deadline = time.monotonic() + timeout
+    for table in tables:
+        done = re.compile(rf"re-copy of \S*{database}\S*{table}\S* done")
+        while not any(done.search(n) for n in notices):
+            assert time.monotonic() < deadline, f"no re-copy of {table} done: {notices}"
+            time.sleep(0.5)
 
 
 def _after(pipeline_file: Path, env: dict[str, str], root: Any, writes: Writes, database: str,
@@ -355,6 +370,8 @@ def test_ddl_on_a_scaffolded_pipeline_fakesnow(fakesnow_server, fakesnow_databas
             running.caught_up(root, poke=lambda: writes.touch("added"))
             _apply(root, writes, db, tables)
             running.caught_up(root)
+            # the type change's re-copy goes on between stream batches after the catch-up
+            running.said(rf"re-copy of \S*{db}\S*retyped\S* done")
         else:
             ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
             _apply(root, writes, db, tables)
