@@ -226,14 +226,32 @@ class Context:
         if after == before or path is None:
             return False
         everything[source.lower()] = after
+        self._write_followed(path, everything)
+        self.pipeline = with_followed(declared, everything)
+        self.reload()
+        return True
+
+    def forget_followed(self, source: str, declared: Iterable[str]) -> bool:
+        """Forget the followed renames and drops of these declared names of ``source``
+        (``db.table``): ``replicator init --refresh`` wrote their current names into the YAML,
+        so a record left would move a name the YAML now means as it is. True when any was."""
+        path = self._followed_file()
+        everything = {table: dict(names) for table, names in self.followed_columns().items()}
+        names = everything.get(source.lower(), {})
+        gone = {name.lower() for name in declared} & set(names)
+        if path is None or not gone:
+            return False
+        everything[source.lower()] = {k: v for k, v in names.items() if k not in gone}
+        self._write_followed(path, {k: v for k, v in everything.items() if v})
+        return True
+
+    @staticmethod
+    def _write_followed(path: Path, everything: Mapping[str, Mapping[str, str | None]]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         scratch = path.with_suffix(".tmp")
         scratch.write_text(json.dumps(everything, indent=2, sort_keys=True) + "\n",
                            encoding="utf-8")
         os.replace(scratch, path)
-        self.pipeline = with_followed(declared, everything)
-        self.reload()
-        return True
 
     def ignore_missing_columns(self, sink: Sink, plan: Plan | None = None, *,
                                only: Iterable[str] | None = None, skip: Iterable[str] = (),

@@ -20,7 +20,7 @@ os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 pytest_plugins = [
     name
     for name in ("tests.fixtures.mariadb", "tests.fixtures.spark", "tests.fixtures.spark_cluster",
-                 "tests.fixtures.fakesnow_server")
+                 "tests.fixtures.fakesnow_server", "tests.fixtures.s3_landing")
     if importlib.util.find_spec(name) is not None
 ]
 

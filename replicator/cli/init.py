@@ -5,21 +5,31 @@ Reads the catalog of the database (or ``--tables``) and prints a pipeline that p
 ``${MYSQL_PASSWORD}`` (never the literal), every column with its ``source_type`` (so
 ``plan --offline`` works without a server), keys from primary keys, and a comment on each
 table without one.
+
+``replicator init --refresh PIPELINE.yaml``: those pins rewritten in place from the live
+schema once MySQL renamed, dropped, retyped or added columns (``config.stale`` finds them,
+``config.refresh`` writes them, keeping everything else byte for byte); ``--check`` only
+prints the diff and exits 1 when the file is stale (for CI).
 """
 
 from __future__ import annotations
 
+import difflib
 import enum
 import json
 import os
 import re
 import sys
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 from urllib.parse import unquote, urlsplit
 
 import typer
 
+from replicator.cli import render
 from replicator.config.semantic import format_source_name
+from replicator.config.stale import StaleEntry, stale_entries, yaml_name
+from replicator.context import Context
 from replicator.errors import UsageError
 from replicator.model.catalog import SourceTable
 from replicator.model.pipeline import MySQLSource
@@ -28,13 +38,16 @@ from replicator.source.catalog import list_tables, read_catalog
 COMMAND_SETTINGS = {"help": "Scaffold a pipeline YAML from a live MySQL schema."}
 
 SCHEMA_MODELINE = "# yaml-language-server: $schema=../schemas/pipeline.schema.json"
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
 
 
 class Target(enum.StrEnum):
     duckdb = "duckdb"
     snowflake = "snowflake"
+
+
+class OutputFormat(enum.StrEnum):
+    text = "text"
+    json = "json"
 
 
 def parse_mysql_url(url: str, *, environ: dict[str, str] | None = None) -> tuple[MySQLSource, str]:
@@ -63,9 +76,7 @@ def parse_mysql_url(url: str, *, environ: dict[str, str] | None = None) -> tuple
 
 def _scalar(text: str) -> str:
     """A YAML scalar: plain when safe, else a JSON string (valid YAML)."""
-    if _PLAIN.match(text) and text.lower() not in _YAML_WORDS:
-        return text
-    return json.dumps(text, ensure_ascii=False)
+    return yaml_name(text)
 
 
 def pipeline_name(database: str) -> str:
@@ -103,7 +114,9 @@ def render_pipeline(source: MySQLSource, database: str, tables: list[SourceTable
         lines.append(f"  - source: {_scalar(format_source_name(table.database, table.table))}")
         if table.primary_key:
             keys = ", ".join(_scalar(column) for column in table.primary_key)
-            lines.append(f"    key: [{keys}]   # the primary key")
+            # A pin, as source_type is: `key:` would bind the merge key through a key change.
+            lines.append(f"    primary_key: [{keys}]   # pinned for plan --offline; "
+                         "`key:` would declare one")
         else:
             lines += [
                 "    # NO PRIMARY KEY: replicator cannot tell rows apart. Declare the columns",
@@ -121,15 +134,44 @@ def render_pipeline(source: MySQLSource, database: str, tables: list[SourceTable
 
 def command(
     from_url: Annotated[
-        str,
+        str | None,
         typer.Option("--from", help="mysql://user@host:port/database (password: MYSQL_PASSWORD).",
                      show_default=False),
-    ],
+    ] = None,
     tables: Annotated[
         str | None, typer.Option("--tables", help="Comma-separated table names (default: all).")
     ] = None,
     target: Annotated[Target, typer.Option("--target", help="duckdb or snowflake.")] = Target.duckdb,
+    refresh: Annotated[
+        Path | None,
+        typer.Option("--refresh", help="Rewrite this pipeline file's pins in place from the live "
+                     "schema (renamed, dropped, retyped, added columns); keeps everything else.",
+                     show_default=False),
+    ] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="With --refresh: print the diff, write nothing; "
+                           "exit 1 when the file is stale.")
+    ] = False,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="With --refresh: text or json.")
+    ] = OutputFormat.text,
 ) -> None:
+    if (from_url is None) == (refresh is None):
+        raise UsageError("give either --from mysql://... (a new pipeline) or --refresh "
+                         "PIPELINE.yaml (rewrite an existing one's pins)",
+                         hint="replicator init --from mysql://replicator@127.0.0.1:3306/shop")
+    if refresh is not None:
+        refresh_pipeline(refresh, check=check, output_format=output_format)
+        return
+    if check:
+        raise UsageError("--check goes with --refresh", hint="replicator init --refresh "
+                         "PIPELINE.yaml --check")
+    assert from_url is not None
+    scaffold(from_url, tables, target)
+
+
+def scaffold(from_url: str, tables: str | None, target: Target) -> None:
+    """The pipeline of the database ``from_url`` names, on stdout."""
     source, database = parse_mysql_url(from_url)
     names = [n.strip() for n in tables.split(",") if n.strip()] if tables else None
     if names is None:
@@ -145,3 +187,96 @@ def command(
     found = [catalog.table(database, name) for name in names]
     text = render_pipeline(source, database, [t for t in found if t is not None], target=target)
     sys.stdout.write(text)
+
+
+def refresh_pipeline(path: Path, *, check: bool, output_format: OutputFormat) -> None:
+    """The pins of the pipeline file at ``path`` rewritten from the live schema (``check``:
+    only the diff); exit 1 when ``check`` finds the file stale, or when an entry needs a
+    human's edit (``StaleEntry.blocking``: the run stops on it)."""
+    # ruamel.yaml (~35 ms) only here: cli/main imports every command module at start-up.
+    from replicator.config.refresh import describe, refresh_text
+
+    context = Context.load(path)
+    if not check:
+        _refuse_while_running(context)
+    entries = stale_entries(context)
+    before = path.read_bytes().decode("utf-8")
+    crlf = "\r\n" in before  # ruamel.yaml writes "\n": refreshed as such, written back as found
+    refreshed = refresh_text(before.replace("\r\n", "\n") if crlf else before, entries)
+    after = refreshed.text.replace("\n", "\r\n") if crlf else refreshed.text
+    changed = after != before
+    if changed and not check:
+        _write_in_place(path, after)
+        _forget_followed(context, refreshed.applied, refreshed.left)
+    diff = "".join(difflib.unified_diff(before.splitlines(keepends=True),
+                                        after.splitlines(keepends=True),
+                                        fromfile=f"{path} (now)", tofile=f"{path} (refreshed)"))
+    if output_format is OutputFormat.json:
+        document: dict[str, Any] = {
+            "pipeline": str(path), "changed": changed, "written": changed and not check,
+            "changes": [{**entry.as_dict(), "change": describe(entry)}
+                        for entry in refreshed.applied],
+            "left": [entry.as_dict() for entry in refreshed.left],
+            "diff": diff,
+        }
+        sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    else:
+        _print_refresh(path, check, changed, refreshed.applied, refreshed.left, diff, describe)
+    if refreshed.left or (check and changed):
+        raise typer.Exit(1)
+
+
+def _print_refresh(path: Path, check: bool, changed: bool, applied: tuple[StaleEntry, ...],
+                   left: tuple[StaleEntry, ...], diff: str, describe: Any) -> None:
+    if not changed:
+        render.print_text(f"{path}: up to date with the live schema")
+    else:
+        verb = "would change" if check else "changed"
+        render.print_text(f"{path}: {len(applied)} entr{'y' if len(applied) == 1 else 'ies'} "
+                          f"{verb}")
+        for entry in applied:
+            render.print_text(f"  {describe(entry)}")
+        if check:
+            sys.stdout.write(diff)
+    if left:
+        render.print_text("left for you to edit (no refresh can tell where their settings "
+                          "belong; a run stops on the blocking ones):", style="yellow")
+        for entry in left:
+            render.print_text(f"  {entry.text()}")
+
+
+def _refuse_while_running(context: Context) -> None:
+    """A run keeps the YAML it started with and records renames against it: the file and its
+    followed-columns record are rewritten only while no run holds the pipeline."""
+    # The run state's module (pickle, fcntl) off every command's start-up, as in status.
+    from replicator.engine.runstate import lock_holder
+
+    holder = lock_holder(context.pipeline.checkpoint_dir)
+    if holder is not None:
+        raise UsageError(
+            f"a run of this pipeline is under way (PID {holder}): it records the renames it "
+            "follows against the YAML it started with",
+            hint="stop it, refresh, start it again; `--check` shows the changes meanwhile")
+
+
+def _write_in_place(path: Path, text: str) -> None:
+    """``text`` into ``path`` at once (a reader sees the old file or the new), its mode kept."""
+    scratch = path.with_name(f".{path.name}.refresh")
+    scratch.write_text(text, encoding="utf-8", newline="")
+    os.chmod(scratch, path.stat().st_mode & 0o7777)
+    os.replace(scratch, path)
+
+
+def _forget_followed(context: Context, applied: tuple[StaleEntry, ...],
+                     left: tuple[StaleEntry, ...]) -> None:
+    """The file now names these columns as MySQL does: the run's records of their renames and
+    drops are done with (kept for a name an entry left for a human still uses)."""
+    still = {(e.source_table.lower(), e.declared.lower()) for e in left}
+    by_table: dict[str, set[str]] = {}
+    for entry in applied:
+        if entry.kind in ("renamed", "dropped"):
+            name = (entry.source_table.lower(), entry.declared.lower())
+            if name not in still:
+                by_table.setdefault(entry.source_table, set()).add(entry.declared)
+    for source, names in by_table.items():
+        context.forget_followed(source, names)

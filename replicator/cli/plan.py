@@ -72,6 +72,7 @@ def command(
     # compiler (plan.pushdown, ~35 ms): kept off validate's start-up, which imports every
     # command module.
     from replicator.plan import atomic_statements, get_dialect
+    from replicator.plan.dialects import pipeline_dialect
     from replicator.source.snapshot import chunk_select_preview
 
     context = Context.load(file, offline=offline)
@@ -89,7 +90,8 @@ def command(
             raise
         _report_problems(file, exc.problems, output_format)
         raise typer.Exit(1) from None
-    sql_dialect = get_dialect(dialect.value if dialect else plan.target_kind)
+    # The pipeline's own target: target.snowflake.stage changes its batch program.
+    sql_dialect = get_dialect(dialect.value) if dialect else pipeline_dialect(pipeline)
     tables = _select_tables(plan, table)
     if offline:
         render.info("offline: columns and types come from the YAML's source_type only")

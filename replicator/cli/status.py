@@ -14,6 +14,10 @@ Nagios-style probe (docs/running.md, "Health checks"):
   one writer runs);
 - 2 down: no run holds the lock here nor the lease anywhere (never started, stopped, failed
   or killed).
+
+It also lists the pipeline file's stale entries (``config.stale``: columns renamed, dropped,
+retyped or added in MySQL since the YAML was written), each with its edit; they do not change
+the health (the run follows MySQL).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import typer
 
 from replicator.cli import render
 from replicator.config import load_pipeline
+from replicator.config.stale import stale_entries
 from replicator.context import Context
 from replicator.engine.lease import describe as describe_lease
 from replicator.errors import ReplicatorError
@@ -104,10 +109,14 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
         "lease": None,
         # When the server may purge the binlog the pipeline still needs (source.progress).
         "retention": None,
+        # Entries of the YAML that no longer match the live schema, with their edits.
+        "stale_entries": [],
         "problems": [],
     }
+    context = Context(pipeline)  # its catalog is read once, for the stale entries and the plan
     _read_source(pipeline, status, position, run, now)
-    _read_target(pipeline, status)
+    _read_stale(context, status)
+    _read_target(context, status)
     status["health"], status["reasons"] = _health(status, max_lag_s=max_lag_s,
                                                   stopped_ok=stopped_ok)
     return status
@@ -137,11 +146,21 @@ def _read_source(pipeline: Any, status: dict[str, Any], position: Any, run: dict
         status["problems"].append(f"source: {exc.message}")
 
 
-def _read_target(pipeline: Any, status: dict[str, Any]) -> None:
+def _read_stale(context: Context, status: dict[str, Any]) -> None:
+    """The pipeline file's stale entries (``config.stale``) into ``status``; a source that
+    cannot be read is already a problem of ``_read_source``."""
+    try:
+        status["stale_entries"] = [entry.as_dict() for entry in stale_entries(context)]
+    except ReplicatorError as exc:
+        if not any(problem.startswith("source:") for problem in status["problems"]):
+            status["problems"].append(f"stale entries: {exc.message}")
+
+
+def _read_target(context: Context, status: dict[str, Any]) -> None:
     """Each table's last applied batch and dead letters, and the target's lease, into
     ``status``; a target that cannot be read is a problem."""
+    pipeline = context.pipeline
     try:
-        context = Context(pipeline)
         plan = context.plan
         sink = context.open_sink()
         try:
@@ -328,6 +347,8 @@ def _text_lines(status: dict[str, Any]) -> list[str]:
     if error:
         lines.append(f"last error:  [{error['code']}] {error['message']}"
                      + (f" (hint: {error['hint']})" if error.get("hint") else ""))
+    for entry in status.get("stale_entries") or ():
+        lines.append(f"stale:       {entry['text']}")
     return lines
 
 

@@ -10,7 +10,7 @@ import enum
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -27,6 +27,11 @@ class OutputFormat(enum.StrEnum):
     json = "json"
 
 
+class Method(enum.StrEnum):
+    auto = "auto"
+    fetch = "fetch"
+
+
 def command(
     file: Annotated[Path, typer.Argument(help="The pipeline file.", show_default=False)],
     table: Annotated[
@@ -41,14 +46,39 @@ def command(
         float, typer.Option("--wait", min=0, help="Re-check differing keys for up to this many "
                             "seconds before reporting (replication may be live).")
     ] = 0.0,
+    method: Annotated[
+        Method, typer.Option("--method", help="auto: range checksums computed inside MySQL "
+                             "and the warehouse where a table allows, else its rows are "
+                             "fetched; fetch: fetch every row (the slow, older way).")
+    ] = Method.auto,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="Ask the pipeline to copy the differing rows "
+                           "again (a re-copy, as `replicator snapshot --table --where`): the "
+                           "running run takes it at once, else the next run.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="With --repair: print what would be copied, "
+                           "ask for nothing.")
+    ] = False,
 ) -> None:
     # verify brings the snapshot reader and the expression compiler (~110 ms): off every
     # command's start-up (cli/main imports every command module).
     from replicator.verify import VerifyError, verify_pipeline
 
+    requests: list[Any] = []
+
+    def ask_for_repair(report: Any, plan: Any, catalog: Any) -> None:
+        from replicator.verify.repair import repair_requests
+
+        requests.extend(repair_requests(report, plan, catalog))
+        if requests and not dry_run:
+            _file_requests(report.pipeline, pipeline, requests)
+
     try:
         pipeline = load_pipeline(file)
-        report = verify_pipeline(pipeline, tables=table or None, wait_s=wait)
+        report = verify_pipeline(pipeline, tables=table or None, wait_s=wait,
+                                 checksums=method is Method.auto,
+                                 on_compared=ask_for_repair if repair else None)
     except ConfigError as exc:
         for diagnostic in exc.diagnostics:
             sys.stderr.write(format_text(diagnostic) + "\n")
@@ -60,10 +90,31 @@ def command(
         # Whatever stopped the comparison, verify could not run: exit 2, not "different".
         raise VerifyError(exc.message, hint=exc.hint) from exc
     if output_format is OutputFormat.json:
-        sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+        data = report.to_dict()
+        if repair:
+            data["repair"] = {"dry_run": dry_run, "requests": [r.to_dict() for r in requests]}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         for line in report.describe():
             render.print_text(line)
+        for request in requests:
+            render.print_text(("would ask: " if dry_run else "asked: ") + request.describe())
         render.print_text("equal" if report.equal else "DIFFERENT")
     if not report.equal:
         raise typer.Exit(1)
+
+
+def _file_requests(name: str, pipeline: Any, requests: list[Any]) -> None:
+    """The re-copy requests, in the pipeline's checkpoint (``engine.recopy.request``)."""
+    from replicator.engine.checkpoint import CheckpointDir
+    from replicator.engine.recopy import request
+    from replicator.engine.runstate import lock_holder
+
+    checkpoint = CheckpointDir(pipeline.checkpoint_dir)
+    for wanted in requests:
+        request(checkpoint, wanted.source_table, wanted.where)
+    holder = lock_holder(checkpoint.path)
+    sys.stderr.write(f"{name}: {len(requests)} re-copy request(s) filed; "
+                     + (f"the running run (PID {holder}) copies them now"
+                        if holder is not None else "the next `replicator run` copies them")
+                     + "\n")

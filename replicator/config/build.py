@@ -184,6 +184,7 @@ def _table(spec: dict[str, Any], defaults: dict[str, Any], batching: BatchPolicy
         source_table=parts[1],
         target_table=spec.get("target"),
         key=tuple(key) if key else None,
+        primary_key=tuple(spec["primary_key"]) if spec.get("primary_key") else None,
         deletes=spec.get("deletes", defaults.get("deletes", "hard")),
         on_error=spec.get("on_error", defaults.get("on_error", "fail")),
         columns=tuple(_column(name, column) for name, column in (spec.get("columns") or {}).items()),

@@ -40,12 +40,12 @@ from replicator.engine.ddl_rows import (
 from replicator.engine.follow import SchemaFollower
 from replicator.engine.landing import (
     FileFacts,
+    file_facts,
     file_order,
     file_slices,
     key_moves,
     key_slices,
     landing_root,
-    local_facts,
     prune,
     read_files,
 )
@@ -450,9 +450,9 @@ class BatchApplier(SchemaFollower):
         the driver must stage them (``transform.file_staging`` says when, and the files must
         be local)."""
         dialect = getattr(self.sink, "dialect", None)  # None: a test's stand-in sink
-        if dialect is None or not dialect.change_files:
+        if dialect is None or not dialect.reads_change_files:
             return None
-        facts = local_facts(paths)
+        facts = file_facts(paths, self.landing if dialect.external_stage else None)
         query = None if facts is None else file_staging(table_plan, facts.schemas, dialect,
                                                         snapshot=snapshot)
         return None if query is None or facts is None else (query, facts)

@@ -257,18 +257,29 @@ class FileFacts:
     newest_ts_ms: int
 
 
-def local_facts(paths: Sequence[str]) -> FileFacts | None:
-    """The files' facts, or None when one is not a local path (the warehouse would need an
-    object-store client) or lacks commit-time statistics."""
+def file_facts(paths: Sequence[str], root: str | None = None) -> FileFacts | None:
+    """The files' facts, or None when one lacks commit-time statistics. Without ``root``
+    (or with a local one) only local files count (None for a remote path: a warehouse
+    reading them in place would need an object-store client); with a remote ``root`` (an
+    object-store landing zone read through an external stage) the footers are read from it:
+    a stream's manifest names a file inside the root's file system, a snapshot chunk by its
+    whole URI."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if any("://" in p and not p.startswith("file://") for p in paths):
+    remote = root is not None and "://" in root and not root.startswith("file://")
+    if not remote and any("://" in p and not p.startswith("file://") for p in paths):
         return None
+    filesystem = _filesystem(root)[0] if remote and root is not None else None
     schemas, rows, newest = [], 0, 0
     for path in paths:
         try:
-            metadata = pq.read_metadata(path.removeprefix("file://"))
-        except OSError as exc:
+            if filesystem is None:
+                metadata = pq.read_metadata(path.removeprefix("file://"))
+            else:
+                with filesystem.open_input_file(path.split("://", 1)[-1]) as handle:
+                    metadata = pq.read_metadata(handle)
+        except (OSError, pa.ArrowException) as exc:
             raise _unreadable(path, exc) from exc
         schema = metadata.schema.to_arrow_schema()
         schemas.append(schema)
@@ -412,6 +423,19 @@ def prune(root: str, retention_ms: int, keep: Iterable[str] = ()) -> int:
     return removed
 
 
-__all__ = ["MANIFEST_COLUMNS", "MANIFEST_SCHEMA", "conform", "ddl_row", "file_order",
-           "file_slices", "land_batch", "land_range", "landing_root", "manifest_batch", "prune", "read_files",
-           "task_dir"]
+__all__ = [
+    "MANIFEST_COLUMNS",
+    "MANIFEST_SCHEMA",
+    "conform",
+    "ddl_row",
+    "file_facts",
+    "file_order",
+    "file_slices",
+    "land_batch",
+    "land_range",
+    "landing_root",
+    "manifest_batch",
+    "prune",
+    "read_files",
+    "task_dir",
+]

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import replicator.errors as errors
 import replicator.sink
+from replicator.config.stale import stale_entries
 from replicator.context import Context
 from replicator.engine.applier import BatchApplier
 from replicator.engine.checkpoint import CheckpointDir, StartState
@@ -190,6 +191,9 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     for name in context.left_out():
         notice(f"{name}: not in MySQL any more (dropped); `schema_changes.drop_table: ignore` "
                "keeps its target table as it is and follows the other tables")
+    # Entries the source's DDL left behind in the YAML (the run follows them; the file lags).
+    for entry in stale_entries(context):
+        notice(f"stale YAML: {entry.text()}")
     checkpoint.create()
     sink = context.open_sink()
     sink.on_retry = notice  # a batch tried again after a transient warehouse error

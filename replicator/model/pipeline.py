@@ -159,6 +159,9 @@ class SnowflakeTarget:
     token: str | None = field(default=None, repr=False)
     private_key_file: str | None = None
     private_key_file_pwd: str | None = field(default=None, repr=False)
+    # An external stage (DB.SCHEMA.STAGE) over engine.landing's object-store location: the
+    # warehouse COPYs the change files from it (plan.statements.stage_copy).
+    stage: str | None = None
 
     kind: Literal["snowflake"] = "snowflake"
 
@@ -362,6 +365,9 @@ class TablePipeline(SelectedSource):
     source_table: str
     target_table: str | None = None  # None: the source table name under the identifier policy
     key: tuple[str, ...] | None = None  # source column names; None: the primary key
+    # A pin (``model.followed``): the primary key `replicator init` read, for `plan
+    # --offline`'s catalog only; the live primary key always wins.
+    primary_key: tuple[str, ...] | None = None
     deletes: DeleteMode = "hard"
     # A row the target refuses: stop (fail) or set it aside in the dead-letter table.
     on_error: OnError = "fail"

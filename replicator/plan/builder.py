@@ -20,6 +20,7 @@ from replicator.model.pipeline import (
     SOURCE_TABLE_COLUMN,
     IdentifierCase,
     Pipeline,
+    SnowflakeTarget,
     TablePipeline,
     Tinyint1Policy,
 )
@@ -41,6 +42,7 @@ from replicator.plan.model import Plan, PlannedColumn, TablePlan
 from replicator.plan.outbox import offline_outbox_table, plan_outbox
 from replicator.plan.problems import PlanProblems, expression_code, table_path
 from replicator.plan.routing import plan_routed, source_table_column
+from replicator.plan.statements import stage_copy
 from replicator.plan.transpile.errors import Untranslatable
 from replicator.plan.transpile.translator import translate
 from replicator.plan.types import (
@@ -89,6 +91,7 @@ def build_plan(pipeline: Pipeline, catalog: Catalog,
             tables.append(planned)
     problems.base = ()
     _check_target_collisions(pipeline, tables, problems)
+    _check_external_stage(pipeline, tables, problems)
     problems.raise_if_any()
     return Plan(
         pipeline_name=pipeline.name,
@@ -96,6 +99,32 @@ def build_plan(pipeline: Pipeline, catalog: Catalog,
         tables=tuple(tables),
         live_catalog=catalog.live,
     )
+
+
+def _check_external_stage(pipeline: Pipeline, tables: Sequence[TablePlan],
+                          problems: PlanProblems) -> None:
+    """R311: ``target.snowflake.stage`` needs the landing zone on an object store, and
+    tables whose transform step the external-stage load runs in Snowflake SQL
+    (``stage_copy.refusals``): refused here rather than staged another way."""
+    warehouse = pipeline.target.warehouse
+    if not isinstance(warehouse, SnowflakeTarget) or not warehouse.stage:
+        return
+    at = ("target", "snowflake", "stage")
+    landing = pipeline.engine.landing or ""
+    if "://" not in landing or landing.split("://", 1)[0].lower() in ("file", "hdfs"):
+        problems.add(
+            f"target.snowflake.stage: engine.landing must be the object-store location the "
+            f"stage points at (s3://, gs://, azure://), not {landing or 'the checkpoint directory'}",
+            hint="set engine.landing to the stage's URL (docs/snowflake.md), or remove "
+            "target.snowflake.stage", code="R311", at=at)
+    for table in tables:
+        for what, setting in stage_copy.refusals(table):
+            problems.add(
+                f"{table.label}: target.snowflake.stage cannot stage {what} yet "
+                f"(the table's `{setting}` setting)",
+                hint="remove target.snowflake.stage (the driver then stages every batch), or "
+                "move the table to a pipeline without it (docs/snowflake.md lists what the "
+                "external-stage load covers)", code="R311", at=at)
 
 
 def _plan_table(
@@ -554,7 +583,7 @@ def offline_catalog(pipeline: Pipeline) -> Catalog:
                     code="R309", at=("columns", mapping.source_column, "source_type"),
                 )
                 continue
-            key = table.key or ()
+            key = table.key or table.primary_key or ()
             columns.append(
                 SourceColumn(
                     name=mapping.source_column,
@@ -584,7 +613,8 @@ def offline_catalog(pipeline: Pipeline) -> Catalog:
                 database="" if table.routed else table.source_database,
                 table=table.source_name if table.routed else table.source_table,
                 columns=tuple(columns),
-                primary_key=(),  # offline: only a declared `key:` is known
+                # offline: the `primary_key:` pin, where `replicator init` wrote one
+                primary_key=tuple(table.primary_key or ()),
             )
         )
     problems.raise_if_any()

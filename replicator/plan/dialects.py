@@ -11,9 +11,10 @@ loaded by PUT + COPY; DuckDB staging a TEMP table filled by read_parquet.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from replicator.errors import PlanError
+from replicator.model.pipeline import Pipeline, SnowflakeTarget
 from replicator.plan.types import TargetType
 
 
@@ -50,6 +51,11 @@ class Dialect:
     # stages (Snowflake: its COPY cannot run our DuckDB SQL).
     change_files: str | None = None
     utc_session: str | None = None
+    # Snowflake with ``target.snowflake.stage``: the user's external stage over the landing
+    # zone's object-store location. The change files are COPYed from it by name into a raw
+    # table and the transform step runs as Snowflake SQL over that table
+    # (``statements.stage_copy``), so no row passes through the driver.
+    external_stage: str | None = None
     # How a batch's transaction starts: an explicit statement, or (None) the first statement
     # opens it (a Snowflake connection with autocommit off: every statement does).
     begin_transaction: str | None = "BEGIN TRANSACTION"
@@ -88,6 +94,12 @@ class Dialect:
     # TargetType.kind -> the largest value (bytes) a column of that kind takes; a bigger one
     # is refused by the load (``sink.limits`` names its row first). Empty: no limit known.
     max_value_bytes: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def reads_change_files(self) -> bool:
+        """Whether the warehouse stages a batch's change files itself (its own SQL over the
+        landing zone's files), so the driver reads none of their rows."""
+        return self.change_files is not None or self.external_stage is not None
 
     def type_name(self, target_type: TargetType) -> str:
         if target_type.kind == "integer" and self.integer_names:
@@ -177,6 +189,15 @@ DUCKDB = Dialect(
 )
 
 DIALECTS: Mapping[str, Dialect] = {"snowflake": SNOWFLAKE, "duckdb": DUCKDB}
+
+
+def pipeline_dialect(pipeline: Pipeline) -> Dialect:
+    """The dialect of the pipeline's target, with what its configuration adds: Snowflake
+    with ``target.snowflake.stage`` reads change files from that external stage."""
+    warehouse = pipeline.target.warehouse
+    if isinstance(warehouse, SnowflakeTarget) and warehouse.stage:
+        return replace(SNOWFLAKE, external_stage=warehouse.stage)
+    return get_dialect(pipeline.target.kind)
 
 
 def get_dialect(name: str) -> Dialect:

@@ -29,6 +29,7 @@ PLAN_CODES: dict[str, str] = {
     "R308": "the tables a `sources:` selection matches disagree (column types, keys)",
     "R309": "plan --offline: columns without source_type",
     "R310": "an outbox route that cannot be planned",
+    "R311": "target.snowflake.stage with a table or landing zone the external-stage load does not cover",
 }
 
 

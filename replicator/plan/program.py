@@ -30,7 +30,16 @@ from typing import Any, Literal
 
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import PlannedColumn, TablePlan
-from replicator.plan.statements import batch, bookkeeping, ddl, loading, merging, names, tables
+from replicator.plan.statements import (
+    batch,
+    bookkeeping,
+    ddl,
+    loading,
+    merging,
+    names,
+    stage_copy,
+    tables,
+)
 from replicator.plan.statements.ddl import TruncateAt
 from replicator.plan.types import TargetType, describes, widened_from
 
@@ -95,6 +104,16 @@ class StagingQuery:
 
     sql: str
     params: tuple[Any, ...] = ()
+
+
+def external_staging(table: TablePlan, dialect: Dialect) -> StagingQuery | None:
+    """With an external stage (``Dialect.external_stage``): the staging INSERT over the raw
+    table the batch's change files are COPYed into (``stage_copy``), the same for stream
+    batches and snapshot chunk groups; None where the table needs what it cannot do yet
+    (the plan refuses such a table: ``stage_copy.refusals``)."""
+    if dialect.external_stage is None or stage_copy.refusals(table):
+        return None
+    return StagingQuery(stage_copy.insert_staging(table, dialect))
 
 
 # -- setup ------------------------------------------------------------------------------------
@@ -289,6 +308,14 @@ def load_statements(
     """
     if files is not None and not files:
         return []
+    if query is not None and dialect.external_stage:
+        # ``query`` is stage_copy's INSERT (the files are named in the COPY, not bound).
+        return [Statement("empty the raw table, in the plan's layout",
+                          stage_copy.create_raw_table(table, dialect)),
+                *(Statement("load the batch's change files from the external stage, by name",
+                            sql) for sql in stage_copy.copy_into_raw(table, dialect, files)),
+                Statement("stage the change rows: the transform step, run by the warehouse",
+                          query.sql, params=query.params, role="load")]
     if query is not None:
         out = []
         if dialect.utc_session:
@@ -509,6 +536,7 @@ __all__ = [
     "batch_program",
     "batch_tail",
     "column_changes",
+    "external_staging",
     "fresh_copy",
     "load_commit",
     "load_statements",

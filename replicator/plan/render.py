@@ -21,11 +21,14 @@ def table_statements(table: TablePlan, dialect: Dialect,
                      snapshot: StagingQuery | None = None) -> list[Statement]:
     """In execution order: the setup, then one batch (then one snapshot batch whose chunk
     files the warehouse stages, ``snapshot``: ``transform.snapshot_staging``)."""
+    staged = program.external_staging(table, dialect)
     return [
         *program.setup_program(table, dialect),
         *program.setup_end(dialect),
+        *(program.batch_program(table, dialect, query=staged) if staged else ()),
         *program.batch_program(table, dialect),
-        *(program.batch_program(table, dialect, query=snapshot) if snapshot else ()),
+        *(program.batch_program(table, dialect, query=snapshot)
+          if snapshot and not staged else ()),
         *_fresh_copy(table, dialect),
         *_recopy_end(table, dialect),
     ]
@@ -70,9 +73,20 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
         parts.append(_chunk_read(table, *chunk_read))
     setup = [*program.setup_program(table, dialect), *program.setup_end(dialect)]
     parts += [f"{_comment(s, dialect=dialect)}\n{s.sql};" for s in setup]
-    parts.append("-- each batch:")
+    staged = program.external_staging(table, dialect)
+    if staged is not None:
+        parts.append(f"-- each batch, stream or snapshot (its change files are COPYed from "
+                     f"@{dialect.external_stage}; no row passes through the driver):")
+        parts += [f"{_comment(s)}\n{s.sql};"
+                  for s in program.batch_program(table, dialect, query=staged)]
+        parts.append("-- a batch whose files need the driver (a batch over "
+                     "engine.applier.SLICE_ROWS changes, a source column added with a DEFAULT "
+                     "while its files were landed, a followed TRUNCATE or re-copy in the "
+                     "batch): the driver stages it, as without target.snowflake.stage:")
+    else:
+        parts.append("-- each batch:")
     parts += [f"{_comment(s)}\n{s.sql};" for s in program.batch_program(table, dialect)]
-    if snapshot is not None:
+    if snapshot is not None and staged is None:
         parts.append("-- each snapshot batch (a group of chunk files; the warehouse runs the "
                      "transform step over them):")
         parts += [f"{_comment(s)}\n{s.sql};"
@@ -85,7 +99,9 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
 def atomic_statements(tables: Sequence[TablePlan], dialect: Dialect) -> list[Statement]:
     """The program of a stream batch that changed several tables (``target.atomic``): ONE
     transaction; a batch runs it for the tables it changed, in this order."""
-    return program.atomic_program([program.AtomicPart(table) for table in tables], dialect)
+    return program.atomic_program(
+        [program.AtomicPart(table, query=program.external_staging(table, dialect))
+         for table in tables], dialect)
 
 
 def render_atomic_sql(tables: Sequence[TablePlan], dialect: Dialect) -> str:

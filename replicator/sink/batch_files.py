@@ -20,6 +20,7 @@ from replicator.errors import SinkError
 from replicator.plan import program
 from replicator.plan.dialects import Dialect
 from replicator.plan.program import BatchKey
+from replicator.plan.statements.stage_copy import stage_relative
 from replicator.sink.protocol import ApplyResult, TableBatch, slices_of
 
 
@@ -82,9 +83,18 @@ def write_slices(
     return files, rows, seconds
 
 
-def loadable(paths: list[str], dialect: Dialect) -> list[str]:
-    """The caller's Parquet files as the load statements take them. Through a stage (PUT)
-    a file must be local; its name must be unique in the batch (one stage folder)."""
+def loadable(paths: list[str], dialect: Dialect, stage_root: str | None = None) -> list[str]:
+    """The caller's Parquet files as the load statements take them. Change files COPYed
+    from an external stage (``stage_root``: the landing root it points at) by their names
+    relative to it; through the table stage (PUT) a file must be local, its name unique in
+    the batch (one stage folder)."""
+    if dialect.external_stage and stage_root:
+        try:
+            return [stage_relative(path, stage_root) for path in paths]
+        except ValueError as exc:
+            raise SinkError(f"cannot COPY from @{dialect.external_stage}: {exc}",
+                            hint="target.snowflake.stage must point at engine.landing's "
+                            "location (docs/snowflake.md)") from None
     if not dialect.load_through_stage:
         return paths
     local = []

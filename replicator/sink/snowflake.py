@@ -27,7 +27,7 @@ from replicator import __version__
 from replicator.errors import SinkError, TransientSinkError
 from replicator.model.pipeline import IdentifierCase, SnowflakeTarget
 from replicator.plan import program
-from replicator.plan.dialects import SNOWFLAKE
+from replicator.plan.dialects import SNOWFLAKE, pipeline_dialect
 from replicator.plan.identifiers import target_identifier
 from replicator.plan.model import Plan
 from replicator.sink.sql import SQLSink
@@ -283,6 +283,11 @@ class SnowflakeSink(SQLSink):
     one_transaction_at_a_time = True
 
     def __init__(self, pipeline: Pipeline, plan: Plan, *, connection: Any = None) -> None:
+        # With target.snowflake.stage the change files are COPYed from that external stage
+        # over engine.landing (plan.statements.stage_copy), named relative to the landing.
+        self.dialect = pipeline_dialect(pipeline)
+        if self.dialect.external_stage:
+            self.stage_root = pipeline.engine.landing
         # Only a session this sink opened is re-opened after a transient error.
         self._pipeline = pipeline if connection is None else None
         if connection is None:

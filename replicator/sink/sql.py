@@ -44,6 +44,10 @@ if TYPE_CHECKING:
 class SQLSink(SinkSession):
     """Subclasses set ``dialect`` and implement the session's hooks (``SinkSession``)."""
 
+    # The landing root an external stage points at (``Dialect.external_stage``): change
+    # files are named relative to it.
+    stage_root: str | None = None
+
     def __init__(self, pipeline_name: str, plan: Plan, connection: Any) -> None:
         super().__init__(connection)
         self.pipeline_name = pipeline_name
@@ -247,7 +251,8 @@ class SQLSink(SinkSession):
             paths, expected, part.stage_seconds, part.dead_letters = part.written[0]
             files = loadable(paths, self.dialect)
         else:
-            files, expected = loadable(part.given, self.dialect), None
+            stage_root = self.stage_root if part.batch.query is not None else None
+            files, expected = loadable(part.given, self.dialect, stage_root), None
         started = time.perf_counter()
         part.folder = f"{batch_id}-{uuid.uuid4().hex[:12]}"  # this attempt's own
         for statement in program.load_statements(table, self.dialect, files, part.folder,

@@ -212,6 +212,10 @@ def table_checks(pipeline: Pipeline, catalog: Catalog) -> list[CheckResult]:
                 problems.append(f"key column {column!r} does not exist")
                 fixes.append(f"fix `key:` of {name}")
         for mapping in table.columns:
+            if mapping.computed or not mapping.binding:
+                # A computed column is the plan's to check; a pin of a column renamed or
+                # dropped in MySQL is a stale entry (config.stale), never a stop.
+                continue
             if found.column(mapping.source_column) is None:
                 problems.append(f"declared column {mapping.source_column!r} does not exist")
                 fixes.append(f"remove or rename {mapping.source_column!r} under `columns:`")

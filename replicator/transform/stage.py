@@ -30,7 +30,8 @@ from replicator.errors import PlanError, SinkError
 from replicator.model import change_batch as cb
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 from replicator.plan.model import STAGE_CHANGE_SEQ, STAGE_OP, STAGE_SEQ, STAGE_TS, STAGE_VALID_TO
-from replicator.plan.program import StagingQuery
+from replicator.plan.program import StagingQuery, external_staging
+from replicator.plan.statements.stage_copy import METADATA_SOURCES
 from replicator.sink.adapt import adapt_events
 from replicator.sink.staging import stage_changes, staging_schema
 from replicator.source.arrow_types import INTERNAL_KINDS, source_kind_name, wide_decimal
@@ -62,14 +63,7 @@ _COMPUTED = cb.INTERNAL_PREFIX + "computed_"
 _ORDER = (cb.FILE_SEQ, cb.POS, cb.ROW_INDEX, _SUB, _ORD)
 
 # Metadata target column (before identifier folding) -> the batch column holding its value.
-_METADATA_SOURCES = {
-    "_TS_MS": cb.TS_MS,
-    "_BINLOG_FILE": cb.FILE,
-    "_BINLOG_POS": cb.POS,
-    "_TRANSACTION_ID": cb.TRANSACTION_ID,
-    "_TRANSACTION_ORDER": cb.ROW_INDEX,
-    "_SOURCE_TABLE": cb.TABLE,
-}
+_METADATA_SOURCES = METADATA_SOURCES
 
 _local = threading.local()
 THREADS = 1  # a batch is small, and the cores serve Spark
@@ -122,6 +116,8 @@ def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialec
     reads those from Parquet as DOUBLE)."""
     import pyarrow as pa
 
+    if dialect.external_stage is not None:  # the COPY matches each file's columns by name
+        return external_staging(table, dialect)
     if not schemas or any(not s.equals(schemas[0]) for s in schemas[1:]):
         return None
     wide = any(pa.types.is_decimal256(field.type) for field in schemas[0])
@@ -131,6 +127,8 @@ def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialec
 
 def _file_query(table: TablePlan, layout: tuple[tuple[str, str], ...], wide: bool,
                 dialect: Dialect, snapshot: bool = True) -> StagingQuery | None:
+    if dialect.external_stage is not None:
+        return external_staging(table, dialect)
     if dialect.change_files is None or table.outbox is not None or not translatable(table):
         return None
     if wide:

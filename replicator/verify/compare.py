@@ -17,24 +17,28 @@ between the target's last applied batch and the binlog head.
 
 from __future__ import annotations
 
+import queue
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from replicator.context import Context
 from replicator.errors import ReplicatorError
-from replicator.model.catalog import SourceTable
+from replicator.model.catalog import Catalog, SourceTable
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import Pipeline
-from replicator.plan.model import PlannedColumn, TablePlan
+from replicator.plan.identifiers import qualified_name, quote_identifier
+from replicator.plan.model import Plan, PlannedColumn, TablePlan
 from replicator.source.positions import current_position
 from replicator.source.progress import lag_behind
+from replicator.verify.checksum import ChecksumPlan, checksum_plan
 from replicator.verify.normalize import (
     keeps_key_order,
     source_parameter,
     source_row_forms,
     target_row_form,
 )
+from replicator.verify.ranges import PARALLEL, RangeWalker
 from replicator.verify.report import (
     ColumnDifference,
     KeyDifference,
@@ -53,10 +57,14 @@ class TableVerifier:
     """Compares one table; keeps its readers open for re-checks."""
 
     def __init__(self, pipeline: Pipeline, source_table: SourceTable, table: TablePlan,
-                 connection: Any, *, end_transaction: bool, source_name: str | None = None) -> None:
+                 connection: Any, *, end_transaction: bool, source_name: str | None = None,
+                 target_kind: str | None = None) -> None:
         """``source_name``: for a routed target, the one source table (``db.table``) compared,
-        against the target rows of its _SOURCE_TABLE."""
+        against the target rows of its _SOURCE_TABLE. ``target_kind``: the warehouse
+        (``duckdb``, ``snowflake``) whose SQL computes range checksums (None: rows are
+        fetched)."""
         self.table = table
+        self.target_kind = target_kind
         self.columns: list[PlannedColumn] = list(table.data_columns)
         self.key_columns = list(table.key_columns)
         # The key the source pages by: a routed target's leading _SOURCE_TABLE is one value
@@ -65,6 +73,7 @@ class TableVerifier:
         self._key_at = [self.columns.index(c) for c in self.key_columns]
         self._target_form = target_row_form(self.columns)
         self._source_name = source_name
+        self._reader_args = (pipeline.source, source_table, table)
         self.source = SourceReader(pipeline.source, source_table, table, source_name=source_name)
         self._source_columns = [(name, column.mysql_type if column else None) for name in
                                 self.source.names for column in (source_table.column(name),)]
@@ -126,7 +135,78 @@ class TableVerifier:
                 )))
         return found
 
-    def compare(self, report: TableReport, segment_rows: int) -> None:
+    def checksum_plan(self) -> ChecksumPlan | list[str]:
+        """The table's range-checksum queries, or why its rows must be fetched."""
+        if self.target_kind is None:
+            return ["checksums not asked for"]
+        return checksum_plan(self.table, self.source.relation, self.target_kind,
+                             self.target.live)
+
+    def compare(self, report: TableReport, segment_rows: int, *, checksums: bool = False,
+                walk: dict[str, int] | None = None) -> None:
+        """Every key compared. ``checksums``: by range checksums computed inside both
+        databases where the table allows (``checksum``), else (and by default) by fetching
+        every row; ``walk``: the bisection's settings (``ranges.RangeWalker``)."""
+        plan = self.checksum_plan() if checksums else None
+        if isinstance(plan, ChecksumPlan):
+            self._compare_by_checksum(report, plan, walk or {})
+            return
+        report.method = "fetch"
+        report.fallback = list(plan or [])
+        self._compare_by_fetch(report, segment_rows)
+
+    def _compare_by_checksum(self, report: TableReport, plan: ChecksumPlan,
+                             walk: dict[str, int]) -> None:
+        report.method = "checksum"
+        source_key, target_key = (self.source.quote(plan.key_source),
+                                  quote_identifier(plan.key_target))
+        live = " WHERE " + " AND ".join(self.target.live) if self.target.live else ""
+        source_bounds = self.source.query(
+            f"SELECT MIN({source_key}), MAX({source_key}) FROM {self.source.relation}", [])[0]
+        target_bounds = self.target.query(
+            f"SELECT MIN({target_key}), MAX({target_key}) FROM "
+            f"{qualified_name(self.table.target_parts)}{live}", [])[0]
+
+        # One MySQL connection per parallel range query: the walk borrows one per query.
+        readers: queue.SimpleQueue[SourceReader] = queue.SimpleQueue()
+        extra = [SourceReader(*self._reader_args, source_name=self._source_name)
+                 for _ in range(walk.get("parallel", PARALLEL) - 1)]
+        for reader in [self.source, *extra]:
+            readers.put(reader)
+
+        def source_query(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+            reader = readers.get()
+            try:
+                return reader.query(sql, params)
+            finally:
+                readers.put(reader)
+
+        def leaf(lower: int, upper: int) -> int:
+            reader = readers.get()
+            try:
+                images = reader.between(plan.key_source, lower, upper)
+            finally:
+                readers.put(reader)
+            fetched = self.target.between(plan.key_target, lower, upper)
+            self._compare_fetched(report, self._forms(images), fetched)
+            return len(images) + len(fetched)
+
+        walker = RangeWalker(plan, source=source_query, target=self.target.query, leaf=leaf,
+                             **walk)
+        try:
+            stats = walker.walk(source_bounds, target_bounds, self.source.estimated_rows())
+        finally:
+            for reader in extra:
+                reader.close()
+        # Ranges are checked in parallel: the keys in key order, as a fetch lists them.
+        report.differences.sort(key=lambda d: _sort_key(tuple(d.key.values())))
+        report.source_rows += stats.source_rows
+        report.target_rows += stats.target_rows
+        report.segments += stats.ranges_equal + stats.leaves
+        report.checksum_queries += stats.checksum_queries
+        report.fetched_rows += stats.fetched_rows
+
+    def _compare_by_fetch(self, report: TableReport, segment_rows: int) -> None:
         if not keeps_key_order(self.order_columns):
             self._compare_range(report, self._forms(self.source.everything()), None, None)
             return
@@ -144,15 +224,23 @@ class TableVerifier:
 
     def _compare_range(self, report: TableReport, forms: list[tuple[tuple[Any, ...], bool]],
                        lower: tuple[Any, ...] | None, upper: tuple[Any, ...] | None) -> None:
+        fetched = self.target.range(lower, upper)
+        source_rows = self._compare_fetched(report, forms, fetched)
+        report.segments += 1
+        report.source_rows += source_rows
+        report.target_rows += len(fetched)
+        report.fetched_rows += len(forms) + len(fetched)
+
+    def _compare_fetched(self, report: TableReport, forms: list[tuple[tuple[Any, ...], bool]],
+                         fetched: Sequence[Sequence[Any]]) -> int:
+        """One key range's rows of both sides compared exactly; its source rows in scope."""
         source = self._source_rows(forms)
         duplicates: list[KeyDifference] = []
-        target = self._target_rows(self.target.range(lower, upper), duplicates)
-        report.segments += 1
-        report.source_rows += len(source)
-        report.target_rows += len(target) + len(duplicates)
+        target = self._target_rows(fetched, duplicates)
         if source != target or duplicates:
             report.differing_segments += 1
             report.differences += self._differences(source, target) + duplicates
+        return len(source)
 
     def recheck(self, differences: Sequence[KeyDifference]) -> list[KeyDifference]:
         """Look the keys up again on both sides; what still differs."""
@@ -213,12 +301,20 @@ def verify_pipeline(
     wait_s: float = 0.0,
     segment_rows: int = SEGMENT_ROWS,
     sink: Any = None,
+    checksums: bool = True,
+    walk: dict[str, int] | None = None,
+    on_compared: Callable[[VerifyReport, Plan, Catalog], None] | None = None,
 ) -> VerifyReport:
     """Compare every (or the named) table of the pipeline: source vs target, key by key.
 
     ``sink``: an open sink to read the target through (default: ``open_sink``, closed
     afterwards). ``wait_s``: re-check differing keys until they agree or this many seconds
-    have passed. Raises ``VerifyError`` (exit 2) when it cannot compare.
+    have passed. ``checksums``: compare by range checksums computed inside both databases
+    where a table allows (``verify.checksum``; False: fetch every row); ``walk``: the
+    bisection's settings (``factor``, ``leaf_rows``, ``query_rows``). ``on_compared``:
+    called once every table is compared, before ``wait_s``' re-checks (``--repair`` asks for
+    the re-copies there, then the re-checks see them land). Raises
+    ``VerifyError`` (exit 2) when it cannot compare.
     """
     context = Context(pipeline)
     catalog, plan = context.catalog, context.plan
@@ -265,12 +361,15 @@ def verify_pipeline(
             started = time.perf_counter()
             verifier = TableVerifier(pipeline, source_table, table, sink.connection,
                                      end_transaction=plan.target_kind == "snowflake",
-                                     source_name=name if table.routed else None)
+                                     source_name=name if table.routed else None,
+                                     target_kind=plan.target_kind)
             verifiers[name] = verifier
             table_report = TableReport(name, ".".join(table.target_parts))
-            verifier.compare(table_report, segment_rows)
+            verifier.compare(table_report, segment_rows, checksums=checksums, walk=walk)
             table_report.seconds = time.perf_counter() - started
             report.tables.append(table_report)
+        if on_compared is not None:
+            on_compared(report, plan, catalog)
         deadline = time.monotonic() + wait_s
         while not report.equal and time.monotonic() < deadline:
             time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))

@@ -80,6 +80,10 @@ class TableReport:
     rechecks: int = 0  # --wait: rounds of re-checking differing keys
     lag: Lag | None = None
     skipped: str | None = None  # why the table could not be compared (then nothing else is set)
+    method: str = "fetch"  # "checksum": range checksums inside both databases; "fetch": rows
+    fallback: list[str] = field(default_factory=list)  # why not by checksum
+    checksum_queries: int = 0  # range-checksum queries per side
+    fetched_rows: int = 0  # rows fetched into verify, both sides together
 
     @property
     def equal(self) -> bool:
@@ -109,6 +113,10 @@ class TableReport:
             },
             "seconds": round(self.seconds, 3),
             "skipped": self.skipped,
+            "method": self.method,
+            "fallback": self.fallback,
+            "checksum_queries": self.checksum_queries,
+            "fetched_rows": self.fetched_rows,
         }
 
 
@@ -142,9 +150,14 @@ class VerifyReport:
                 lines.append(f"{table.source_table} -> {table.target_table}: not compared: "
                              f"{table.skipped}")
                 continue
+            how = (f"by checksum ({table.checksum_queries} range queries per side, "
+                   f"{table.fetched_rows} rows fetched)" if table.method == "checksum"
+                   else "by fetching every row")
             head = (f"{table.source_table} -> {table.target_table}: source {table.source_rows} "
-                    f"rows, target {table.target_rows} rows, {table.segments} key range(s), "
-                    f"{table.seconds:.2f}s")
+                    f"rows, target {table.target_rows} rows, {table.segments} key range(s) "
+                    f"{how}, {table.seconds:.2f}s")
+            if table.method == "fetch" and table.fallback:
+                head += " (not by checksum: " + "; ".join(table.fallback) + ")"
             if table.equal:
                 lines.append(f"{head}: equal")
                 continue

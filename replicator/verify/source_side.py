@@ -87,15 +87,34 @@ class SourceReader:
             for c in columns
         ]
 
-    def _rows(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    def query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Any read of the table (values as the server sends them: text or bytes)."""
         import pymysql
 
         try:
             with self._connection.cursor() as cursor:
                 cursor.execute(sql, list(params))
-                raw = cursor.fetchall()
+                return list(cursor.fetchall())
         except pymysql.err.MySQLError as exc:
             raise classify_error(exc, self.source, doing=f"reading {self.table.name}") from exc
+
+    quote = staticmethod(quote_mysql_identifier)
+
+    def estimated_rows(self) -> int:
+        """InnoDB's estimate of the table's rows (information_schema; no scan)."""
+        rows = self.query("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE "
+                          "TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                          [self.table.database, self.table.table])
+        return int(rows[0][0] or 0) if rows else 0
+
+    @property
+    def relation(self) -> str:
+        """The table, quoted for MySQL."""
+        return (f"{quote_mysql_identifier(self.table.database)}."
+                f"{quote_mysql_identifier(self.table.table)}")
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        raw = self.query(sql, params)
         names, converters, constant = self.names, self._converters, self._constant
         return [
             {**constant, **{n: v if v is None or f is None else f(v)
@@ -110,6 +129,12 @@ class SourceReader:
             where = f" WHERE {_key_sql(self.key)} > {_marks(len(self.key))}"
             params = list(after)
         return self._rows(f"{self._select}{where}{self._order} LIMIT %s", [*params, limit])
+
+    def between(self, column: str, lower: int, upper: int) -> list[dict[str, Any]]:
+        """The rows with ``lower <= column < upper`` (an integer key column)."""
+        quoted = quote_mysql_identifier(column)
+        return self._rows(f"{self._select} WHERE {quoted} >= %s AND {quoted} < %s",
+                          [lower, upper])
 
     def everything(self) -> Iterator[dict[str, Any]]:
         yield from self._rows(self._select, [])

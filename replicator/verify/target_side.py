@@ -83,12 +83,22 @@ class TargetReader:
             routed = next(c for c in table.key_columns if c.origin == "replicator")
             self._only = (f"{quote_identifier(routed.target_column)} = ?", [source_name])
 
+    @property
+    def live(self) -> list[str]:
+        """The conditions a live row meets (not soft-deleted; SCD2's current version),
+        without parameters; a routed or changelog target has more than conditions."""
+        return [self._live] if self._live else []
+
     def _rows(self, conditions: list[str], params: list[Any]) -> list[tuple[Any, ...]]:
         where = [c for c in [self._live, self._only[0], *conditions] if c]
         params = [*self._only[1], *params]
         sql = self._select + (" WHERE " + " AND ".join(where) if where else "")
         if self._outer:
             sql = self._outer[0] + sql + self._rank + self._outer[1]
+        return self.query(sql, params)
+
+    def query(self, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+        """Any read of the target (bind parameters ``?``), its transaction ended."""
         cursor = self.connection.cursor()
         try:
             cursor.execute(sql, params) if params else cursor.execute(sql)
@@ -120,6 +130,11 @@ class TargetReader:
             conditions.append(f"({condition} OR ({equal}))")
             params += [*values, *upper]
         return self._rows(conditions, params)
+
+    def between(self, column: str, lower: int, upper: int) -> list[tuple]:
+        """Rows with ``lower <= column < upper`` (an integer key column, target name)."""
+        quoted = quote_identifier(column)
+        return self._rows([f"{quoted} >= ?", f"{quoted} < ?"], [lower, upper])
 
     def lookup(self, keys: Sequence[tuple[Any, ...]]) -> list[tuple]:
         rows: list[tuple] = []

@@ -29,7 +29,10 @@ def test_init_output_validates_unchanged(mariadb, mysql_source, fresh_database, 
     text = result.stdout
     assert text.startswith("# yaml-language-server: $schema=")
     assert "password: ${MYSQL_PASSWORD}" in text and mysql_source.password not in text
-    assert 'key: ["n", o]' in text  # "n" is a YAML 1.1 boolean: quoted and "key: [id]" in text
+    # "n" is a YAML 1.1 boolean: quoted. The key is pinned (`primary_key:`), not declared
+    # (`key:`), so that a key change in MySQL is followed by its policy (issue 29).
+    assert 'primary_key: ["n", o]' in text and "primary_key: [id]" in text
+    assert "\n    key:" not in text
     assert "NO PRIMARY KEY" in text
     assert '"first name": {source_type: "varchar(20)"}' in text
     assert "status: {source_type: \"enum('new','it''s')\"}" in text

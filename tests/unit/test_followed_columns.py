@@ -108,3 +108,57 @@ def test_an_expression_naming_a_renamed_or_dropped_column_stops_with_the_edit(tm
         stop = decide(classify(sql), pipeline, "shop.orders", None).stop
         assert stop is not None, sql
         assert "computed column total" in stop.why and edit in stop.why
+
+
+def test_a_pinned_primary_key_feeds_plan_offline_and_binds_nothing(tmp_path):
+    from replicator.plan import build_plan, offline_catalog
+
+    text = (YAML % (tmp_path / "checkpoint")).replace("    key: [id]\n", "    primary_key: [id]\n")
+    text = text.replace("    mode: scd2\n", "").replace("    track_history: [qty, note]\n", "")
+    text = text.replace("{mask: sha256}", "{mask: sha256, source_type: varchar(50)}")
+    text = text.replace("      card: {name: CARD_TOKEN, exclude: true}\n", "")
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    pipeline = load_pipeline(path, environ={})
+    assert pipeline.tables[0].key is None and pipeline.tables[0].primary_key == ("id",)
+    plan = build_plan(pipeline, offline_catalog(pipeline))
+    assert plan.tables[0].source_key == ("id",) and plan.tables[0].key_origin == "primary key"
+
+
+def test_any_sequence_of_renames_and_drops_keeps_each_entry_on_its_column(tmp_path):
+    """Property: MySQL's columns are simulated by identity; after any sequence of renames
+    and drops (chains, swaps through a free name, names reused by a later rename), every
+    binding entry of the YAML applies to the very column it was declared on, or is gone with
+    it; replaying any prefix of the record changes nothing."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    spec = _spec(_pipeline(tmp_path))
+    declared = ["id", "qty", "email", "card", "note"]
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.tuples(st.booleans(), st.integers(0, 9), st.integers(0, 9)), max_size=12))
+    def check(steps):
+        columns = {name: name for name in declared}  # identity (its first name) -> name now
+        followed: dict[str, str | None] = {}
+        for drop, which, to in steps:
+            alive = sorted(i for i, n in columns.items() if n is not None)
+            if not alive:
+                break
+            identity = alive[which % len(alive)]
+            old = columns[identity]
+            if drop:
+                columns[identity] = None
+                followed = followed_drop(followed, spec, old)
+                assert followed_drop(followed, spec, old) == followed
+                continue
+            new = (declared + [f"c{n}" for n in range(5)])[to]  # YAML names reused too
+            if new in columns.values():
+                continue  # MySQL refuses a rename onto a live column
+            columns[identity] = new
+            followed = followed_rename(followed, spec, old, new)
+            assert followed_rename(followed, spec, old, new) == followed
+        for name in declared:
+            assert followed.get(name, name) == columns[name], (steps, followed)
+
+    check()

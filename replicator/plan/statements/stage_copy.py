@@ -1,0 +1,270 @@
+"""A batch's change files COPYed from the user's external stage, and the transform step as
+Snowflake SQL over them (``target.snowflake.stage`` with an object-store ``engine.landing``).
+
+The executors write the change files (``engine.landing``) to the object store; the stage
+points at the landing root. Per batch and table, inside the batch program:
+
+1. ``CREATE OR REPLACE TRANSIENT TABLE`` the table's raw table (``_REPLICATOR_RAW_<TABLE>``):
+   the change files' columns (the row image, its before-image, ``model.change_batch``'s
+   internal columns), each data column typed as its staging column, so the COPY converts a
+   Parquet value exactly as it converts the driver's staged Parquet today. Replacing it
+   empties it and gives it the plan's current layout (a column added mid-stream).
+2. ``COPY INTO`` it ``FROM @stage FILES = (...)``: exactly the batch's files, by name
+   (relative to the stage's location), by column name (a file written before a column was
+   added loads NULL for it), at most 1000 names per statement (Snowflake's limit).
+3. ``INSERT INTO`` the staging table the transform step over the raw rows: an update that
+   moved the key becomes a delete of the old key and an insert of the new one, then the last
+   change per key by binlog order ``(file seq, pos, row index)``, the delete half first
+   (``QUALIFY ROW_NUMBER()``), metadata columns, ``STAGE_SEQ`` in binlog order.
+
+Then the batch's MERGE, state row and COMMIT run as for every batch (``program.batch_tail``).
+
+Exactly once: the state row decides. ``FORCE = TRUE`` makes the COPY ignore Snowflake's load
+history: a replayed batch whose earlier attempt loaded (and committed) the raw table but
+never committed its MERGE must load the same files again, which the load history would skip
+(https://docs.snowflake.com/en/user-guide/data-load-considerations-load#load-metadata). The
+raw table is re-created at every attempt, so it holds that attempt's rows only, each file
+once; the MERGE and the state row commit together, and the lookup at the head of the batch
+skips a batch whose state row exists.
+
+What this load does not do yet is refused by the plan (``refusals``), naming the setting:
+the other modes, filters, computed columns, masks, outbox routes, routed targets, dead
+letters, and columns whose staged value needs a conversion beyond Snowflake's own cast of
+the Parquet value (a BIT into BINARY, a TIME into a number, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replicator.model import change_batch as cb
+from replicator.plan.dialects import Dialect
+from replicator.plan.identifiers import qualified_name
+from replicator.plan.model import STAGE_OP, STAGE_SEQ, STAGE_TS, PlannedColumn, TablePlan
+from replicator.plan.statements.names import q, staging_name, staging_namespace
+
+RAW_PREFIX = "_REPLICATOR_RAW_"
+# Snowflake's limit on the names in one COPY's FILES list.
+MAX_FILES_PER_COPY = 1000
+# Shown by `plan` where the batch's file names go.
+FILES_PLACEHOLDER = "<each change file of the batch, relative to the stage>"
+
+# Metadata target column (before identifier folding) -> the change-file column holding it.
+METADATA_SOURCES = {
+    "_TS_MS": cb.TS_MS,
+    "_BINLOG_FILE": cb.FILE,
+    "_BINLOG_POS": cb.POS,
+    "_TRANSACTION_ID": cb.TRANSACTION_ID,
+    "_TRANSACTION_ORDER": cb.ROW_INDEX,
+    "_SOURCE_TABLE": cb.TABLE,
+}
+_INTERNAL_TYPES = {
+    cb.OP: "VARCHAR", cb.FILE: "VARCHAR", cb.FILE_SEQ: "NUMBER(19,0)",
+    cb.POS: "NUMBER(19,0)", cb.ROW_INDEX: "NUMBER(19,0)", cb.TS_MS: "NUMBER(19,0)",
+    cb.GTID: "VARCHAR", cb.TRANSACTION_ID: "VARCHAR", cb.TABLE: "VARCHAR",
+}
+_SUB = cb.INTERNAL_PREFIX + "sub"  # 0: the delete half of a key move, 1: every other change
+_ORDER = (cb.FILE_SEQ, cb.POS, cb.ROW_INDEX, _SUB)
+
+# MySQL type name -> the target kinds its change-file value reaches by Snowflake's own cast
+# of the Parquet value (``source.arrow_types`` gives the file's type), exactly as the
+# transform step converts it (``transform.columns.convert``): integers stay numbers (a
+# TINYINT(1) as BOOLEAN: non-zero is TRUE), text stays text, instants stay instants.
+_INTEGERS = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year", "bit"}
+_TEXT = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set",
+         "json", "uuid", "inet4", "inet6", "time"}
+_BYTES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry",
+          "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
+          "geometrycollection"}
+_TEXT_KINDS = {"string", "time_text", "json"}
+
+
+def raw_name(table: TablePlan, dialect: Dialect) -> str:
+    """The table's raw table: beside its staging table, named after it."""
+    suffix = table.staging_table.split("_REPLICATOR_STAGE_", 1)[-1]
+    return qualified_name((*staging_namespace(table, dialect), RAW_PREFIX + suffix))
+
+
+def _data_columns(table: TablePlan) -> list[PlannedColumn]:
+    """The staged columns read from a source column, one per source column."""
+    seen: dict[str, PlannedColumn] = {}
+    for column in table.staged_columns:
+        if column.role == "data" and column.source_column and column.source_column not in seen:
+            seen[column.source_column] = column
+    return list(seen.values())
+
+
+def raw_columns(table: TablePlan, dialect: Dialect) -> list[tuple[str, str]]:
+    """(column, Snowflake type) of the raw table: the row image and its before-image, typed
+    as staged (JSON as text), then the change files' internal columns."""
+    image = [(c.source_column or "", dialect.staging_type_name(c.target_type))
+             for c in _data_columns(table)]
+    before = [(cb.before_column(name), type_sql) for name, type_sql in image]
+    return [*image, *before, *_INTERNAL_TYPES.items()]
+
+
+def create_raw_table(table: TablePlan, dialect: Dialect) -> str:
+    body = ",\n  ".join(f"{q(name)} {type_sql}" for name, type_sql in raw_columns(table, dialect))
+    return f"CREATE OR REPLACE TRANSIENT TABLE {raw_name(table, dialect)} (\n  {body}\n)"
+
+
+def _file_literal(name: str) -> str:
+    if "'" in name or "\\" in name:
+        # A file name, never a value; the landing zone's names have neither.
+        raise ValueError(f"a quote or backslash in {name!r}")
+    return f"'{name}'"
+
+
+def copy_into_raw(table: TablePlan, dialect: Dialect, files: Sequence[str] | None
+                  ) -> list[str]:
+    """COPY the named files (relative to the stage's location) into the raw table, by column
+    name: one statement per ``MAX_FILES_PER_COPY`` names; ``files=None``: `plan`'s
+    placeholder. ``USE_LOGICAL_TYPE``: Parquet timestamps and decimals load as such;
+    ``BINARY_AS_TEXT = FALSE``: bytes stay bytes; ``FORCE``: the load history does not
+    decide (the module's docstring says why); no ``PURGE``: the files are the landing
+    zone's (``engine.landing_retention`` removes them).
+    https://docs.snowflake.com/en/sql-reference/sql/copy-into-table"""
+    assert dialect.external_stage is not None
+    groups: list[Sequence[str]]
+    if files is None:
+        groups = [[FILES_PLACEHOLDER]]
+    else:
+        groups = [files[i:i + MAX_FILES_PER_COPY]
+                  for i in range(0, len(files), MAX_FILES_PER_COPY)]
+    return [
+        f"COPY INTO {raw_name(table, dialect)}\n"
+        f"  FROM @{dialect.external_stage}\n"
+        f"  FILES = ({', '.join(_file_literal(name) for name in group)})\n"
+        "  FILE_FORMAT = (TYPE = PARQUET USE_LOGICAL_TYPE = TRUE BINARY_AS_TEXT = FALSE)\n"
+        "  MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE\n"
+        "  FORCE = TRUE"
+        for group in groups
+    ]
+
+
+def _staged(column: PlannedColumn, dialect: Dialect) -> str:
+    """A staged column's value over the ``last`` rows (``refusals`` left only these cases)."""
+    if column.role == "data":
+        source = q(column.source_column or "")
+        if column.target_type.kind == "boolean" and column.mysql_type is not None \
+                and column.mysql_type.name in _INTEGERS:
+            return f"({source} <> 0)"
+        return f"CAST({source} AS {dialect.staging_type_name(column.target_type)})"
+    metadata = column.target_column.upper()
+    if metadata == "_OP":
+        return q(cb.OP)
+    if metadata == "_DELETED":
+        return f"({q(cb.OP)} = 'd')"
+    return q(METADATA_SOURCES[metadata])
+
+
+def insert_staging(table: TablePlan, dialect: Dialect) -> str:
+    """Staging from the raw table: the transform step of a merged table in Snowflake SQL.
+    ``split``: a key move is a delete of the old row (its before-image) ordered just before
+    the insert of the new one; ``last``: the last change per key in binlog order (a group
+    of snapshot chunks has one read per key: it keeps each); then the staged columns."""
+    image = [c.source_column or "" for c in _data_columns(table)]
+    internal = list(_INTERNAL_TYPES)
+    raw = raw_name(table, dialect)
+    op = q(cb.OP)
+    moved = " OR ".join(f"{q(cb.before_column(name))} IS NOT NULL"
+                        for name in image) or "FALSE"
+    rest = ", ".join(q(name) for name in internal if name != cb.OP)
+    after = (", ".join(q(name) for name in image) + f", CASE WHEN {op} = 'u' AND ({moved}) "
+             f"THEN 'c' ELSE {op} END AS {op}, {rest}, 1 AS {q(_SUB)}")
+    before = (", ".join(f"{q(cb.before_column(name))} AS {q(name)}" for name in image)
+              + f", 'd' AS {op}, {rest}, 0 AS {q(_SUB)}")
+    partition = ", ".join(q(k) for k in table.source_key)
+    newest_first = ", ".join(f"{q(c)} DESC" for c in _ORDER)
+    in_order = ", ".join(q(c) for c in _ORDER)
+    staged = [(c.staging_name, _staged(c, dialect)) for c in table.staged_columns]
+    staged += [(STAGE_OP, op),
+               (STAGE_TS, f"TO_TIMESTAMP_TZ({q(cb.TS_MS)}, 3)"),
+               (STAGE_SEQ, f"ROW_NUMBER() OVER (ORDER BY {in_order}) - 1")]
+    return (
+        f"INSERT INTO {staging_name(table, dialect)} ({', '.join(q(n) for n, _ in staged)})\n"
+        f"SELECT {', '.join(sql for _, sql in staged)}\n"
+        "FROM (\n"
+        "  SELECT * FROM (\n"
+        f"    SELECT {after} FROM {raw}\n"
+        "    UNION ALL\n"
+        f"    SELECT {before} FROM {raw} WHERE {op} = 'u' AND ({moved})\n"
+        "  ) AS split\n"
+        f"  QUALIFY ROW_NUMBER() OVER (PARTITION BY {partition} ORDER BY {newest_first}) = 1\n"
+        ") AS last"
+    )
+
+
+def _reaches(column: PlannedColumn) -> bool:
+    """Whether Snowflake's cast of the column's change-file value is its staged value."""
+    mysql, goal = column.mysql_type, column.target_type
+    if mysql is None:
+        return False
+    name = mysql.name
+    if name in _INTEGERS:
+        if name == "bit":
+            return goal.kind == "integer"
+        return goal.kind in ("integer", "decimal", "boolean")
+    if name in ("decimal", "numeric", "dec", "fixed"):
+        # Only widening: Snowflake rounds half away from zero, the transform step half even.
+        return (goal.kind == "decimal" and (mysql.precision or 10) <= 38
+                and (goal.scale or 0) >= (mysql.scale or 0))
+    if name in ("float", "double", "real", "double precision"):
+        return goal.kind == "float"
+    if name in _TEXT:
+        return goal.kind in _TEXT_KINDS
+    if name in _BYTES:
+        return goal.kind == "binary"
+    return (name, goal.kind) in {("date", "date"), ("datetime", "timestamp"),
+                                 ("timestamp", "timestamp_tz"), ("bool", "boolean"),
+                                 ("boolean", "boolean")}
+
+
+def refusals(table: TablePlan) -> list[tuple[str, str]]:
+    """(what, the setting) the external-stage load cannot do for this table yet; empty: it
+    can. Each is refused by the plan rather than done another way."""
+    out = []
+    if table.mode != "merge":
+        out.append((f"mode: {table.mode}", "mode"))
+    if table.log_table:
+        out.append(("log_table: true", "log_table"))
+    if table.outbox is not None:
+        out.append(("an outbox route", "outbox"))
+    if table.selection is not None:
+        out.append(("a `sources:` target", "sources"))
+    if table.filter:
+        out.append(("a filter", "filter"))
+    if table.on_error == "dead_letter":
+        out.append(("on_error: dead_letter", "on_error"))
+    if not table.source_key:
+        out.append(("a table without a key", "key"))
+    for column in table.staged_columns:
+        if column.role != "data":
+            if column.target_column.upper() not in (*METADATA_SOURCES, "_OP", "_DELETED"):
+                out.append((f"metadata column {column.target_column}", "metadata"))
+            continue
+        if column.expression is not None:
+            out.append((f"computed column {column.target_column}", "columns"))
+        elif column.mask is not None:
+            out.append((f"a mask on {column.target_column}", "columns"))
+        elif not _reaches(column):
+            mysql = column.mysql_type.name if column.mysql_type else "?"
+            out.append((f"column {column.source_column} ({mysql} as "
+                        f"{column.target_type.describe()})", "columns"))
+    return out
+
+
+def stage_relative(path: str, landing: str) -> str:
+    """A landed file's name relative to the landing root the stage points at. Landed paths
+    come with or without the URI's scheme (pyarrow's file system paths drop it)."""
+    root = landing.split("?", 1)[0].rstrip("/")
+    root = root.split("://", 1)[-1]
+    inner = path.split("://", 1)[-1]
+    if not inner.startswith(root + "/"):
+        raise ValueError(f"{path} is not under {landing}")
+    return inner[len(root) + 1:]
+
+
+__all__ = ["FILES_PLACEHOLDER", "MAX_FILES_PER_COPY", "METADATA_SOURCES", "RAW_PREFIX",
+           "copy_into_raw", "create_raw_table", "insert_staging", "raw_columns", "raw_name",
+           "refusals", "stage_relative"]

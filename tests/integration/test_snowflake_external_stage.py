@@ -1,0 +1,287 @@
+"""Change files reach Snowflake from the object-store landing zone through the user's external
+stage, not through the driver (``target.snowflake.stage``, ``plan.statements.stage_copy``).
+
+moto's S3 server is the object store (``tests.fixtures.s3_landing``); the batches are landed
+there by the product's own code (``engine.landing``), and the driver side runs as in a stream
+(``BatchApplier.apply_manifest``) against fakesnow's HTTP server through the real connector.
+The same batches go once through the external stage and once through the driver's staging
+(PUT + COPY, the reference) into two databases: the targets must be equal row by row, with
+awkward values, several changes per key in one batch, a key move, deletes, a soft-delete
+table. The staged run must never PUT, and runs exactly the program ``replicator plan``
+prints. A batch whose raw load committed before the run died (between the COPY and the
+MERGE) is loaded once when replayed, and a replay of a committed batch is skipped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+import uuid
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replicator.engine.applier import BatchApplier
+from replicator.engine.checkpoint import CheckpointDir
+from replicator.errors import PlanError
+from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
+from replicator.model.changes import BinlogPosition, ChangeEvent
+from replicator.model.pipeline import (
+    EngineConfig,
+    MySQLSource,
+    Pipeline,
+    SnowflakeTarget,
+    TablePipeline,
+    TargetConfig,
+)
+from replicator.plan import build_plan, program
+from replicator.plan.dialects import pipeline_dialect
+from replicator.plan.render import render_sql
+from replicator.plan.statements.names import target_name
+from replicator.sink.snowflake import SnowflakeSink
+from tests.fixtures.landed import land_events
+
+pytestmark = pytest.mark.usefixtures("s3_endpoint")
+
+ITEMS = [
+    ("id", "bigint(20) unsigned", False),
+    ("name", "varchar(100)", True),
+    ("amount", "decimal(38,10)", True),
+    ("created", "datetime(6)", True),
+    ("updated_at", "timestamp(6)", True),
+    ("doc", "json", True),
+    ("payload", "blob", True),
+    ("status", "enum('new','paid','it''s')", True),
+    ("dur", "time(6)", True),
+    ("born", "date", True),
+    ("yr", "year", True),
+    ("ratio", "double", True),
+    ("active", "tinyint(1)", True),
+    ("big_neg", "bigint(20)", True),
+]
+PEOPLE = [("id", "int(11)", False), ("nick", "varchar(20)", True)]
+
+
+def _table(name: str, columns: list[tuple[str, str, bool]]) -> SourceTable:
+    return SourceTable(database="shop", table=name, primary_key=("id",), columns=tuple(
+        SourceColumn(name=c, mysql_type=MySQLType.parse(t), nullable=n, ordinal=i)
+        for i, (c, t, n) in enumerate(columns, start=1)))
+
+
+CATALOG = Catalog(tables=(_table("items", ITEMS), _table("people", PEOPLE)))
+STAGE = "STAGEDB.RAW.LANDING"
+
+
+def _pipeline(fakesnow_server: Any, database: str, landing: str, *, stage: str | None,
+              tables: tuple[TablePipeline, ...] | None = None) -> Pipeline:
+    return Pipeline(
+        name="staged",
+        source=MySQLSource(),
+        target=TargetConfig(warehouse=SnowflakeTarget(
+            database=database, schema="RAW", account=fakesnow_server.account, stage=stage)),
+        tables=tables or (
+            TablePipeline(source_database="shop", source_table="items",
+                          metadata=("op", "ts", "position")),
+            TablePipeline(source_database="shop", source_table="people", deletes="soft"),
+        ),
+        engine=EngineConfig(landing=landing),
+    )
+
+
+AWKWARD = {
+    "name": "it's \\ \"quoted\" 🚀\nline", "amount": Decimal("-1234567890123456789012345678.0123456789"),
+    "created": dt.datetime(1970, 1, 1, 0, 0, 0, 1), "doc": '{"a": [1, "ü"], "b": null}',
+    "updated_at": dt.datetime(2038, 1, 19, 3, 14, 7, 999999, tzinfo=dt.UTC),
+    "payload": b"\x00\xff'\"\\", "status": "it's", "dur": dt.timedelta(hours=-838, minutes=-59),
+    "born": dt.date(1000, 1, 1), "yr": 2155, "ratio": 1e-300, "active": 1,
+    "big_neg": -9223372036854775808,
+}
+
+
+def _row(key: int, **values: Any) -> dict[str, Any]:
+    row = {name: None for name, _, _ in ITEMS}
+    return {**row, "id": key, **values}
+
+
+def _events(number: int) -> list[ChangeEvent]:
+    """Batch ``number``: several changes per key, a key move, deletes, NULLs."""
+    at = BinlogPosition("mysql-bin.000001", 1000 * number)
+    ts = 1_700_000_000_000 + number * 1000
+
+    def event(op: str, index: int, table: str = "shop.items", **images: Any) -> ChangeEvent:
+        return ChangeEvent(table, op, at, index, ts, **images)
+
+    if number == 1:
+        return [
+            event("c", 0, after=_row(1, **AWKWARD)),
+            event("c", 1, after=_row(2, name="two", amount=Decimal("0.0000000001"))),
+            event("c", 2, after=_row(3, name="three")),
+            event("u", 3, before=_row(2, name="two"), after=_row(2, name="two again", active=0)),
+            event("c", 4, after=_row(18446744073709551615, name="max key")),
+            event("c", 5, table="shop.people", after={"id": 1, "nick": "a"}),
+            event("c", 6, table="shop.people", after={"id": 2, "nick": "b"}),
+        ]
+    return [
+        event("u", 0, before=_row(3, name="three"), after=_row(30, name="moved")),  # key move
+        event("d", 1, before=_row(1, **AWKWARD)),
+        event("c", 2, after=_row(1, name="back", ratio=float("inf"))),
+        event("d", 3, before=_row(18446744073709551615, name="max key")),
+        event("u", 4, table="shop.people", before={"id": 1, "nick": "a"},
+              after={"id": 1, "nick": "a2"}),
+        event("d", 5, table="shop.people", before={"id": 2, "nick": "b"}),
+    ]
+
+
+def _applier(fakesnow_server: Any, database: str, landing: str, tmp_path: Path, *,
+             stage: str | None) -> BatchApplier:
+    pipeline = _pipeline(fakesnow_server, database, landing, stage=stage)
+    plan = build_plan(pipeline, CATALOG)
+    sink = SnowflakeSink(pipeline, plan, connection=fakesnow_server.connect(
+        database, "RAW", paramstyle="qmark", autocommit=False))
+    sink.prepare()
+    return BatchApplier(pipeline, plan, sink, CheckpointDir(tmp_path / f"cp-{database}"))
+
+
+def _create_stage(fakesnow_server: Any, database: str, landing: str) -> None:
+    """The user's one-time setup (docs/snowflake.md), on fakesnow: no storage integration."""
+    with fakesnow_server.connect(database, "RAW") as connection:
+        connection.cursor().execute(f"CREATE DATABASE IF NOT EXISTS {STAGE.split('.')[0]}")
+        connection.cursor().execute(f"CREATE SCHEMA IF NOT EXISTS {STAGE.rsplit('.', 1)[0]}")
+        connection.cursor().execute(f"CREATE OR REPLACE STAGE {STAGE} URL = '{landing}/'")
+
+
+def _rows(applier: BatchApplier) -> dict[str, list[tuple[Any, ...]]]:
+    out = {}
+    cursor = applier.sink.connection.cursor()
+    for table in applier.plan.tables:
+        names = [c.target_column for c in table.columns if c.target_column != "_SYNCED_AT"]
+        cursor.execute(f"SELECT {', '.join(chr(34) + n + chr(34) for n in names)} "
+                       f"FROM {target_name(table, applier.sink.dialect)} ORDER BY 1")
+        out[table.target_table] = cursor.fetchall()
+    return out
+
+
+def _apply(applier: BatchApplier, number: int) -> Any:
+    events = [e for e in _events(number) if any(t.reads(e.table) for t in applier.plan.tables)]
+    manifest = land_events(applier, events, directory=f"stream/epoch=0/b{number}")
+    return applier.apply_manifest(manifest, number, {"file": "mysql-bin.000001",
+                                                     "pos": 1000 * number + 999})
+
+
+def test_batches_through_the_external_stage_equal_the_drivers(fakesnow_server, tmp_path):
+    run = uuid.uuid4().hex[:8]
+    landing = f"s3://landing/{run}"
+    staged_db, driver_db = f"S_{run}".upper(), f"D_{run}".upper()
+    _create_stage(fakesnow_server, staged_db, landing)
+    staged = _applier(fakesnow_server, staged_db, landing, tmp_path, stage=STAGE)
+    driver = _applier(fakesnow_server, driver_db, f"s3://landing/{run}-driver", tmp_path,
+                      stage=None)
+    assert staged.sink.dialect.external_stage == STAGE and driver.sink.dialect.external_stage is None
+
+    fakesnow_server.queries.clear()
+    for number in (1, 2):
+        _apply(staged, number)
+    staged_queries = list(fakesnow_server.queries)
+    for number in (1, 2):
+        _apply(driver, number)
+
+    assert _rows(staged) == _rows(driver)
+    items = _rows(staged)["ITEMS"]
+    assert [row[0] for row in items] == [1, 2, 30]  # 3 moved to 30; the max key deleted
+    assert items[1][1] == "two again" and items[1][12] is False
+    columns = [c.target_column for c in staged.plan.tables[1].columns
+               if c.target_column != "_SYNCED_AT"]
+    people = [dict(zip(columns, row, strict=True)) for row in _rows(staged)["PEOPLE"]]
+    assert [(p["ID"], p["NICK"], p["_DELETED"]) for p in people] == [(1, "a2", False),
+                                                                      (2, "b", True)]
+
+    # No byte through the driver: no PUT, the files COPYed by name from the stage.
+    assert not any(q.lstrip().upper().startswith("PUT") for q in staged_queries)
+    copies = [q for q in staged_queries if q.startswith("COPY INTO")]
+    assert len(copies) == 4 and all(f"FROM @{STAGE}" in q and "FILES = ('stream/epoch=0/b"
+                                    in q for q in copies)
+
+
+def test_the_run_executes_the_program_plan_prints(fakesnow_server, tmp_path):
+    run = uuid.uuid4().hex[:8]
+    landing = f"s3://landing/{run}"
+    database = f"P_{run}".upper()
+    _create_stage(fakesnow_server, database, landing)
+    applier = _applier(fakesnow_server, database, landing, tmp_path, stage=STAGE)
+    table = applier.plan.tables[1]  # people: one table per batch, the per-table program
+    applier.plan = dataclasses.replace(applier.plan, tables=(table,))
+    applier.sink.plan = applier.plan
+    fakesnow_server.queries.clear()
+    _apply(applier, 1)
+    ran = fakesnow_server.queries[fakesnow_server.queries.index(
+        next(q for q in fakesnow_server.queries if q.startswith("SELECT") and "_REPLICATOR_STATE" in q)):]
+    printed = render_sql(table, applier.sink.dialect)
+    dialect = pipeline_dialect(applier.pipeline)
+    expected = program.batch_program(table, dialect, query=program.external_staging(table, dialect))
+    for statement in expected:
+        if statement.role == "fence":
+            continue  # a test's sink holds no lease
+        assert f"{statement.sql};" in printed or "FILES = (" in statement.sql
+    shown = [s.sql for s in expected if s.role != "fence"]
+    normalized = [re.sub(r"FILES = \([^)]*\)", "FILES = (...)", q) for q in ran]
+    assert normalized == [re.sub(r"FILES = \([^)]*\)", "FILES = (...)", s) for s in shown]
+
+
+def test_a_batch_replayed_after_its_raw_load_committed_loads_once(fakesnow_server, tmp_path):
+    """The run died between the COPY (committed with the load) and the MERGE: the replay
+    loads the same files again (FORCE: the load history does not skip them), merges once."""
+    run = uuid.uuid4().hex[:8]
+    landing = f"s3://landing/{run}"
+    database = f"R_{run}".upper()
+    _create_stage(fakesnow_server, database, landing)
+    applier = _applier(fakesnow_server, database, landing, tmp_path, stage=STAGE)
+    _apply(applier, 1)
+    before = _rows(applier)
+
+    # Batch 2 up to its load's COMMIT, on a session that then dies (no MERGE, no state row).
+    manifest = land_events(applier, _events(2), directory="stream/epoch=0/b2")
+    dialect = applier.sink.dialect
+    with fakesnow_server.connect(database, "RAW", paramstyle="qmark", autocommit=False) as dying:
+        cursor = dying.cursor()
+        for table in applier.plan.tables:
+            files = [row["path"] for row in manifest if table.reads(row["table"])]
+            key = program.BatchKey("staged", table.target_table, 2, {})
+            query = program.external_staging(table, dialect)
+            relative = [f.split(f"{run}/", 1)[1] for f in files]
+            for statement in [*program.batch_head(table, dialect, key),
+                              *program.load_statements(table, dialect, relative, query=query),
+                              *program.load_commit(dialect)]:
+                cursor.execute(statement.sql, statement.params)
+    assert _rows(applier) == before  # nothing of batch 2 reached the targets
+
+    end = {"file": "mysql-bin.000001", "pos": 2999}
+    applier.apply_manifest(manifest, 2, end)
+    replayed = _rows(applier)
+    assert [row[0] for row in replayed["ITEMS"]] == [1, 2, 30]
+    assert len(replayed["PEOPLE"]) == 2
+
+    fakesnow_server.queries.clear()
+    applier.apply_manifest(manifest, 2, end)  # committed: the lookup skips it
+    assert _rows(applier) == replayed
+    assert not any(q.startswith("COPY INTO") for q in fakesnow_server.queries)
+
+
+def test_plan_refuses_what_the_external_stage_load_does_not_cover(fakesnow_server):
+    tables = (
+        TablePipeline(source_database="shop", source_table="items", filter="id > 1"),
+        TablePipeline(source_database="shop", source_table="people", mode="scd2"),
+    )
+    pipeline = _pipeline(fakesnow_server, "X", "s3://landing/x", stage=STAGE, tables=tables)
+    with pytest.raises(PlanError) as caught:
+        build_plan(pipeline, CATALOG)
+    codes = {problem.code for problem in caught.value.problems}
+    text = str(caught.value)
+    assert codes == {"R311"} and "a filter" in text and "mode: scd2" in text
+    assert "target.snowflake.stage" in text
+
+    local = _pipeline(fakesnow_server, "X", "/tmp/landing", stage=STAGE)
+    with pytest.raises(PlanError, match=r"engine\.landing must be the object-store location"):
+        build_plan(local, CATALOG)

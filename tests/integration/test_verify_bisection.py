@@ -1,0 +1,97 @@
+"""verify's bisection on a 200k-row table of the bench's ``orders`` shape: one changed row is
+found by fetching a few hundred rows, agreeing ranges cost one checksum each and are never
+fetched; the CLI's JSON says how each table was checked, and ``--repair --dry-run`` what it
+would copy."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bench.context import BenchContext, Sizes
+from bench.snapshot import DATABASE, fill_table
+from bench.verify import prepare_target, tamper, untamper
+from replicator.config import load_pipeline
+from replicator.verify import verify_pipeline
+
+pytestmark = [pytest.mark.mysql]
+
+ROWS = 200_000
+
+
+@pytest.fixture(scope="module")
+def big(mariadb, tmp_path_factory):
+    ctx = BenchContext(mariadb, tmp_path_factory.mktemp("bisection"), Sizes())
+    fill_table(ctx, ROWS)
+    path, warehouse, relation = prepare_target(ctx, "bisection", ROWS)
+    yield ctx, path, warehouse, relation
+    with mariadb.root_connection() as root, root.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS `{DATABASE}`")
+
+
+def _verify(ctx, path, **options):
+    return verify_pipeline(load_pipeline(path, environ=ctx.environment()), **options).tables[0]
+
+
+def test_equal_costs_one_pass_of_checksums_and_no_row(big):
+    ctx, path, _, _ = big
+    table = _verify(ctx, path)
+    assert table.equal and table.method == "checksum"
+    assert table.source_rows == table.target_rows == ROWS
+    assert table.fetched_rows == 0
+    # Top ranges of ~100k rows (the source's estimate), 32 buckets each: one query per
+    # side and top range, and every bucket agreed.
+    assert 1 <= table.checksum_queries <= 4
+    assert table.segments == table.checksum_queries * 32
+
+
+def test_one_changed_row_fetches_under_one_percent(big):
+    ctx, path, warehouse, relation = big
+    tamper(warehouse, relation, [123_457])
+    try:
+        table = _verify(ctx, path, walk={"parallel": 1})
+    finally:
+        untamper(warehouse, relation, [123_457])
+    (difference,) = table.differences
+    assert (difference.kind, int(difference.key["id"])) == ("different", 123_457)
+    assert [c.target_column for c in difference.columns] == ["NOTE"]
+    assert difference.columns[0].target_value == "tampered"
+    assert 0 < table.fetched_rows < ROWS // 100
+    # Each agreeing bucket cost its one checksum: the top ranges' buckets, then one level
+    # down inside the one differing bucket; nothing else was queried.
+    tops = table.checksum_queries - 1
+    assert table.segments == (tops * 32 - 1) + (32 - 1) + 1  # agreed + the fetched leaf
+
+
+def test_cli_json_and_repair_dry_run(big):
+    ctx, path, warehouse, relation = big
+    tamper(warehouse, relation, [5, 150_001])
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "replicator", "verify", str(path), "--format", "json",
+             "--repair", "--dry-run"], capture_output=True, text=True,
+            env={**os.environ, **ctx.environment()}, timeout=300)
+        fetched = subprocess.run(
+            [sys.executable, "-m", "replicator", "verify", str(path), "--method", "fetch"],
+            capture_output=True, text=True, env={**os.environ, **ctx.environment(),
+                                                 "NO_COLOR": "1"}, timeout=300)
+    finally:
+        untamper(warehouse, relation, [5, 150_001])
+    assert done.returncode == 1, done.stderr
+    data = json.loads(done.stdout)
+    (table,) = data["tables"]
+    assert (table["method"], table["fallback"]) == ("checksum", [])
+    assert [(d["kind"], d["key"]) for d in table["differences"]] == [
+        ("different", {"id": "5"}), ("different", {"id": "150001"})]
+    assert table["fetched_rows"] < 2 * ROWS // 100
+    assert data["repair"] == {"dry_run": True, "requests": [
+        {"table": f"{DATABASE}.orders", "where": "`id` IN (5, 150001)", "keys": 2,
+         "why": "2 missing or different key(s)"}]}
+    assert not (ctx.workdir / "bisection.checkpoint" / "recopy-requests").exists()
+    assert fetched.returncode == 1, fetched.stderr
+    assert "by fetching every row" in fetched.stdout
+    assert "[id='5'] differs: NOTE" in fetched.stdout
