@@ -1,7 +1,7 @@
 """Pipelines made as users make them, for the schema-change tests of issue 29.
 
 ``scaffold`` runs ``replicator init --from mysql://...`` against the test server (every column
-pinned with its ``source_type``, the primary key as ``key:``), switches the target to a DuckDB
+pinned with its ``source_type``, the primary key pinned as ``primary_key:``), switches the target to a DuckDB
 file or to fakesnow's HTTP server, and adds what a user adds: a checkpoint directory, batching,
 per-table ``schema_changes:``, a mask. ``unpinned`` takes the pins and keys out again (a
 pipeline that lists only its tables, so the run uses MySQL's key).
@@ -140,7 +140,8 @@ def scaffold(mysql_source: Any, database: str, workdir: Path, *, target: str = "
 
 
 def unpinned(text: str) -> str:
-    """The scaffold without its pins and keys: each table just ``- source: db.table``."""
+    """The scaffold without its pins (columns, primary key): each table just
+    ``- source: db.table``."""
     kept = []
     skipping = False
     for line in text.splitlines(keepends=True):
@@ -150,7 +151,7 @@ def unpinned(text: str) -> str:
         if skipping and line.startswith("      "):
             continue
         skipping = False
-        if line.startswith("    key: ["):
+        if line.startswith(("    key: [", "    primary_key: [")):
             continue
         kept.append(line)
     out = "".join(kept)

@@ -2,10 +2,11 @@
 made as users make them, on the real MariaDB, Spark, and DuckDB or fakesnow's HTTP server.
 
 The pipeline is ``replicator init --from mysql://...``'s output (every column pinned with its
-``source_type``, ``key: [id]``), with the target switched, a checkpoint and batching added,
-``email: {mask: sha256}`` added to contacts' pin, ``truncate: follow`` on one table and
-``drop_table: ignore`` on another; *unpinned* is the same file without ``columns:`` and
-``key:`` (tables listed only, MySQL's key). One table per DDL kind, so one run takes them all:
+``source_type``, the key pinned as ``primary_key: [id]``), with the target switched, a
+checkpoint and batching added, ``email: {mask: sha256}`` added to contacts' pin, ``truncate:
+follow`` on one table and ``drop_table: ignore`` on another; *unpinned* is the same file
+without ``columns:`` and ``primary_key:`` (tables listed only). One table per DDL kind, so one
+run takes them all:
 
     added      ADD COLUMN x INT NOT NULL DEFAULT 7
     widened    sku VARCHAR(40) -> VARCHAR(80) utf8mb4 (the length prefix grows to two bytes),
