@@ -211,6 +211,34 @@ def drop_primary_key() -> None:
     cursor_class.execute = execute
 
 
+# Snowflake's MD5_NUMBER_LOWER64 (the low 64 bits of the MD5, read big-endian, unsigned:
+# https://docs.snowflake.com/en/sql-reference/functions/md5_number_lower64), under the name
+# fakesnow 0.12.1 translates the call to and then lacks.
+_LOWER64 = ("CREATE OR REPLACE TEMP MACRO m_d5_number_lower64(t) AS "
+            "CAST(('0x' || substr(md5(t), 17, 16)) AS UBIGINT)")
+
+
+def md5_number_lower64() -> None:
+    """Give fakesnow Snowflake's ``MD5_NUMBER_LOWER64`` (verify's range checksums use it):
+    a DuckDB macro with the documented meaning, created on the statement's own DuckDB
+    connection (a TEMP macro is per connection) before a statement that calls it. Only the
+    emulator is patched."""
+    import fakesnow.cursor
+
+    cursor_class = fakesnow.cursor.FakeSnowflakeCursor
+    original = cursor_class.execute
+    if getattr(original, "has_md5_number_lower64", False):
+        return
+
+    def execute(self: Any, command: str, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(command, str) and "md5_number_lower64" in command.lower():
+            self._duck_conn.execute(_LOWER64)
+        return original(self, command, *args, **kwargs)
+
+    execute.has_md5_number_lower64 = True  # type: ignore[attr-defined]
+    cursor_class.execute = execute
+
+
 def lock_conflicts_as_snowflake() -> None:
     """Answer a write that meets another session's open transaction as Snowflake may.
 
@@ -273,6 +301,7 @@ def serve(port: int) -> None:
     merge_keeps_transaction()
     drop_primary_key()
     lock_conflicts_as_snowflake()
+    md5_number_lower64()
 
     # warning: fakesnow logs every login and query at info level
     uvicorn.run(fakesnow.server.app, host="127.0.0.1", port=port, log_level="warning")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -128,17 +128,22 @@ class Context:
                 and catalog.table(t.source_database, t.source_table) is None
                 and (self.pipeline.schema_changes_for(t).drop_table == "ignore") == ignored]
 
-    def replan(self, catalog: Catalog) -> Plan:
+    def replan(self, catalog: Catalog, *, named: Collection[str] | None = None) -> Plan:
         """The plan of this pipeline for ``catalog`` (not kept: the caller decides), without
         the columns ignored under `schema_changes.add_column: ignore` (``ignored_columns``)
-        and the tables dropped under `drop_table: ignore` (``left_out``)."""
+        and the tables dropped under `drop_table: ignore` (``left_out``). ``named``: plan
+        only these of the named tables (``db.table``; routed targets are always planned):
+        a re-plan mid-stream must not judge a table by DDL that lies ahead in the binlog."""
         from replicator.plan import build_plan  # off every command's start-up (see the top)
 
         pipeline = self.pipeline
         gone = set(self._missing(catalog, ignored=True))
-        if gone:
+        wanted = None if named is None else {name.lower() for name in named}
+        if gone or wanted is not None:
             pipeline = dataclasses.replace(pipeline, tables=tuple(
-                t for t in pipeline.tables if t.routed or t.source_name not in gone))
+                t for t in pipeline.tables if t.routed or (
+                    t.source_name not in gone
+                    and (wanted is None or t.source_name.lower() in wanted))))
         return build_plan(pipeline, catalog, self.ignored_columns())
 
     # -- columns added in MySQL and ignored (`schema_changes.add_column: ignore`) ------------
