@@ -47,6 +47,10 @@ class SQLSink(SinkSession):
     # The landing root an external stage points at (``Dialect.external_stage``): change
     # files are named relative to it.
     stage_root: str | None = None
+    # Called with a failpoint's name inside a batch (``apply.after_load``,
+    # ``apply.before_commit``): the engine's ``failpoints.reached`` (sink/ does not import
+    # engine/); None: no failpoints (tests of the sink alone).
+    failpoint: Callable[[str], None] | None = None
 
     def __init__(self, pipeline_name: str, plan: Plan, connection: Any) -> None:
         super().__init__(connection)
@@ -158,9 +162,14 @@ class SQLSink(SinkSession):
                     return _SKIPPED
             self._load(cursor, part)
             staged_at = time.perf_counter()
-            self._run_tail(cursor, program.batch_tail(
+            # ``program.batch_tail``, in its three parts: the crash tests' windows lie between.
+            self._run_tail(cursor, program.load_commit(self.dialect))
+            self._failpoint("apply.after_load")  # staging loaded (and committed), no MERGE
+            self._run_tail(cursor, program.table_changes(
                 table, self.dialect, key, part.dead_letters, fresh=fresh,
-                generation=self.generation, truncates=part.batch.truncates), table, at_truncate)
+                truncates=part.batch.truncates), table, at_truncate)
+            self._failpoint("apply.before_commit")  # MERGE and state row run, not committed
+            self._run_tail(cursor, program.batch_end(table, self.dialect, key, self.generation))
             part.merge_seconds = time.perf_counter() - staged_at
         except self.driver_errors() as exc:
             self._rollback(cursor)
@@ -229,6 +238,10 @@ class SQLSink(SinkSession):
                 cursor.close()
         return [part.result() if not done else _SKIPPED
                 for part, done in zip(parts, applied, strict=True)]
+
+    def _failpoint(self, name: str) -> None:
+        if self.failpoint is not None:
+            self.failpoint(name)
 
     def _load(self, cursor: Any, part: BatchPart) -> None:
         """Write the part's slices to Parquet (once: every attempt loads those files), then
