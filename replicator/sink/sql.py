@@ -212,6 +212,7 @@ class SQLSink(SinkSession):
             # fence and the COMMIT): the first table's take the load's, the last's the end.
             started = time.perf_counter()
             self._run_tail(cursor, program.load_commit(dialect))
+            self._failpoint("apply.after_load")  # as in _apply_once
             for number, part in enumerate(pending):
                 if number:
                     if between_tables is not None:
@@ -221,6 +222,7 @@ class SQLSink(SinkSession):
                     part.batch.table, dialect, part.key, part.dead_letters,
                     truncates=part.batch.truncates), part.batch.table, at_truncate)
                 part.merge_seconds = time.perf_counter() - started
+            self._failpoint("apply.before_commit")
             started = time.perf_counter()
             self._run_tail(cursor, program.batch_end(pending[0].batch.table, dialect,
                                                      pending[0].key, self.generation))
