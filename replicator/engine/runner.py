@@ -33,6 +33,7 @@ import replicator.errors as errors
 import replicator.sink
 from replicator.config.stale import stale_entries
 from replicator.context import Context
+from replicator.engine import failpoints
 from replicator.engine.applier import BatchApplier
 from replicator.engine.checkpoint import CheckpointDir, StartState
 from replicator.engine.errors import driver_error, quiet_task_failures, recover
@@ -226,8 +227,10 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
         # Before anything is applied: another run of this pipeline, on any host, stops here.
         # (After the start position is recorded: "latest" means when the run was started.)
         lease = take_lease(sink, pipeline.name, take_over=options.take_over, notice=notice)
-        applier = BatchApplier(pipeline, plan, sink, checkpoint, epoch=state.epoch,
-                               open_sink=lambda p, pl: lease.fence(replicator.sink.open_sink(p, pl)),
+        applier = BatchApplier(pipeline, plan, _with_failpoints(sink), checkpoint,
+                               epoch=state.epoch,
+                               open_sink=lambda p, pl: _with_failpoints(
+                                   lease.fence(replicator.sink.open_sink(p, pl))),
                                on_report=report, on_notice=notice,
                                on_new_sources=lambda names: cover_selected(checkpoint, state, names,
                                                                            notice),
@@ -294,6 +297,12 @@ def _caught_up(pipeline: Pipeline, checkpoint: CheckpointDir) -> bool:
         return committed[1] >= binlog_head(pipeline.source)
     except ValueError:  # another server's file names (a failover): let the run sort it out
         return False
+
+
+def _with_failpoints(sink: Any) -> Any:
+    """The sink reaches the failpoints inside its batch transaction (``sink.sql``)."""
+    sink.failpoint = failpoints.reached
+    return sink
 
 
 def _leave_out_ignored_columns(context: Context, checkpoint: CheckpointDir, sink: Any,

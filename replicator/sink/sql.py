@@ -47,6 +47,10 @@ class SQLSink(SinkSession):
     # The landing root an external stage points at (``Dialect.external_stage``): change
     # files are named relative to it.
     stage_root: str | None = None
+    # Called with a failpoint's name inside a batch (``apply.after_load``,
+    # ``apply.before_commit``): the engine's ``failpoints.reached`` (sink/ does not import
+    # engine/); None: no failpoints (tests of the sink alone).
+    failpoint: Callable[[str], None] | None = None
 
     def __init__(self, pipeline_name: str, plan: Plan, connection: Any) -> None:
         super().__init__(connection)
@@ -158,9 +162,14 @@ class SQLSink(SinkSession):
                     return _SKIPPED
             self._load(cursor, part)
             staged_at = time.perf_counter()
-            self._run_tail(cursor, program.batch_tail(
+            # ``program.batch_tail``, in its three parts: the crash tests' windows lie between.
+            self._run_tail(cursor, program.load_commit(self.dialect))
+            self._failpoint("apply.after_load")  # staging loaded (and committed), no MERGE
+            self._run_tail(cursor, program.table_changes(
                 table, self.dialect, key, part.dead_letters, fresh=fresh,
-                generation=self.generation, truncates=part.batch.truncates), table, at_truncate)
+                truncates=part.batch.truncates), table, at_truncate)
+            self._failpoint("apply.before_commit")  # MERGE and state row run, not committed
+            self._run_tail(cursor, program.batch_end(table, self.dialect, key, self.generation))
             part.merge_seconds = time.perf_counter() - staged_at
         except self.driver_errors() as exc:
             self._rollback(cursor)
@@ -203,6 +212,7 @@ class SQLSink(SinkSession):
             # fence and the COMMIT): the first table's take the load's, the last's the end.
             started = time.perf_counter()
             self._run_tail(cursor, program.load_commit(dialect))
+            self._failpoint("apply.after_load")  # as in _apply_once
             for number, part in enumerate(pending):
                 if number:
                     if between_tables is not None:
@@ -212,6 +222,7 @@ class SQLSink(SinkSession):
                     part.batch.table, dialect, part.key, part.dead_letters,
                     truncates=part.batch.truncates), part.batch.table, at_truncate)
                 part.merge_seconds = time.perf_counter() - started
+            self._failpoint("apply.before_commit")
             started = time.perf_counter()
             self._run_tail(cursor, program.batch_end(pending[0].batch.table, dialect,
                                                      pending[0].key, self.generation))
@@ -229,6 +240,10 @@ class SQLSink(SinkSession):
                 cursor.close()
         return [part.result() if not done else _SKIPPED
                 for part, done in zip(parts, applied, strict=True)]
+
+    def _failpoint(self, name: str) -> None:
+        if self.failpoint is not None:
+            self.failpoint(name)
 
     def _load(self, cursor: Any, part: BatchPart) -> None:
         """Write the part's slices to Parquet (once: every attempt loads those files), then
