@@ -569,6 +569,14 @@ class BatchApplier(SchemaFollower):
             self._on_report(report)
         return report
 
+    def record_copy_done(self, table_plan: TablePlan, chunk_number: int,
+                         position: BinlogPosition) -> None:
+        """A named table's copy finished: its done marker (``checkpoint.COPY_DONE``), an empty
+        batch (nothing staged, nothing merged) whose state row holds the copy's position. A
+        copy finished again after a crash finds it recorded and writes nothing."""
+        self.sink.apply(table_plan, snapshot_batch_id(self.epoch, chunk_number),
+                        position.to_offset(), iter(()))
+
     # -- one table -------------------------------------------------------------------------
 
     def apply_events(

@@ -44,6 +44,11 @@ COPY_SPAN = 1_000_000_000
 # up to 10^6 chunks each fit in an epoch; the last number of a slot is its absent-row delete).
 SLOT_SPAN = 1_000_000
 MAX_SLOTS = EPOCH_SPAN // SLOT_SPAN
+# A named table's finished copy is recorded by an empty batch (its *done marker*) numbered
+# COPY_DONE from the top of the copy's chunk numbers (engine.recopy's MARKER and ABSENT take
+# the two above it): the state table then says, without the checkpoint, which tables hold a
+# whole copy and from which binlog position (engine.start resumes from it).
+COPY_DONE = 3
 SnapshotStatus = Literal["pending", "done", "skipped"]
 
 
@@ -63,6 +68,18 @@ def snapshot_chunk_number(copy: int, chunk_index: int) -> int:
 def routed_chunk_number(slot: int, chunk_index: int) -> int:
     """The chunk number of chunk ``chunk_index`` of the copy that took ``slot`` (routed)."""
     return slot * SLOT_SPAN + chunk_index
+
+
+def copy_done_number(copy: int) -> int:
+    """The chunk number of copy ``copy``'s done marker (``COPY_DONE``)."""
+    return snapshot_chunk_number(copy, COPY_SPAN - COPY_DONE)
+
+
+def is_copy_done(batch_id: int) -> bool:
+    """Whether a recorded sink batch id is a named table's done marker, of any copy and epoch
+    (EPOCH_SPAN is a multiple of COPY_SPAN). A routed target numbers its chunks by slot and
+    records no done marker: its state rows are not read this way."""
+    return batch_id < 0 and (-1 - batch_id) % COPY_SPAN == COPY_SPAN - COPY_DONE
 
 
 def epoch_of(batch_id: int) -> int:
