@@ -120,6 +120,11 @@ class StartState:
     # lower-case table -> the stream batch whose table swap queued its copy (`rename_table:
     # recopy`; engine.recopy.queue): that batch applied again leaves the copy be.
     recopy_queued_by: dict[str, int] = field(default_factory=dict)
+    # lower-case table -> the position its copy holds every change up to, for a pipeline that
+    # resumed from its copies without a checkpoint (engine.start): the stream starts at the
+    # earliest, and each table's changes up to its own are left out (they are in its copy).
+    # Forgotten once the stream has passed them all, or on another server.
+    copied_at: dict[str, BinlogPosition] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -140,6 +145,8 @@ class StartState:
             "recopies": self.recopies,
             "recopy_where": self.recopy_where,
             "recopy_queued_by": self.recopy_queued_by,
+            "copied_at": {name: position.to_offset()
+                          for name, position in self.copied_at.items()},
         }
 
     @classmethod
@@ -163,6 +170,8 @@ class StartState:
             recopy_where={str(k): str(v) for k, v in data.get("recopy_where", {}).items()},
             recopy_queued_by={str(k): int(v)
                               for k, v in data.get("recopy_queued_by", {}).items()},
+            copied_at={str(k): BinlogPosition.from_offset(v)
+                       for k, v in data.get("copied_at", {}).items()},
         )
 
     def covers(self, table: str) -> bool:

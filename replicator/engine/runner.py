@@ -215,7 +215,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                                                                            notice),
                                on_recopy=lambda name, by: _recopy_afresh(checkpoint, state, name,
                                                                           by),
-                               covers=lambda name: state.covers(name))
+                               covers=lambda name: state.covers(name),
+                               copied_at=state.copied_at)
         applier.renamed_columns.update(renamed)  # rows landed before a pending RENAME
         if starting is not None:
             spark = starting.session()
@@ -225,7 +226,9 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
             quiet_task_failures(spark)
         with _signals(flag, options.handle_signals):
             if state.snapshot == "pending":
-                notice(f"snapshot of {len(plan.tables)} table(s) at {state.position}")
+                copying = state.snapshot_tables or plan.source_names()
+                notice(f"snapshot of {len(copying)} table(s) at "
+                       f"{state.snapshot_position or state.position}")
                 if not run_snapshot(spark, applier, catalog, checkpoint, state,
                                     chunk_rows=options.chunk_rows or CHUNK_ROWS,
                                     should_stop=flag.is_set):

@@ -28,6 +28,10 @@ def test_start_state_round_trip_and_private_directory(tmp_path):
     checkpoint.save_start(state)
     assert checkpoint.load_start() == state
     assert stat.S_IMODE(checkpoint.path.stat().st_mode) == 0o700
+    state.copied_at = {"shop.orders": BinlogPosition("mysql-bin.000002", 77, gtid="0-1-5")}
+    checkpoint.save_start(state)
+    assert checkpoint.load_start().copied_at["shop.orders"].gtid == "0-1-5"
+    assert checkpoint.load_start() == state
 
 
 def _spark_log(directory, batch, offset):
