@@ -166,8 +166,8 @@ def _resume_from_copies(
     full row image, and the last one per key wins), but a changelog, scd2 or log table would
     append each of them again. A table copied now takes the binlog head before its copy as
     its P, as the first snapshot does. After P, changes the copy already read (made while it
-    ran) are applied on top, as after any snapshot: merged tables converge, a history shows
-    them once more (docs/guarantees.md, "Reads during a catch-up"). The new epoch's batch ids
+    ran) are applied on top, as after the first snapshot: merged tables converge, a history
+    holds them after the copy's row. The new epoch's batch ids
     cannot meet the recorded ones (checkpoint.EPOCH_SPAN), and a table copied again takes
     chunk ids of its own.
 
