@@ -125,6 +125,9 @@ class StartState:
     # earliest, and each table's changes up to its own are left out (they are in its copy).
     # Forgotten once the stream has passed them all, or on another server.
     copied_at: dict[str, BinlogPosition] = field(default_factory=dict)
+    # The tables such a resume kept, whose copies this epoch has not recorded yet (done markers
+    # of its copy 0; engine.start.record_kept_copies).
+    kept_copies: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -147,6 +150,7 @@ class StartState:
             "recopy_queued_by": self.recopy_queued_by,
             "copied_at": {name: position.to_offset()
                           for name, position in self.copied_at.items()},
+            "kept_copies": self.kept_copies,
         }
 
     @classmethod
@@ -172,6 +176,7 @@ class StartState:
                               for k, v in data.get("recopy_queued_by", {}).items()},
             copied_at={str(k): BinlogPosition.from_offset(v)
                        for k, v in data.get("copied_at", {}).items()},
+            kept_copies=[str(name) for name in data.get("kept_copies", [])],
         )
 
     def covers(self, table: str) -> bool:

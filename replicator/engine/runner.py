@@ -54,6 +54,7 @@ from replicator.engine.start import (
     cover_new_tables,
     cover_selected,
     follow_gtid,
+    record_kept_copies,
     resolve_start,
 )
 from replicator.errors import ReplicatorError
@@ -218,6 +219,9 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                                covers=lambda name: state.covers(name),
                                copied_at=state.copied_at)
         applier.renamed_columns.update(renamed)  # rows landed before a pending RENAME
+        # A resume from the tables' copies (no checkpoint): they become this epoch's, under
+        # the lease and before anything else of the epoch is applied.
+        record_kept_copies(state, checkpoint, plan, applier.record_copy_done)
         if starting is not None:
             spark = starting.session()
         else:

@@ -15,7 +15,13 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from replicator.engine.checkpoint import CheckpointDir, StartState, epoch_of, is_copy_done
+from replicator.engine.checkpoint import (
+    CheckpointDir,
+    StartState,
+    copy_done_number,
+    epoch_of,
+    is_copy_done,
+)
 from replicator.engine.recopy import queue
 from replicator.errors import BinlogGoneError, EngineError
 from replicator.model.changes import BinlogPosition
@@ -199,7 +205,8 @@ def _resume_from_copies(
             "(then keep binlogs longer than the longest pause)") from None
     missing = [name for name in plan.source_names() if name not in copied]
     state = StartState(position=start, snapshot="done", epoch=epoch, tables=sorted(copied),
-                       copied_at={name.lower(): at for name, at in copied.items()})
+                       copied_at={name.lower(): at for name, at in copied.items()},
+                       kept_copies=sorted(copied))
     then = ""
     if missing and mode == "never":
         state.tables = sorted({*state.tables, *missing})
@@ -224,11 +231,32 @@ def _resume_from_copies(
     return state
 
 
+def record_kept_copies(state: StartState, checkpoint: CheckpointDir, plan: Plan,
+                       record: Callable[[Any, int, BinlogPosition], None]) -> None:
+    """The copies a resume kept from an earlier epoch, recorded as this epoch's copy 0 (their
+    done markers again, at their positions), before anything else is applied in it.
+
+    So this epoch's state rows place its stream's start, should the checkpoint be lost again:
+    with one stream batch recorded, the resume point is the earliest copy of the epoch, which
+    without these would be a table copied by this run (later than the stream's start: the
+    changes between would be lost), or none. ``record``: ``BatchApplier.record_copy_done``,
+    called after the lease is taken; a crash before the state is saved records them again,
+    found in the state table."""
+    if not state.kept_copies:
+        return
+    for name in state.kept_copies:
+        for reader in readers_of(plan.tables, name):
+            record(reader, copy_done_number(0), state.copied_at[name.lower()])
+        state.copies[name.lower()] = 1  # a later copy in this epoch takes ids of its own
+    state.kept_copies = []
+    checkpoint.save_start(state)
+
+
 def forget_passed_copies(state: StartState, checkpoint: CheckpointDir) -> None:
     """The copies' positions a resume from them recorded (``copied_at``), once Spark has
     committed a batch past all of them: no change the stream reads from there is cut."""
     committed = checkpoint.committed()
-    if state.copied_at and committed is not None and all(
+    if state.copied_at and not state.kept_copies and committed is not None and all(
             committed[1] >= at for at in state.copied_at.values()):
         state.copied_at = {}
         checkpoint.save_start(state)

@@ -29,6 +29,7 @@ def test_start_state_round_trip_and_private_directory(tmp_path):
     assert checkpoint.load_start() == state
     assert stat.S_IMODE(checkpoint.path.stat().st_mode) == 0o700
     state.copied_at = {"shop.orders": BinlogPosition("mysql-bin.000002", 77, gtid="0-1-5")}
+    state.kept_copies = ["shop.orders"]
     checkpoint.save_start(state)
     assert checkpoint.load_start().copied_at["shop.orders"].gtid == "0-1-5"
     assert checkpoint.load_start() == state
