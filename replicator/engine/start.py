@@ -114,7 +114,7 @@ def _resume_from_target(
                   if int(r["batch_id"]) >= 0 and epoch_of(int(r["batch_id"])) == epoch})
     if not ids:
         return _resume_from_copies(pipeline, plan, recorded, checkpoint, mode, notice,
-                                  epoch=epoch + 1)
+                                   epoch=epoch + 1)
     empty = [name for name, rows in recorded.items() if not rows]
     if empty:
         notice(f"no checkpoint in {checkpoint.path} and the target's state cannot place the "
@@ -173,9 +173,8 @@ def _resume_from_copies(
     append each of them again. A table copied now takes the binlog head before its copy as
     its P, as the first snapshot does. After P, changes the copy already read (made while it
     ran) are applied on top, as after the first snapshot: merged tables converge, a history
-    holds them after the copy's row. The new epoch's batch ids
-    cannot meet the recorded ones (checkpoint.EPOCH_SPAN), and a table copied again takes
-    chunk ids of its own.
+    holds them after the copy's row. The new epoch's batch ids cannot meet the recorded ones
+    (checkpoint.EPOCH_SPAN), and a table copied again takes chunk ids of its own.
 
     None (start over) when no table has a finished copy. A binlog purged past R is an error:
     starting over could lose the changes since (``start: latest``), and it copies every table
