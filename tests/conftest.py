@@ -34,6 +34,16 @@ def pytest_addoption(parser):
     )
 
 
+def pytest_configure(config):
+    """fakesnow 0.12.1 lacks Snowflake's MD5_NUMBER_LOWER64, which verify's range checksums
+    call: every fakesnow of the session (in-process or its server) gets it, in the emulator
+    only (``bench.fakesnow_run.md5_number_lower64``)."""
+    if importlib.util.find_spec("fakesnow") is not None:
+        from bench.fakesnow_run import md5_number_lower64
+
+        md5_number_lower64()
+
+
 def pytest_sessionfinish(session, exitstatus):
     session.config._replicator_exitstatus = int(exitstatus)
 
