@@ -54,10 +54,9 @@ from replicator.errors import ReplicatorError, SinkError
 from replicator.model import change_batch as cb
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
-from replicator.sink.outbox import count_unrouted as count_events
 from replicator.sink.protocol import TableBatch
 from replicator.transform import file_staging, stage_batch
-from replicator.transform.batch import batch_events, change_batch
+from replicator.transform.batch import change_batch
 from replicator.transform.buckets import key_bucket_ids
 from replicator.transform.outbox import count_unrouted
 from replicator.transform.stage import batch_key
@@ -463,10 +462,7 @@ class BatchApplier(SchemaFollower):
         import pyarrow.compute as pc
 
         if table_plan.outbox is not None and table_plan.outbox.first:
-            unrouted = count_unrouted(table_plan, batch)  # columnar; None: a type column
-            if unrouted is None:  # whose text only the per-event rule gives
-                unrouted = count_events(table_plan, batch_events(batch, batch_key(table_plan)))
-            report.unrouted += unrouted
+            report.unrouted += count_unrouted(table_plan, batch)
         report.changes += batch.num_rows
         if batch.num_rows:
             report.last_ts_ms = max(report.last_ts_ms, int(pc.max(batch.column(cb.TS_MS)).as_py()))
