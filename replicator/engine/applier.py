@@ -22,9 +22,10 @@ slices of ``SLICE_ROWS`` inside ONE sink transaction, so no process holds it who
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from replicator.engine import failpoints
@@ -33,6 +34,7 @@ from replicator.engine.ddl_rows import (
     after_position,
     default_fills,
     fill_defaults,
+    last_before,
     row_position,
     truncate_deletes,
 )
@@ -91,6 +93,7 @@ class BatchApplier(SchemaFollower):
         on_new_sources: Callable[[list[str]], None] | None = None,
         on_recopy: Callable[[str, int | None], None] | None = None,
         covers: Callable[[str], bool] | None = None,
+        copied_at: Mapping[str, BinlogPosition] | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.plan = plan
@@ -129,11 +132,16 @@ class BatchApplier(SchemaFollower):
         # the table's batch transaction (``program.truncate_records``).
         self._truncates: dict[tuple[str, ...], list[TruncateAt]] = {}
         self._ddl_at: dict[str, tuple[int, int]] = {}  # db.table (lower) -> its last DDL's
+        # db.table (lower) -> the last position before its copy's, for the tables of a pipeline
+        # that resumed from their finished copies without a checkpoint (``copied_at``,
+        # engine.start): every change of the table up to there, DDL included, is in its copy.
+        self._resumed_at = {name.lower(): last_before(position)
+                            for name, position in (copied_at or {}).items()}
         # db.table (lower) -> the last position before the source's head when its copy was
         # queued afresh, after its primary key changed (rekey) or at start-up for a column
         # re-created in a new type (retype_lagging_columns): every change of it up to there
-        # is the copy's.
-        self._copied_from: dict[str, tuple[int, int]] = {}
+        # is the copy's. At first, the resumed copies'.
+        self._copied_from: dict[str, tuple[int, int]] = dict(self._resumed_at)
         self._batch_id = 0
         self._pruned_at = float("-inf")  # when landed files were last pruned (monotonic)
         self.in_batch = False
@@ -195,7 +203,7 @@ class BatchApplier(SchemaFollower):
         files: dict[str, list[dict[str, Any]]] = {}
         for row in sorted((r for r in manifest if r["kind"] == "rows"), key=file_order):
             files.setdefault(row["table"].lower(), []).append(row)
-        ddl = sorted((r for r in manifest if r["kind"] == "ddl"),
+        ddl = sorted((r for r in manifest if r["kind"] == "ddl" and not self._in_copy(r)),
                      key=lambda r: (int(r["part"]), int(r["seq"])))
         self._batch_id = sink_batch_id(self.epoch, spark_batch_id)
         self._cut = dict(self._copied_from)
@@ -232,6 +240,19 @@ class BatchApplier(SchemaFollower):
             self._pruned_at = time.monotonic()
             prune(self.landing, self.pipeline.engine.landing_retention_ms)
         return report
+
+    def _in_copy(self, row: dict[str, Any]) -> bool:
+        """Whether a DDL row is held by the copies of the tables it names: each a table the
+        pipeline resumed from its finished copy (``copied_at``), the DDL at or before that
+        copy's position. The copy read the table after it, so following it again would do its
+        work twice: a TRUNCATE would empty the table again (its rows before the copy's
+        position then cut, never re-applied) or be recorded again in a history."""
+        if not self._resumed_at or not row.get("file"):
+            return False
+        tables = [str(name).lower() for name in json.loads(row["ddl"]).get("tables") or ()]
+        at = row_position(row)
+        return bool(tables) and all(
+            name in self._resumed_at and at <= self._resumed_at[name] for name in tables)
 
     @property
     def atomic(self) -> bool:
@@ -513,6 +534,14 @@ class BatchApplier(SchemaFollower):
         if self._on_report:
             self._on_report(report)
         return report
+
+    def record_copy_done(self, table_plan: TablePlan, chunk_number: int,
+                         position: BinlogPosition) -> None:
+        """A named table's copy finished: its done marker (``checkpoint.COPY_DONE``), an empty
+        batch (nothing staged, nothing merged) whose state row holds the copy's position. A
+        copy finished again after a crash finds it recorded and writes nothing."""
+        self.sink.apply(table_plan, snapshot_batch_id(self.epoch, chunk_number),
+                        position.to_offset(), iter(()))
 
 
 def _at_truncate(table: TablePlan) -> None:

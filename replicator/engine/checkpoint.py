@@ -44,6 +44,11 @@ COPY_SPAN = 1_000_000_000
 # up to 10^6 chunks each fit in an epoch; the last number of a slot is its absent-row delete).
 SLOT_SPAN = 1_000_000
 MAX_SLOTS = EPOCH_SPAN // SLOT_SPAN
+# A named table's finished copy is recorded by an empty batch (its *done marker*) numbered
+# COPY_DONE from the top of the copy's chunk numbers (engine.recopy's MARKER and ABSENT take
+# the two above it): the state table then says, without the checkpoint, which tables hold a
+# whole copy and from which binlog position (engine.start resumes from it).
+COPY_DONE = 3
 SnapshotStatus = Literal["pending", "done", "skipped"]
 
 
@@ -63,6 +68,18 @@ def snapshot_chunk_number(copy: int, chunk_index: int) -> int:
 def routed_chunk_number(slot: int, chunk_index: int) -> int:
     """The chunk number of chunk ``chunk_index`` of the copy that took ``slot`` (routed)."""
     return slot * SLOT_SPAN + chunk_index
+
+
+def copy_done_number(copy: int) -> int:
+    """The chunk number of copy ``copy``'s done marker (``COPY_DONE``)."""
+    return snapshot_chunk_number(copy, COPY_SPAN - COPY_DONE)
+
+
+def is_copy_done(batch_id: int) -> bool:
+    """Whether a recorded sink batch id is a named table's done marker, of any copy and epoch
+    (EPOCH_SPAN is a multiple of COPY_SPAN). A routed target numbers its chunks by slot and
+    records no done marker: its state rows are not read this way."""
+    return batch_id < 0 and (-1 - batch_id) % COPY_SPAN == COPY_SPAN - COPY_DONE
 
 
 def epoch_of(batch_id: int) -> int:
@@ -103,6 +120,14 @@ class StartState:
     # lower-case table -> the stream batch whose table swap queued its copy (`rename_table:
     # recopy`; engine.recopy.queue): that batch applied again leaves the copy be.
     recopy_queued_by: dict[str, int] = field(default_factory=dict)
+    # lower-case table -> the position its copy holds every change up to, for a pipeline that
+    # resumed from its copies without a checkpoint (engine.start): the stream starts at the
+    # earliest, and each table's changes up to its own are left out (they are in its copy).
+    # Forgotten once the stream has passed them all, or on another server.
+    copied_at: dict[str, BinlogPosition] = field(default_factory=dict)
+    # The tables such a resume kept, whose copies this epoch has not recorded yet (done markers
+    # of its copy 0; engine.start.record_kept_copies).
+    kept_copies: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,6 +148,9 @@ class StartState:
             "recopies": self.recopies,
             "recopy_where": self.recopy_where,
             "recopy_queued_by": self.recopy_queued_by,
+            "copied_at": {name: position.to_offset()
+                          for name, position in self.copied_at.items()},
+            "kept_copies": self.kept_copies,
         }
 
     @classmethod
@@ -146,6 +174,9 @@ class StartState:
             recopy_where={str(k): str(v) for k, v in data.get("recopy_where", {}).items()},
             recopy_queued_by={str(k): int(v)
                               for k, v in data.get("recopy_queued_by", {}).items()},
+            copied_at={str(k): BinlogPosition.from_offset(v)
+                       for k, v in data.get("copied_at", {}).items()},
+            kept_copies=[str(name) for name in data.get("kept_copies", [])],
         )
 
     def covers(self, table: str) -> bool:

@@ -46,6 +46,7 @@ from replicator.engine.checkpoint import (
     SLOT_SPAN,
     CheckpointDir,
     StartState,
+    copy_done_number,
     snapshot_batch_id,
     write_private,
 )
@@ -282,6 +283,14 @@ class Recopier:
         # Removed and committed, the copy not saved as done: a crash here removes again (the
         # rows not rewritten since the marker, none by then; the absent-row batch is skipped).
         failpoints.reached("recopy.removed")
+        if not where:
+            # The whole table copied: its done marker (engine.start keeps the copy when the
+            # checkpoint is lost before a stream batch). ``position`` is the stream's committed
+            # one: each chunk was read after the stream had applied every change up to its own
+            # step's, and the stream applied the later ones up to here on top.
+            for reader in copy.readers:
+                if not reader.routed:
+                    self.applier.record_copy_done(reader, copy_done_number(copy.copy), position)
         key = copy.name.lower()
         self.state.copies[key] = self.state.copies.get(key, 0) + 1
         self._drop(copy.name)

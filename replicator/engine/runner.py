@@ -57,6 +57,7 @@ from replicator.engine.start import (
     cover_new_tables,
     cover_selected,
     follow_gtid,
+    record_kept_copies,
     resolve_start,
 )
 from replicator.errors import ReplicatorError
@@ -236,8 +237,12 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                                                                            notice),
                                on_recopy=lambda name, by: _recopy_afresh(checkpoint, state, name,
                                                                           by),
-                               covers=lambda name: state.covers(name))
+                               covers=lambda name: state.covers(name),
+                               copied_at=state.copied_at)
         applier.renamed_columns.update(renamed)  # rows landed before a pending RENAME
+        # A resume from the tables' copies (no checkpoint): they become this epoch's, under
+        # the lease and before anything else of the epoch is applied.
+        record_kept_copies(state, checkpoint, plan, applier.record_copy_done)
         if idle and state.snapshot != "pending":
             applier.retype_lagging_columns()  # may queue a re-copy, which needs Spark
             Recopier(applier, checkpoint, state, context.read_catalog,
@@ -258,7 +263,9 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
             quiet_task_failures(spark)
         with _signals(flag, options.handle_signals):
             if state.snapshot == "pending":
-                notice(f"snapshot of {len(plan.tables)} table(s) at {state.position}")
+                copying = state.snapshot_tables or plan.source_names()
+                notice(f"snapshot of {len(copying)} table(s) at "
+                       f"{state.snapshot_position or state.position}")
                 if not run_snapshot(spark, applier, catalog, checkpoint, state,
                                     chunk_rows=options.chunk_rows or CHUNK_ROWS,
                                     should_stop=flag.is_set):

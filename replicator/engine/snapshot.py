@@ -26,11 +26,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from replicator.engine import failpoints
 from replicator.engine.checkpoint import (
     COPY_SPAN,
     SLOT_SPAN,
     CheckpointDir,
     StartState,
+    copy_done_number,
     routed_chunk_number,
     snapshot_chunk_number,
 )
@@ -425,6 +427,12 @@ def run_snapshot(
                     last = SLOT_SPAN - 1 if reader.routed else COPY_SPAN - 1
                     remove_absent_rows(applier, copy.source_table, reader, position,
                                         copy.numbers[id(reader)](last))
+            for reader in copy.readers:
+                # The table is whole in the target: said in the state table too, so a run
+                # that lost the checkpoint before any stream batch keeps this copy
+                # (engine.start). A routed target's copies are not told apart there.
+                if not reader.routed:
+                    applier.record_copy_done(reader, copy_done_number(copy.copy), position)
         job.done.wait()
         job.raise_failure()
     finally:
@@ -440,4 +448,6 @@ def run_snapshot(
     state.snapshot_tables = []
     state.snapshot_position = None
     checkpoint.save_start(state)
+    # Every table copied, its done marker committed and the copy saved; no stream batch yet.
+    failpoints.reached("snapshot.done")
     return True

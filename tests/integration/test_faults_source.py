@@ -5,6 +5,7 @@ one server_id. Each ends with `verify` equal, or with the clear error the user m
 from __future__ import annotations
 
 import re
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -161,6 +162,30 @@ def test_snapshot_always_after_a_purged_gap_converges(server, spark, tmp_path):
     report = verify_pipeline(pipeline)
     # Rows deleted in the source during the gap are gone from the target too.
     assert report.equal, "\n".join(report.describe())
+
+
+def test_a_lost_checkpoint_over_copies_whose_binlog_is_purged_stops_naming_them(
+        server, spark, tmp_path):
+    """No checkpoint and no stream batch: the run would resume from the tables' finished
+    copies (engine.start), but the binlog after them is gone. It stops
+    before applying or copying anything, instead of starting over (with `start: latest`, a
+    silent loss)."""
+    name = "purged_copies"
+    _database(server, name)
+    pipeline = _pipeline(server, name, tmp_path, name)
+    if run(pipeline, spark).snapshot_rows != 30 + 200 + 40:
+        raise SetupError("the first run did not copy every row")
+    with server.root_connection() as root:
+        apply_changes(root, name, rounds=3, first_new_id=700_000)
+        _purge_all_but_newest(root)
+    shutil.rmtree(tmp_path / "checkpoint")
+    with pytest.raises(BinlogGoneError) as gone:
+        run(pipeline, spark)
+    assert re.search(r"^no checkpoint in \S+; the target's state records the copies of 3 "
+                     r"table\(s\) at mysql-bin\.\d+:\d+, but binlog file mysql-bin\.\d+ "
+                     r"\(position mysql-bin\.\d+:\d+\) is no longer on the server",
+                     gone.value.message), gone.value.message
+    assert "--snapshot always" in (gone.value.hint or "")
 
 
 def _dropped_by_a_second_reader(server: ThrowawayMariaDB, name: str) -> SourceError:

@@ -18,7 +18,8 @@ passed when written):
 What the kill left is checked first (the window was really hit), then `replicator run
 --until-caught-up` (without `--chunk-rows`: the copy keeps the chunks it planned) finishes the
 copy: the target equals MySQL row by row, the drifted deletes are gone, every chunk and the
-marker are recorded exactly once, no key twice, and the checkpoint holds no copy in progress.
+markers (begun, done) are recorded exactly once, no key twice, and the checkpoint holds no
+copy in progress.
 
 The same after a hand-written table swap under `schema_changes: {rename_table: recopy}`,
 whose re-copy is queued by the stream (the RENAME) rather than by `replicator snapshot`,
@@ -39,7 +40,7 @@ import pytest
 
 from replicator.config import load_pipeline
 from replicator.demo.workload import apply_changes, create_schema, seed
-from replicator.engine.checkpoint import COPY_SPAN, EPOCH_SPAN, CheckpointDir
+from replicator.engine.checkpoint import COPY_DONE, COPY_SPAN, EPOCH_SPAN, CheckpointDir
 from replicator.engine.recopy import ABSENT, MARKER, request
 from tests.integration.e2e_support import (
     assert_target_equals_source,
@@ -54,8 +55,10 @@ pytestmark = [pytest.mark.mysql, pytest.mark.spark, pytest.mark.slow]
 
 ORDERS = 200
 CHUNK_ROWS = 20  # about 10 chunks of orders
-# The indexes, within a copy's chunk numbers, of its marker and of its absent-row delete
+# The indexes, within a copy's chunk numbers, of its marker, of its absent-row delete and of
+# its done marker (written once the copy is finished)
 MARKER_INDEX, ABSENT_INDEX = COPY_SPAN - MARKER, COPY_SPAN - ABSENT
+DONE_INDEX = COPY_SPAN - COPY_DONE
 
 
 def _pipeline_file(tmp_path: Path, database: str, extra: str = "", deletes: str = "hard"
@@ -135,7 +138,7 @@ def _writing(mariadb: Any, database: str):
 
 def _check_resumed(pipeline: Any, root: Any, tmp_path: Path, name: str, epoch: int,
                    recorded: list[int]) -> None:
-    """The copy finished after the kill: equal row by row, each chunk and the marker recorded
+    """The copy finished after the kill: equal row by row, each chunk and the markers recorded
     once, no batch and no key twice, nothing left in progress."""
     with _reader(tmp_path) as target:
         assert_target_equals_source(pipeline, root, target)
@@ -205,8 +208,8 @@ def test_a_recopy_killed_inside_resumes_exactly_once(
 
         ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
         _check_resumed(pipeline, root, tmp_path, name, epoch,
-                       [*range(chunks), MARKER_INDEX, *([ABSENT_INDEX] if deletes == "soft"
-                                                        else [])])
+                       [*range(chunks), DONE_INDEX, MARKER_INDEX,
+                        *([ABSENT_INDEX] if deletes == "soft" else [])])
         assert _rows(tmp_path, gone) == []  # removed: MySQL no longer has them
     finally:
         root.close()
@@ -257,7 +260,8 @@ def test_a_recopy_after_a_table_swap_killed_midway_resumes_exactly_once(
         assert _rows(tmp_path, 'SELECT "ID" FROM main."ORDERS" WHERE "ID" = 80000') == [(80000,)]
 
         ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
-        _check_resumed(pipeline, root, tmp_path, name, epoch, [*range(chunks), MARKER_INDEX])
+        _check_resumed(pipeline, root, tmp_path, name, epoch,
+                       [*range(chunks), DONE_INDEX, MARKER_INDEX])
         assert _rows(tmp_path, 'SELECT "ID", "STATUS" FROM main."ORDERS" WHERE "ID" BETWEEN '
                                '80000 AND 80002 ORDER BY 1') == [(80001, "only in the copy"),
                                                                  (80002, "changed in the copy")]

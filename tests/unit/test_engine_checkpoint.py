@@ -6,12 +6,16 @@ import json
 import stat
 
 from replicator.engine.checkpoint import (
+    COPY_SPAN,
     EPOCH_SPAN,
     CheckpointDir,
     StartState,
+    copy_done_number,
     epoch_of,
+    is_copy_done,
     sink_batch_id,
     snapshot_batch_id,
+    snapshot_chunk_number,
 )
 from replicator.model.changes import BinlogPosition
 
@@ -24,6 +28,11 @@ def test_start_state_round_trip_and_private_directory(tmp_path):
     checkpoint.save_start(state)
     assert checkpoint.load_start() == state
     assert stat.S_IMODE(checkpoint.path.stat().st_mode) == 0o700
+    state.copied_at = {"shop.orders": BinlogPosition("mysql-bin.000002", 77, gtid="0-1-5")}
+    state.kept_copies = ["shop.orders"]
+    checkpoint.save_start(state)
+    assert checkpoint.load_start().copied_at["shop.orders"].gtid == "0-1-5"
+    assert checkpoint.load_start() == state
 
 
 def _spark_log(directory, batch, offset):
@@ -53,6 +62,17 @@ def test_epoch_zero_is_the_sink_contract_and_epochs_never_collide():
     assert sink_batch_id(1, 0) == EPOCH_SPAN
     assert {epoch_of(sink_batch_id(3, 12)), epoch_of(snapshot_batch_id(3, 12))} == {3}
     assert epoch_of(snapshot_batch_id(0, 10**6)) == 0
+
+
+def test_a_done_marker_is_told_from_every_other_batch_of_any_copy_and_epoch():
+    for epoch in (0, 3):
+        for copy in (0, 1, 999):
+            assert is_copy_done(snapshot_batch_id(epoch, copy_done_number(copy)))
+            # its chunks, the re-copy's begin marker and absent-row delete (engine.recopy)
+            for index in (0, 7, COPY_SPAN - 4, COPY_SPAN - 2, COPY_SPAN - 1):
+                number = snapshot_chunk_number(copy, index)
+                assert not is_copy_done(snapshot_batch_id(epoch, number))
+        assert not is_copy_done(sink_batch_id(epoch, COPY_SPAN - 3))  # a stream batch
 
 
 def test_files_replicator_writes_are_user_only_under_umask_022(tmp_path):
