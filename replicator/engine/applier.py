@@ -22,7 +22,6 @@ slices of ``SLICE_ROWS`` inside ONE sink transaction, so no process holds it who
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import threading
 import time
@@ -54,12 +53,9 @@ from replicator.engine.landing import (
 from replicator.engine.metrics import BatchReport, TableReport
 from replicator.errors import ReplicatorError, SinkError
 from replicator.model import change_batch as cb
-from replicator.model.changes import BinlogPosition, ChangeEvent
-from replicator.model.pipeline import SOURCE_TABLE_COLUMN
-from replicator.sink.outbox import count_unrouted as count_events
+from replicator.model.changes import BinlogPosition
 from replicator.sink.protocol import TableBatch
 from replicator.transform import file_staging, stage_batch
-from replicator.transform.batch import batch_events, change_batch
 from replicator.transform.buckets import key_bucket_ids
 from replicator.transform.outbox import count_unrouted
 from replicator.transform.stage import batch_key
@@ -78,23 +74,6 @@ Notice = Callable[[str], None]
 SLICE_ROWS = 50_000
 # Old landed files are looked for at most this often (engine.landing_retention).
 PRUNE_EVERY_S = 60.0
-
-
-def _complete_images(events: list[ChangeEvent], columns: Sequence[str]) -> list[ChangeEvent]:
-    """Images written before an added column lack it: it was NULL for them."""
-
-    def fill(image: dict[str, Any] | None) -> dict[str, Any] | None:
-        if image is None or all(column in image for column in columns):
-            return image
-        return {**{column: None for column in columns}, **image}
-
-    return [
-        event
-        if (event.after is None or len(event.after) >= len(columns))
-        and (event.before is None or len(event.before) >= len(columns))
-        else dataclasses.replace(event, before=fill(event.before), after=fill(event.after))
-        for event in events
-    ]
 
 
 class BatchApplier(SchemaFollower):
@@ -484,10 +463,7 @@ class BatchApplier(SchemaFollower):
         import pyarrow.compute as pc
 
         if table_plan.outbox is not None and table_plan.outbox.first:
-            unrouted = count_unrouted(table_plan, batch)  # columnar; None: a type column
-            if unrouted is None:  # whose text only the per-event rule gives
-                unrouted = count_events(table_plan, batch_events(batch, batch_key(table_plan)))
-            report.unrouted += unrouted
+            report.unrouted += count_unrouted(table_plan, batch)
         report.changes += batch.num_rows
         if batch.num_rows:
             report.last_ts_ms = max(report.last_ts_ms, int(pc.max(batch.column(cb.TS_MS)).as_py()))
@@ -496,38 +472,7 @@ class BatchApplier(SchemaFollower):
         report.seconds_stage += time.perf_counter() - started
         return table
 
-    def _stage(
-        self, table_plan: TablePlan, events: list[ChangeEvent], report: TableReport, *,
-        first_seq: int = 0,
-    ) -> Any:
-        """Some of a table's changes -> its staging rows, by the transform step (filters and
-        computed columns run in DuckDB only); counts them into ``report``."""
-        started = time.perf_counter()
-        # The batch's columns: the source columns the plan reads, typed as the plan saw them
-        # (a routed table's _SOURCE_TABLE comes from the change's table, as in a stream batch).
-        columns = {c.source_column: c.mysql_type for c in table_plan.data_columns if c.source_column
-                   and not c.expression and c.source_column != SOURCE_TABLE_COLUMN}
-        columns.update({name: None for name in table_plan.excluded if name not in columns})
-        batch = change_batch(_complete_images(events, list(columns)), list(columns.items()),
-                             batch_key(table_plan))
-        report.seconds_transform += time.perf_counter() - started
-        return self._stage_batch(table_plan, batch, report, first_seq=first_seq)
-
     # -- snapshot chunks -------------------------------------------------------------------
-
-    def apply_snapshot_chunk(
-        self, table_plan: TablePlan, chunk_index: int, events: Sequence[ChangeEvent],
-        position: BinlogPosition,
-    ) -> BatchReport:
-        started = time.perf_counter()
-        batch_id = snapshot_batch_id(self.epoch, chunk_index)
-        report = BatchReport("snapshot", batch_id, position.to_offset(),
-                             pipeline=self.pipeline.name)
-        report.tables.append(self.apply_events(table_plan, events, batch_id, position.to_offset()))
-        report.seconds = time.perf_counter() - started
-        if self._on_report:
-            self._on_report(report)
-        return report
 
     def apply_snapshot_batches(
         self, table_plan: TablePlan, chunk_index: int, batches: Iterable[Any],
@@ -598,16 +543,6 @@ class BatchApplier(SchemaFollower):
         self.sink.apply(table_plan, snapshot_batch_id(self.epoch, chunk_number),
                         position.to_offset(), iter(()))
 
-    # -- one table -------------------------------------------------------------------------
-
-    def apply_events(
-        self, table_plan: TablePlan, events: Iterable[ChangeEvent], batch_id: int,
-        end_offset: dict[str, Any] | None,
-    ) -> TableReport:
-        report = TableReport(table=table_plan.label, changes=0)
-        staged = self._stage(table_plan, list(events), report)
-        _record(report, self.sink.apply(table_plan, batch_id, end_offset or {}, staged))
-        return report
 
 def _at_truncate(table: TablePlan) -> None:
     """Where a table's followed TRUNCATE meets its other writes, in their transaction: a

@@ -39,15 +39,19 @@ from replicator.engine.checkpoint import (
 from replicator.engine.errors import carry_errors, driver_error
 from replicator.engine.landing import landing_root
 from replicator.errors import EngineError, ReplicatorError, SinkError
-from replicator.model.changes import ChangeEvent
+from replicator.model import change_batch as cb
+from replicator.model.text import time_text
 from replicator.plan.program import fresh_copy
 from replicator.plan.pushdown import readers_of, snapshot_predicate
+from replicator.source.arrow_types import change_batch_schema
 from replicator.source.snapshot import Chunk, plan_chunks, read_chunk_batches
 from replicator.verify.compare import SEGMENT_ROWS, TableVerifier
 from replicator.verify.normalize import source_parameter
 from replicator.verify.report import TableReport
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from replicator.engine.applier import BatchApplier
     from replicator.model.catalog import Catalog, SourceTable
     from replicator.model.changes import BinlogPosition
@@ -270,14 +274,44 @@ def remove_absent_rows(
         verifier.compare(report, SEGMENT_ROWS)
     finally:
         verifier.close()
-    events = [
-        ChangeEvent(table=source_table.name, op="d", position=position, row_index=index,
-                    ts_ms=0, before={k: source_parameter(v) for k, v in difference.key.items()})
-        for index, difference in enumerate(d for d in report.differences if d.kind == "extra")
-    ]
-    if events:
-        applier.apply_snapshot_chunk(table_plan, chunk_number, events, position)
-    return len(events)
+    keys = [{name: source_parameter(value) for name, value in difference.key.items()}
+            for difference in report.differences if difference.kind == "extra"]
+    if keys:
+        applier.apply_snapshot_batches(table_plan, chunk_number,
+                                       [absent_rows(source_table, keys, position)], position)
+    return len(keys)
+
+
+def absent_rows(source_table: SourceTable, keys: list[dict[str, Any]],
+                position: BinlogPosition) -> pa.Table:
+    """Target rows the source no longer has, as a change batch of deletes of their ``keys``
+    at the copy's ``position`` (``model.change_batch``; each key's other columns NULL): the
+    transform step stages them as it stages every batch."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    schema = change_batch_schema(source_table, before=False)
+    fsp = {column.name: column.mysql_type.fsp or 0 for column in source_table.columns}
+    constants = {cb.OP: "d", cb.FILE: position.file, cb.FILE_SEQ: position.sequence,
+                 cb.POS: position.pos, cb.TS_MS: 0, cb.TRANSACTION_ID: str(position),
+                 cb.TABLE: source_table.name}
+
+    def cell(name: str, value: Any) -> Any:  # a TIME is MySQL's text in a change batch
+        return time_text(value, fsp[name]) if isinstance(value, dt.timedelta) else value
+
+    arrays = []
+    for field in schema:
+        if field.name == cb.ROW_INDEX:
+            arrays.append(pa.array(range(len(keys)), field.type))
+        elif field.name in constants:
+            arrays.append(pa.array([constants[field.name]] * len(keys), field.type))
+        elif field.name in keys[0]:
+            arrays.append(pa.array([cell(field.name, key[field.name]) for key in keys],
+                                   field.type))
+        else:
+            arrays.append(pa.nulls(len(keys), field.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 @dataclass

@@ -8,8 +8,8 @@ for the same changes (key-update split, compaction or every change by mode, the 
 column mapping, masks, computed columns, metadata and internal columns).
 
 The stream calls it from the driver on each table's change batch, the snapshot on each Arrow
-chunk (op ``r``). ``transform.batch`` bridges from ``ChangeEvent`` lists for the paths that
-still hold them.
+chunk (op ``r``, and the deletes of rows a copy no longer finds). ``transform.batch`` bridges
+from ``ChangeEvent`` lists for the two users that still hold them (its module doc).
 """
 
 from __future__ import annotations

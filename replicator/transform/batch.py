@@ -1,8 +1,10 @@
 """Bridges between ``ChangeEvent`` lists and the columnar change batch (``model.change_batch``).
 
-The decoders and the snapshot reader fill change batches directly; these bridges serve the
-paths that still hold ``ChangeEvent`` objects (the driver's big-batch reader, outbox
-flattening, tests) until they are columnar too. Both directions keep values exact:
+The decoders and the snapshot reader fill change batches directly, and no stream batch,
+snapshot chunk or re-copy chunk is built from ``ChangeEvent``s. Two users remain: an outbox
+route's batch that Arrow's JSON reader cannot read exactly (``stage._per_row``: ``batch_events``
+into ``sink.outbox``, the per-event path) and verify, which reads source rows as events
+(``verify.normalize``: ``change_batch``); tests use both. Both directions keep values exact:
 ``change_batch`` types every column as the decoders do (``source.arrow_types``),
 ``batch_events`` gives back the values ``model.values`` documents (TIME stays MySQL text).
 """

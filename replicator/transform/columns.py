@@ -59,6 +59,27 @@ def source_kind(arrow_type: pa.DataType) -> str:
     return "string"
 
 
+def decimal_text(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """A DECIMAL over 38 digits (a decimal256 column: DuckDB has no such type) as exact text,
+    as MySQL prints it: every digit of its scale, never an exponent (``model.text.value_text``).
+    Arrow's cast writes a value under 1e-6 with one (``1E-30``, ``0E-30``: Java's
+    ``BigDecimal.toString``), so those values are rewritten from their digits, columnar."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = values.cast(pa.string())
+    exponent = pc.fill_null(pc.match_substring(text, "E"), False)
+    if not pc.any(exponent).as_py():
+        return text
+    # Under 1e-6 the text is [-]D[.DDD]E-N: the unscaled value's digits, so the plain text is
+    # the sign, "0." and those digits left-padded with zeros to the scale.
+    parts = pc.extract_regex(pc.if_else(exponent, text, "0E0"), r"^(?P<sign>-?)(?P<digits>[0-9.]+)E")
+    digits = pc.replace_substring(pc.struct_field(parts, "digits"), ".", "")
+    plain = pc.binary_join_element_wise(pc.struct_field(parts, "sign"), "0.",
+                                        pc.utf8_lpad(digits, width=values.type.scale, padding="0"), "")
+    return pc.if_else(exponent, plain, text)
+
+
 def _iso(sql: str, fmt: str) -> str:
     # Python's isoformat: microseconds only when there are any.
     return f"regexp_replace(strftime({sql}, '{fmt}.%f'), '\\.000000$', '')"

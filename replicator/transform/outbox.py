@@ -106,19 +106,25 @@ def route_schema(table: TablePlan) -> tuple[Any, tuple[tuple[str, tuple[str, ...
     return pa.schema(fields(tree)), tuple((name, tuple(steps)) for name, steps, _ in wanted)
 
 
-def _type_text(column: Any) -> Any:
-    """The type column as the text routes are named by (``sink.outbox.type_value``), or None
-    where Arrow's cast is not that text (bytes that are not UTF-8, other types)."""
+def _type_is(column: Any, names: Any) -> Any:
+    """Whether each row's type column names one of ``names`` (NULL: no), compared in the
+    column's own type: text as text, integers by their decimal text (``str(int)``), bytes by
+    the names' UTF-8 bytes (bytes that are not UTF-8 name no route, as
+    ``sink.outbox.type_value`` decodes them with replacement characters)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        return column
-    if pa.types.is_integer(column.type) or pa.types.is_binary(column.type):
-        try:
-            return column.cast(pa.string())  # str(int); bytes as UTF-8
-        except pa.ArrowInvalid:
-            return None
-    return None
+    names = list(names)
+    kind = column.type
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) \
+            or pa.types.is_fixed_size_binary(kind):
+        column = column.cast(pa.binary())
+        value_set = pa.array([name.encode("utf-8") for name in names], pa.binary())
+    else:
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            column = column.cast(pa.string())  # integers: str(int)
+        value_set = pa.array(names, pa.string())
+    return pc.fill_null(pc.is_in(column, value_set=value_set), False)
 
 
 def _selected(table: TablePlan, batch: pa.Table) -> Any:
@@ -131,15 +137,13 @@ def _selected(table: TablePlan, batch: pa.Table) -> Any:
     if spec.type_column not in batch.column_names or spec.payload_column not in batch.column_names \
             or any(name not in batch.column_names for name in cb.INTERNAL_COLUMNS):
         return None
-    kinds = _type_text(batch.column(spec.type_column))
-    if kinds is None:
-        return None
+    kinds = batch.column(spec.type_column)
     events = pc.is_in(batch.column(cb.OP), value_set=pa.array(["c", "r"]))
     if spec.unrouted == "fail":
-        routed = pc.fill_null(pc.is_in(kinds, value_set=pa.array(list(spec.routed), pa.string())), False)
+        routed = _type_is(kinds, spec.routed)
         if pc.any(pc.and_(events, pc.invert(routed))).as_py():
             return None  # the per-row path names the row no route takes
-    return pc.fill_null(pc.and_(events, pc.equal(kinds, spec.route)), False)
+    return pc.and_(events, _type_is(kinds, [spec.route]))
 
 
 def route_batch(table: TablePlan, batch: pa.Table) -> pa.Table | None:
@@ -230,20 +234,19 @@ def _fits(value: Any, target: Any) -> bool:
     return True
 
 
-def count_unrouted(table: TablePlan, batch: pa.Table) -> int | None:
-    """Outbox events (inserts, snapshot rows) of ``batch`` whose type no route takes, or None
-    where the type column's text is not Arrow's cast (the caller counts per event)."""
+def count_unrouted(table: TablePlan, batch: pa.Table) -> int:
+    """Outbox events (inserts, snapshot rows) of ``batch`` whose type no route takes (a NULL
+    type, a batch without the type column: none takes them)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     spec = table.outbox
     if spec is None or not batch.num_rows:
         return 0
-    kinds = _type_text(batch.column(spec.type_column)) if spec.type_column in batch.column_names else None
-    if kinds is None:
-        return None
     events = pc.is_in(batch.column(cb.OP), value_set=pa.array(["c", "r"]))
-    routed = pc.fill_null(pc.is_in(kinds, value_set=pa.array(list(spec.routed), pa.string())), False)
+    if spec.type_column not in batch.column_names:
+        return int(pc.sum(events).as_py() or 0)
+    routed = _type_is(batch.column(spec.type_column), spec.routed)
     return int(pc.sum(pc.and_(events, pc.invert(routed))).as_py() or 0)
 
 

@@ -36,7 +36,7 @@ from replicator.sink.adapt import adapt_events
 from replicator.sink.staging import stage_changes, staging_schema
 from replicator.source.arrow_types import INTERNAL_KINDS, source_kind_name, wide_decimal
 from replicator.transform.batch import batch_events
-from replicator.transform.columns import Params, q, source_kind, staged_value
+from replicator.transform.columns import Params, decimal_text, q, source_kind, staged_value
 from replicator.transform.expressions import (
     computed_sql,
     evaluation_error,
@@ -215,14 +215,14 @@ def judge_statement(table: TablePlan, kinds: dict[str, str], params: Params,
 
 def _prepared(batch: pa.Table) -> pa.Table:
     """The batch as the statements read it: numbered (``_ORD``), DECIMALs over 38 digits as
-    text (DuckDB has none)."""
+    their exact text (DuckDB has none: ``decimal_text``)."""
     import numpy as np
     import pyarrow as pa
 
     batch = batch.append_column(_ORD, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
     for index, field in enumerate(batch.schema):
         if pa.types.is_decimal256(field.type):
-            batch = batch.set_column(index, field.name, batch.column(index).cast(pa.string()))
+            batch = batch.set_column(index, field.name, decimal_text(batch.column(index)))
     return batch
 
 

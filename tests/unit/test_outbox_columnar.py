@@ -272,3 +272,41 @@ def test_a_batch_in_several_chunks_stages_alike(plan):
         assert batch.column(0).num_chunks == 2
         assert route_batch(table, batch) is not None
         assert stage_batch(table, batch).to_pylist() == _per_row(table, batch, 0).to_pylist()
+
+
+@pytest.mark.parametrize("type_sql", ["varbinary(64)", "binary(8)", "int", "bigint unsigned"])
+def test_unrouted_events_and_route_rows_are_found_columnar_for_every_type_column(plan, type_sql):
+    """The type column as bytes (some not UTF-8), or as a number: the route's rows and the
+    unrouted count come from the column itself, as the per-event rule reads them
+    (``sink.outbox.type_value``), never from ChangeEvents."""
+    import dataclasses
+
+    import pyarrow as pa
+
+    from replicator.sink.outbox import count_unrouted as count_events
+    from replicator.transform.batch import batch_events
+
+    numeric = "int" in type_sql
+    width = 8 if type_sql.startswith("binary(") else None
+
+    def kind(value):
+        if value is None or numeric:
+            return value
+        raw = value if isinstance(value, bytes) else value.encode()
+        return raw.ljust(width, b"\0") if width else raw
+
+    names = [7, 8, None, 9] if numeric else ["order", b"\xff\xfeorder", None, "audit"]
+    table = plan.tables[0]
+    if numeric:  # routes named by numbers
+        table = dataclasses.replace(table, outbox=dataclasses.replace(
+            table.outbox, route="7", routed=("7", "9")))
+    events = [_event(n, kind(name), {"id": n}) for n, name in enumerate(names, start=1)]
+    events.append(_event(9, kind(names[0]), {"id": 1}, op="u"))  # an update: no event
+    columns = [(n, MySQLType.parse(type_sql if n == "aggregate_type" else t)) for n, t in COLUMNS]
+    batch = change_batch(events, columns, batch_key(table))
+    assert not pa.types.is_string(batch.column("aggregate_type").type)
+    expected = count_events(table, batch_events(batch, batch_key(table)))
+    assert count_unrouted(table, batch) == expected == (2 if width is None else 4)
+    routed = route_batch(table, batch)
+    assert routed is not None
+    assert routed.column("order_id").to_pylist() == ([] if width else [1])

@@ -155,6 +155,9 @@ RETYPE_COLUMNS = [
     ("b5", "varbinary(20)", "BOOLEAN", None),
     ("bit", "bit(12)", None, None), ("bit2", "bit(1)", None, None), ("bit3", "bit(12)", "INTEGER", None),
     ("yr", "year", "VARCHAR", None), ("j", "json", None, None), ("e", "enum('a','b')", None, "md5"),
+    # Over 38 digits: VARCHAR with every digit of the scale, never an exponent.
+    ("w", "decimal(65,30)", None, None), ("w2", "decimal(65,30)", None, "md5"),
+    ("w3", "decimal(65,30)", None, "redact2"),
 ]
 
 
@@ -208,14 +211,17 @@ def _retype_rows():
         "b": b"\x00\xff", "b2": b"\x00\x01\x02\x03", "b3": b"", "b4": b"\x01\xff\x10", "b5": b"\x00\x00",
         "bit": 0b100000000001, "bit2": 1, "bit3": 4095, "yr": 2155,
         "j": '{"a": [1, "😀", null]}', "e": "b",
+        "w": Decimal("1E-30"), "w2": Decimal("-1.0E-29"), "w3": Decimal("-0.000000100000000000000000000000"),
     }
     other = {**base, "i": 2**63 - 1, "d": Decimal("12.3500"), "d3": Decimal("9.5000"), "f": -0.0,
              "f2": 1e-7, "f3": 12345.5, "f4": float("inf"), "dt": dt.datetime(2024, 1, 1, 0, 0, 0, 1),
              "s": "ab", "s5": "yes", "s6": "", "b": b"", "b2": b"\xff", "b5": b"\x00\x10",
              "d5": Decimal("1.0000"), "dt4": dt.datetime(2024, 1, 1), "tm": dt.timedelta(0),
-             "i4": -1, "bit2": 0, "e": "a"}
+             "i4": -1, "bit2": 0, "e": "a",
+             "w": Decimal("-" + "9" * 35 + "." + "9" * 30), "w2": Decimal("9" * 35 + "." + "9" * 30),
+             "w3": Decimal("12." + "5" + "0" * 29)}
     return [{**base, "id": 1}, {**other, "id": 2}, {name: None for name, *_ in RETYPE_COLUMNS} | {"id": 3},
-            {**base, "id": 4, "f": 123456789.0, "f4": float("nan")}, {**base, "id": 5, "f": float("nan")}]
+            {**base, "id": 4, "f": 123456789.0, "f4": float("nan"), "w": Decimal("0E-30")}, {**base, "id": 5, "f": float("nan")}]
 
 
 def test_retyped_and_masked_columns_of_every_type_stage_the_same_values() -> None:
