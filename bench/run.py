@@ -6,7 +6,8 @@
     bench/run --changes 100000 --out /tmp/result.json
 
 Sections (all by default): decode, profile, e2e, partitions, latency, snapshot, bigtxn, recopy,
-pushdown, startup, transforms, transforms_e2e (issue 17's table end to end, with and without
+pushdown, startup, idle (a bounded run with nothing to apply against `status`), transforms,
+transforms_e2e (issue 17's table end to end, with and without
 transforms, bench/e2e.py), peer (Debezium embedded on the e2e range, bench/peer.py), atomic (the e2e
 run with target.atomic on and off). A failing section
 is recorded with its error and the others still run; the exit status is 1 if any failed.
@@ -36,7 +37,7 @@ from bench.report import RESULTS_DIR, render_table, write_charts, write_json
 from bench.tables import TABLES
 
 SECTIONS = ("decode", "profile", "e2e", "partitions", "latency", "snapshot", "bigtxn", "recopy",
-            "pushdown", "startup", "transforms", "transforms_e2e", "peer", "atomic")
+            "pushdown", "startup", "idle", "transforms", "transforms_e2e", "peer", "atomic")
 # The server for the benchmark: a bigger buffer pool than the test default so the 1M-row
 # table is not disk-bound.
 SERVER_ARGS = ("--innodb-buffer-pool-size=512M",)
@@ -270,6 +271,14 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                     workdir / "bench-startup.yaml", name="bench-startup", database="bench",
                     target="duckdb", start="initial", server_id=ctx.next_server_id())
                 _section(results, "startup", lambda: run_startup(ctx, pipeline))
+            if "idle" in sections:
+                from bench.pipelines import write_pipeline
+                from bench.startup import run_idle
+
+                idle_pipeline = write_pipeline(
+                    workdir / "bench-idle.yaml", name="bench-idle", database="bench_idle",
+                    target="duckdb", start="latest", server_id=ctx.next_server_id())
+                _section(results, "idle", lambda: run_idle(ctx, idle_pipeline))
     finally:
         results["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
         if args.keep:

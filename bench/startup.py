@@ -1,4 +1,7 @@
-"""Start-up time of ``replicator validate FILE`` and ``replicator plan --offline FILE``.
+"""Start-up time of ``replicator validate FILE`` and ``replicator plan --offline FILE``, and
+of a ``replicator run FILE --until-caught-up`` with nothing to apply against ``replicator
+status FILE``, which reads the same binlog head and target state without Spark (issue 30:
+the idle run within 2x status).
 
 Wall time of the whole command as a user (or CI) runs it, median of several runs after one
 unmeasured warm-up (so the OS file cache is warm, as in CI's second step onwards). Neither
@@ -51,3 +54,26 @@ def run_startup(ctx: BenchContext, pipeline: Path) -> dict[str, Any]:
         "python_baseline": measure([sys.executable, "-c", "pass"], env, cwd,
                                    ctx.sizes.startup_repeats),
     }
+
+
+def run_idle(ctx: BenchContext, pipeline: Path) -> dict[str, Any]:
+    """``pipeline`` starts at the binlog head (``start: latest``): one run commits its start,
+    then every bounded run finds nothing to apply. Measured back to back with ``status``."""
+    from bench.workload import connect_root, create_tables
+
+    with connect_root(ctx.server.socket) as connection, connection.cursor() as cursor:
+        cursor.execute("CREATE DATABASE IF NOT EXISTS bench_idle")
+    with connect_root(ctx.server.socket, "bench_idle") as connection:
+        create_tables(connection, "bench_idle")  # empty: a stream from the head has no rows
+    env = ctx.environment()
+    cwd = str(ctx.workdir)
+    base = replicator_command()
+    first = subprocess.run([*base, "run", str(pipeline), "--until-caught-up"], env=env, cwd=cwd,
+                           capture_output=True, text=True, check=False)
+    if first.returncode != 0:
+        raise RuntimeError(f"the first run failed: {first.stderr[-2000:]}")
+    idle = measure([*base, "run", str(pipeline), "--until-caught-up"], env, cwd,
+                   ctx.sizes.startup_repeats)
+    status = measure([*base, "status", str(pipeline)], env, cwd, ctx.sizes.startup_repeats)
+    return {"pipeline": pipeline.name, "run_idle": idle, "status": status,
+            "idle_over_status": round(idle["median_s"] / status["median_s"], 2)}
