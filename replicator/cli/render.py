@@ -324,3 +324,70 @@ class RunDisplay:
 
 def run_display(pipeline: str) -> RunDisplay:
     return RunDisplay(pipeline)
+
+
+# -- replicator verify: progress per table --------------------------------------------------
+
+
+class VerifyProgress:
+    """``replicator verify``'s progress on stderr (``verify.compare.Progress``).
+
+    On a terminal: one bar per table, source rows compared of InnoDB's estimate (rows
+    alone for a ``--where`` slice, whose share of the table is unknown). Otherwise a plain
+    line as each table starts and ends. Nothing with -q. ``advance`` may come from verify's
+    range threads: rich's Progress takes its own lock.
+    """
+
+    def __init__(self) -> None:
+        self.live = sys.stderr.isatty() and settings.verbosity >= 0
+        self._progress: Any = None
+        self._tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> VerifyProgress:
+        if self.live:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("rows"), TimeElapsedColumn(), console=stderr())
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def started(self, table: str, estimated_rows: int | None) -> None:
+        if self._progress is not None:
+            self._tasks[table] = self._progress.add_task(f"verify {table}",
+                                                         total=estimated_rows or None)
+        else:
+            about = f" (about {estimated_rows:,} rows)" if estimated_rows else ""
+            info(f"{table}: comparing{about}")
+
+    def advance(self, table: str, rows: int) -> None:
+        task = self._tasks.get(table)
+        if self._progress is None or task is None:
+            return
+        self._progress.advance(task, rows)
+        done = self._progress.tasks[task].completed
+        total = self._progress.tasks[task].total
+        if total is not None and done > total:  # InnoDB's estimate was low
+            self._progress.update(task, total=done)
+
+    def done(self, report: Any) -> None:
+        task = self._tasks.get(report.source_table)
+        if self._progress is not None and task is not None:
+            # Every bar ends full (the estimate is only an estimate).
+            self._progress.update(task, total=self._progress.tasks[task].completed)
+            return
+        found = "equal" if report.equal else f"{len(report.differences)} differing key(s)"
+        info(f"{report.source_table}: {report.source_rows:,} source rows compared in "
+             f"{report.seconds:.1f}s, {found}")

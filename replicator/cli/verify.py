@@ -1,7 +1,12 @@
 """``replicator verify FILE``: source vs target, row counts and per-key comparison.
 
 Exit 0: every table equal; 1: differences (listed key by key); 2: could not compare
-(unreadable file, unreachable source or target, a table not replicated yet).
+(unreadable file, unreachable source or target, a table not replicated yet, a ``--where``
+the target cannot evaluate alike).
+
+As a scheduled operation: ``--tables``/``--where`` check one slice, ``--max-rows-per-second``
+bounds the load on MySQL, ``--metrics-file`` leaves Prometheus gauges for an alert
+(docs/verify.md, "Verification as an operation").
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import enum
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,7 +23,7 @@ import typer
 from replicator.cli import render
 from replicator.config import load_pipeline
 from replicator.config.diagnostics import format_text
-from replicator.errors import ConfigError, ReplicatorError
+from replicator.errors import ConfigError, ReplicatorError, UsageError
 
 COMMAND_SETTINGS = {"help": "Compare source and target: row counts and rows per key range."}
 
@@ -38,6 +44,30 @@ def command(
         list[str] | None,
         typer.Option("--table", "-t", help="Only this table (source db.table or target name); "
                      "repeatable."),
+    ] = None,
+    tables: Annotated[
+        str | None,
+        typer.Option("--tables", help="Only these tables, comma-separated (db.t,db.u); "
+                     "adds to --table.", show_default=False),
+    ] = None,
+    where: Annotated[
+        str | None,
+        typer.Option("--where", help="Only the rows this MySQL condition selects, on both "
+                     "sides (checked as `snapshot --where` checks it; comparisons of "
+                     "integer, DECIMAL, date and time columns), e.g. \"id BETWEEN 1 AND "
+                     "50000\". Needs --table/--tables.", show_default=False),
+    ] = None,
+    max_rows_per_second: Annotated[
+        float | None,
+        typer.Option("--max-rows-per-second", min=1, help="Pace the reads of MySQL to at "
+                     "most this many rows per second (checksum queries count the rows they "
+                     "cover).", show_default=False),
+    ] = None,
+    metrics_file: Annotated[
+        Path | None,
+        typer.Option("--metrics-file", help="Write Prometheus gauges (differences per table "
+                     "and kind, last success time) to this file, textfile-collector format; "
+                     "not written when verify cannot compare.", show_default=False),
     ] = None,
     output_format: Annotated[
         OutputFormat, typer.Option("--format", "-f", help="text or json.")
@@ -63,7 +93,9 @@ def command(
 ) -> None:
     # verify brings the snapshot reader and the expression compiler (~110 ms): off every
     # command's start-up (cli/main imports every command module).
+    from replicator.cli.render import VerifyProgress
     from replicator.verify import VerifyError, verify_pipeline
+    from replicator.verify.pace import Pacer
 
     requests: list[Any] = []
 
@@ -74,21 +106,27 @@ def command(
         if requests and not dry_run:
             _file_requests(report.pipeline, pipeline, requests)
 
+    names = [*(table or []), *(n.strip() for n in (tables or "").split(",") if n.strip())]
     try:
         pipeline = load_pipeline(file)
-        report = verify_pipeline(pipeline, tables=table or None, wait_s=wait,
-                                 checksums=method is Method.auto,
-                                 on_compared=ask_for_repair if repair else None)
+        with VerifyProgress() as progress:
+            report = verify_pipeline(
+                pipeline, tables=names or None, wait_s=wait, checksums=method is Method.auto,
+                on_compared=ask_for_repair if repair else None, where=where,
+                pacer=Pacer(max_rows_per_second) if max_rows_per_second else None,
+                progress=progress)
     except ConfigError as exc:
         for diagnostic in exc.diagnostics:
             sys.stderr.write(format_text(diagnostic) + "\n")
         raise VerifyError(exc.message, hint=exc.hint or "`replicator validate FILE` explains "
                           "each problem") from exc
-    except VerifyError:
+    except (VerifyError, UsageError):
         raise
     except ReplicatorError as exc:
         # Whatever stopped the comparison, verify could not run: exit 2, not "different".
         raise VerifyError(exc.message, hint=exc.hint) from exc
+    if metrics_file is not None:
+        _write_metrics(metrics_file, report)
     if output_format is OutputFormat.json:
         data = report.to_dict()
         if repair:
@@ -102,6 +140,14 @@ def command(
         render.print_text("equal" if report.equal else "DIFFERENT")
     if not report.equal:
         raise typer.Exit(1)
+
+
+def _write_metrics(path: Path, report: Any) -> None:
+    """The gauges of ``verify.metrics``, written by ``replicator run``'s own writer."""
+    from replicator.engine.prometheus import write_textfile
+    from replicator.verify.metrics import verify_registry
+
+    write_textfile(path, verify_registry(report, finished_at=time.time()))
 
 
 def _file_requests(name: str, pipeline: Any, requests: list[Any]) -> None:

@@ -243,24 +243,30 @@ class PipelineMetrics:
         return generate_latest(self.registry).decode()
 
     def write_file(self, path: str | Path) -> None:
-        """Rewrite ``path`` atomically (the client writes a temporary file and renames it),
-        readable by its user only: it names the pipeline's tables (docs/running.md, files
-        and permissions). The client creates the file with the process umask, so that umask
-        is tightened around the write (``replicator run`` already runs under 077)."""
-        import os
-
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        previous = os.umask(0o077)
-        try:
-            write_to_textfile(str(target), self.registry)
-        finally:
-            os.umask(previous)
+        """Rewrite ``path`` atomically (``write_textfile``)."""
+        write_textfile(path, self.registry)
 
     def serve(self, port: int, host: str = "127.0.0.1") -> Any:
         """Serve ``/metrics`` on a daemon thread; returns the server (``.shutdown()``)."""
         server, _thread = start_http_server(port, addr=host, registry=self.registry)
         return server
+
+
+def write_textfile(path: str | Path, registry: CollectorRegistry) -> None:
+    """Rewrite ``path`` atomically (the client writes a temporary file and renames it),
+    readable by its user only: it names the pipeline's tables (docs/running.md, files and
+    permissions). The client creates the file with the process umask, so that umask is
+    tightened around the write (``replicator run`` already runs under 077). Also
+    ``verify --metrics-file``'s writer."""
+    import os
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    previous = os.umask(0o077)
+    try:
+        write_to_textfile(str(target), registry)
+    finally:
+        os.umask(previous)
 
 
 def _gauge(name: str, help_text: str, pipeline: str, value: float) -> Metric:

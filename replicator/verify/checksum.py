@@ -261,11 +261,13 @@ def integer_key(table: TablePlan) -> PlannedColumn | str:
 
 
 def checksum_plan(table: TablePlan, source_relation: str, target_kind: str,
-                  live: Sequence[str] = ()) -> ChecksumPlan | list[str]:
+                  live: Sequence[str] = (), source_where: Sequence[str] = ()
+                  ) -> ChecksumPlan | list[str]:
     """The table's checksum queries, or every reason it must be compared by fetching rows.
 
     ``source_relation``: the MySQL table, quoted; ``live``: target conditions that select
-    the live rows (not soft-deleted, SCD2's current versions), without parameters."""
+    the live rows (not soft-deleted, SCD2's current versions) and the slice, without
+    parameters; ``source_where``: the slice's MySQL condition (``verify --where``)."""
     reasons: list[str] = []
     if table.routed:
         reasons.append("a routed target (rows of several source tables)")
@@ -295,7 +297,8 @@ def checksum_plan(table: TablePlan, source_relation: str, target_kind: str,
         columns=columns,
         source_text=source_text,
         target_text=target_text,
-        source_sql=_range_sql(MYSQL, source_relation, key.source_column, source_text, ()),
+        source_sql=_range_sql(MYSQL, source_relation, key.source_column, source_text,
+                              source_where),
         target_sql=_range_sql(dialect, qualified_name(table.target_parts), key.target_column,
                               target_text, live),
     )

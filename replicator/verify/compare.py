@@ -20,10 +20,10 @@ from __future__ import annotations
 import queue
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from replicator.context import Context
-from replicator.errors import ReplicatorError
+from replicator.errors import ReplicatorError, UsageError
 from replicator.model.catalog import Catalog, SourceTable
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import Pipeline
@@ -38,6 +38,7 @@ from replicator.verify.normalize import (
     source_row_forms,
     target_row_form,
 )
+from replicator.verify.pace import Pacer, Unpaced
 from replicator.verify.ranges import PARALLEL, RangeWalker
 from replicator.verify.report import (
     ColumnDifference,
@@ -46,6 +47,7 @@ from replicator.verify.report import (
     TableReport,
     VerifyReport,
 )
+from replicator.verify.slice import TableSlice, table_slice
 from replicator.verify.source_side import SourceReader
 from replicator.verify.target_side import TargetReader, VerifyError
 
@@ -53,16 +55,41 @@ SEGMENT_ROWS = 10_000
 Rows = dict[tuple[Any, ...], tuple[Any, ...]]
 
 
+class Progress(Protocol):
+    """What a display learns while tables are compared (the CLI draws it; -q: nothing)."""
+
+    def started(self, table: str, estimated_rows: int | None) -> None: ...
+
+    def advance(self, table: str, rows: int) -> None: ...
+
+    def done(self, report: TableReport) -> None: ...
+
+
+class NoProgress:
+    def started(self, table: str, estimated_rows: int | None) -> None:
+        return None
+
+    def advance(self, table: str, rows: int) -> None:
+        return None
+
+    def done(self, report: TableReport) -> None:
+        return None
+
+
 class TableVerifier:
     """Compares one table; keeps its readers open for re-checks."""
 
     def __init__(self, pipeline: Pipeline, source_table: SourceTable, table: TablePlan,
                  connection: Any, *, end_transaction: bool, source_name: str | None = None,
-                 target_kind: str | None = None) -> None:
+                 target_kind: str | None = None, slice_: TableSlice | None = None,
+                 pacer: Pacer | Unpaced | None = None, progress: Progress | None = None
+                 ) -> None:
         """``source_name``: for a routed target, the one source table (``db.table``) compared,
         against the target rows of its _SOURCE_TABLE. ``target_kind``: the warehouse
         (``duckdb``, ``snowflake``) whose SQL computes range checksums (None: rows are
-        fetched)."""
+        fetched). ``slice_``: only the rows of this condition, on both sides (``--where``);
+        ``pacer``: paces the source's reads (``--max-rows-per-second``); ``progress``: told
+        the source rows covered as they are."""
         self.table = table
         self.target_kind = target_kind
         self.columns: list[PlannedColumn] = list(table.data_columns)
@@ -73,12 +100,18 @@ class TableVerifier:
         self._key_at = [self.columns.index(c) for c in self.key_columns]
         self._target_form = target_row_form(self.columns)
         self._source_name = source_name
+        self.slice = slice_
+        self.pacer = pacer or Unpaced()
+        self.progress = progress or NoProgress()
         self._reader_args = (pipeline.source, source_table, table)
-        self.source = SourceReader(pipeline.source, source_table, table, source_name=source_name)
+        self._reader_options: dict[str, Any] = {
+            "source_name": source_name, "condition": slice_.source_sql if slice_ else None}
+        self.source = SourceReader(*self._reader_args, **self._reader_options)
         self._source_columns = [(name, column.mysql_type if column else None) for name in
                                 self.source.names for column in (source_table.column(name),)]
         self.target = TargetReader(connection, table, self.columns,
-                                   end_transaction=end_transaction, source_name=source_name)
+                                   end_transaction=end_transaction, source_name=source_name,
+                                   condition=slice_.target_sql if slice_ else None)
 
     def close(self) -> None:
         self.source.close()
@@ -140,7 +173,8 @@ class TableVerifier:
         if self.target_kind is None:
             return ["checksums not asked for"]
         return checksum_plan(self.table, self.source.relation, self.target_kind,
-                             self.target.live)
+                             self.target.scope,
+                             [self.source.condition] if self.source.condition else [])
 
     def compare(self, report: TableReport, segment_rows: int, *, checksums: bool = False,
                 walk: dict[str, int] | None = None) -> None:
@@ -160,16 +194,19 @@ class TableVerifier:
         report.method = "checksum"
         source_key, target_key = (self.source.quote(plan.key_source),
                                   quote_identifier(plan.key_target))
-        live = " WHERE " + " AND ".join(self.target.live) if self.target.live else ""
+        scope = self.target.scope
+        live = " WHERE " + " AND ".join(scope) if scope else ""
+        sliced = f" WHERE {self.source.condition}" if self.source.condition else ""
         source_bounds = self.source.query(
-            f"SELECT MIN({source_key}), MAX({source_key}) FROM {self.source.relation}", [])[0]
+            f"SELECT MIN({source_key}), MAX({source_key}) FROM {self.source.relation}{sliced}",
+            [])[0]
         target_bounds = self.target.query(
             f"SELECT MIN({target_key}), MAX({target_key}) FROM "
             f"{qualified_name(self.table.target_parts)}{live}", [])[0]
 
         # One MySQL connection per parallel range query: the walk borrows one per query.
         readers: queue.SimpleQueue[SourceReader] = queue.SimpleQueue()
-        extra = [SourceReader(*self._reader_args, source_name=self._source_name)
+        extra = [SourceReader(*self._reader_args, **self._reader_options)
                  for _ in range(walk.get("parallel", PARALLEL) - 1)]
         for reader in [self.source, *extra]:
             readers.put(reader)
@@ -184,15 +221,19 @@ class TableVerifier:
         def leaf(lower: int, upper: int) -> int:
             reader = readers.get()
             try:
+                self.pacer.wait()
                 images = reader.between(plan.key_source, lower, upper)
+                self.pacer.charge(len(images))
             finally:
                 readers.put(reader)
             fetched = self.target.between(plan.key_target, lower, upper)
             self._compare_fetched(report, self._forms(images), fetched)
             return len(images) + len(fetched)
 
+        name = report.source_table
         walker = RangeWalker(plan, source=source_query, target=self.target.query, leaf=leaf,
-                             **walk)
+                             pacer=self.pacer,
+                             on_top=lambda rows: self.progress.advance(name, rows), **walk)
         try:
             stats = walker.walk(source_bounds, target_bounds, self.source.estimated_rows())
         finally:
@@ -205,15 +246,27 @@ class TableVerifier:
         report.segments += stats.ranges_equal + stats.leaves
         report.checksum_queries += stats.checksum_queries
         report.fetched_rows += stats.fetched_rows
+        report.top_ranges += len(stats.top_ranges)
+        report.slowest_query_seconds = max(
+            (seconds for _, _, _, seconds in stats.top_ranges), default=0.0)
 
     def _compare_by_fetch(self, report: TableReport, segment_rows: int) -> None:
         if not keeps_key_order(self.order_columns):
-            self._compare_range(report, self._forms(self.source.everything()), None, None)
+            self.pacer.wait()
+            forms = self._forms(self.source.everything())
+            self.pacer.charge(len(forms))
+            self.progress.advance(report.source_table, len(forms))
+            self._compare_range(report, forms, None, None)
             return
+        if self.pacer.rows_per_query is not None:  # pages of the pacer's share of rows
+            segment_rows = min(segment_rows, self.pacer.rows_per_query)
         after: tuple[Any, ...] | None = None  # source-typed: MySQL's own key order
         lower: tuple[Any, ...] | None = None  # the same bound, target-typed
         while True:
+            self.pacer.wait()
             page = self.source.page(after, segment_rows)
+            self.pacer.charge(len(page))
+            self.progress.advance(report.source_table, len(page))
             full = len(page) == segment_rows
             forms = self._forms(page)
             upper = self._key(forms[-1][0]) if full else None
@@ -251,8 +304,10 @@ class TableVerifier:
             return fresh.differences
         names = [c.source_column or c.target_column for c in self.key_columns]
         own = self.source.lookup_keys(keys, names)  # a routed source: without _SOURCE_TABLE
-        source = self._source_rows(self._forms(
-            self.source.lookup([tuple(source_parameter(v) for v in key) for key in own])))
+        self.pacer.wait()
+        images = self.source.lookup([tuple(source_parameter(v) for v in key) for key in own])
+        self.pacer.charge(len(images))
+        source = self._source_rows(self._forms(images))
         duplicates: list[KeyDifference] = []
         target = self._target_rows(self.target.lookup(keys), duplicates)
         return self._differences(source, target, keys) + duplicates
@@ -294,6 +349,12 @@ def _comparisons(chosen: Sequence[TablePlan],
     return pairs
 
 
+def _source_table(catalog: Catalog, name: str) -> SourceTable:
+    source_table = catalog.table(*name.split(".", 1))
+    assert source_table is not None  # Context.plan checked
+    return source_table
+
+
 def verify_pipeline(
     pipeline: Pipeline,
     *,
@@ -302,8 +363,11 @@ def verify_pipeline(
     segment_rows: int = SEGMENT_ROWS,
     sink: Any = None,
     checksums: bool = True,
-    walk: dict[str, int] | None = None,
+    walk: dict[str, Any] | None = None,
     on_compared: Callable[[VerifyReport, Plan, Catalog], None] | None = None,
+    where: str | None = None,
+    pacer: Pacer | None = None,
+    progress: Progress | None = None,
 ) -> VerifyReport:
     """Compare every (or the named) table of the pipeline: source vs target, key by key.
 
@@ -313,9 +377,15 @@ def verify_pipeline(
     where a table allows (``verify.checksum``; False: fetch every row); ``walk``: the
     bisection's settings (``factor``, ``leaf_rows``, ``query_rows``). ``on_compared``:
     called once every table is compared, before ``wait_s``' re-checks (``--repair`` asks for
-    the re-copies there, then the re-checks see them land). Raises
+    the re-copies there, then the re-checks see them land). ``where``: only the rows of this
+    MySQL condition, on both sides, of the named ``tables`` (``verify.slice``; refused with
+    ``UsageError`` where the target cannot select the same rows). ``pacer``: paces the
+    source's reads (``verify.pace``); ``progress``: told what is compared as it goes. Raises
     ``VerifyError`` (exit 2) when it cannot compare.
     """
+    if where is not None and not tables:
+        raise UsageError("--where needs --table: a condition is over one table's columns",
+                         hint="name the tables it applies to: --table db.t --where \"...\"")
     context = Context(pipeline)
     catalog, plan = context.catalog, context.plan
     own_sink = sink is None
@@ -335,12 +405,20 @@ def verify_pipeline(
                 hint="--table takes a source name (db.table) or a target table name: "
                 + ", ".join(t.source_name for t in plan.tables),
             ) from None
-    report = VerifyReport(pipeline.name)
+    pairs = _comparisons(chosen, tables)
+    # Every slice is checked before any table is read: a refused condition costs nothing.
+    slices = {name: table_slice(where, _source_table(catalog, name), table, plan.target_kind)
+              for table, name in pairs if where is not None and table.outbox is None}
+    report = VerifyReport(pipeline.name, checked={
+        "tables": [name for _, name in pairs], "where": where,
+        "method": "auto" if checksums else "fetch",
+        "max_rows_per_second": pacer.rows_per_second if pacer is not None else None,
+    })
+    progress = progress or NoProgress()
     verifiers: dict[str, TableVerifier] = {}
     try:
-        for table, name in _comparisons(chosen, tables):
-            source_table = catalog.table(*name.split(".", 1))
-            assert source_table is not None  # Context.plan checked
+        for table, name in pairs:
+            source_table = _source_table(catalog, name)
             if table.outbox is not None:
                 # Its rows are derived from events, most of them no longer in the outbox
                 # (deleted right after insert): there is no source row to compare with.
@@ -362,12 +440,17 @@ def verify_pipeline(
             verifier = TableVerifier(pipeline, source_table, table, sink.connection,
                                      end_transaction=plan.target_kind == "snowflake",
                                      source_name=name if table.routed else None,
-                                     target_kind=plan.target_kind)
+                                     target_kind=plan.target_kind, slice_=slices.get(name),
+                                     pacer=pacer, progress=progress)
             verifiers[name] = verifier
-            table_report = TableReport(name, ".".join(table.target_parts))
+            table_report = TableReport(name, ".".join(table.target_parts),
+                                       slice=slices.get(name))
+            # A slice's share of the table is unknown: the display counts rows without a total.
+            progress.started(name, None if where else verifier.source.estimated_rows())
             verifier.compare(table_report, segment_rows, checksums=checksums, walk=walk)
             table_report.seconds = time.perf_counter() - started
             report.tables.append(table_report)
+            progress.done(table_report)
         if on_compared is not None:
             on_compared(report, plan, catalog)
         deadline = time.monotonic() + wait_s

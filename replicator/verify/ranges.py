@@ -13,6 +13,15 @@ thread with its own MySQL connection (MySQL runs one query on one core: the chec
 is most of verify's time), while the warehouse's queries and the fetches take turns on its
 one connection (the drivers wait on the database, not on Python).
 
+Top ranges are sized as they go (pt-table-checksum's ``--chunk-time``): the first covers
+about ``first_rows`` rows by the source's estimate; after each, the next is sized from the
+rows it found per key and the rows per second the source counted, so that one source query
+takes about ``query_seconds`` (well under a second, so a busy production server never runs
+a long verify query), growing at most ``GROWTH`` times per step, up to ``query_rows``.
+``query_seconds=None`` cuts the key space up front into ranges of ``query_rows`` (by the
+estimate), as a test that counts queries wants. A ``pacer`` (``--max-rows-per-second``)
+caps the rows per query at its share and waits before each source query (``verify.pace``).
+
 A difference in ``d`` rows costs about ``d * depth`` bucket queries per side, each over
 a shrinking range, plus ``d`` fetches of at most ``leaf_rows`` rows; an equal table one
 pass of each database over its rows, computed where the rows are.
@@ -21,17 +30,22 @@ pass of each database over its rows, computed where the rows are.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from replicator.verify.checksum import ChecksumPlan
+from replicator.verify.pace import QUERY_SECONDS, Unpaced
 
 FACTOR = 32  # buckets per range query (reladiff's bisection factor)
 LEAF_ROWS = 2_000  # a differing bucket with at most this many rows is fetched
 QUERY_ROWS = 100_000  # rows one top-level checksum query covers (source estimate)
 PARALLEL = 2  # top-level ranges checked at once (each with its own MySQL connection)
+FIRST_ROWS = 10_000  # the first top range (by the estimate), before anything was measured
+MIN_ROWS = 1_000  # the fewest rows a top range is sized for (unless a pacer wants fewer)
+GROWTH = 2  # a top range is at most this many times as wide as the one before
 
 Buckets = dict[int, tuple[int, int]]  # bucket -> (rows, checksum)
 
@@ -47,6 +61,8 @@ class RangeStats:
     source_rows: int = 0
     target_rows: int = 0
     leaf_bounds: list[tuple[int, int]] = field(default_factory=list)
+    top_ranges: list[tuple[int, int, int, float]] = field(default_factory=list)  # (lower,
+    # upper, source rows, source seconds) of each top query, in the order they ran
 
 
 def _buckets(rows: list[tuple[Any, ...]]) -> Buckets:
@@ -65,7 +81,11 @@ class RangeWalker:
     def __init__(self, plan: ChecksumPlan, *, source: Callable[[str, list[Any]], list],
                  target: Callable[[str, list[Any]], list], leaf: Callable[[int, int], int],
                  factor: int = FACTOR, leaf_rows: int = LEAF_ROWS,
-                 query_rows: int = QUERY_ROWS, parallel: int = PARALLEL) -> None:
+                 query_rows: int = QUERY_ROWS, parallel: int = PARALLEL,
+                 query_seconds: float | None = QUERY_SECONDS, first_rows: int = FIRST_ROWS,
+                 pacer: Any = None, on_top: Callable[[int], None] | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        """``on_top(rows)``: after each top query, the source rows it counted (progress)."""
         self.plan = plan
         self._source = source
         self._target = target
@@ -74,8 +94,17 @@ class RangeWalker:
         self.leaf_rows = leaf_rows
         self.query_rows = query_rows
         self.parallel = max(1, parallel)
+        self.query_seconds = query_seconds
+        self.first_rows = first_rows
+        self.pacer = pacer or Unpaced()
+        self._on_top = on_top
+        self._clock = clock
         self.stats = RangeStats()
         self._lock = threading.Lock()  # the target, the leaves and the stats
+        self._tops = threading.Lock()  # the next top range and its sizing
+        self._cursor = self._highest = self._width = 0
+        self._density = 1.0  # rows per key value, as last measured
+        self._rows = 0  # rows the next top range is sized for
 
     def walk(self, source_bounds: tuple[Any, Any], target_bounds: tuple[Any, Any],
              estimated_rows: int) -> RangeStats:
@@ -85,30 +114,68 @@ class RangeWalker:
         if not ends:
             return self.stats  # both sides empty
         lowest, highest = min(ends), max(ends) + 1
-        tops = max(1, -(-max(estimated_rows, 1) // self.query_rows))
-        width = max(1, -(-(highest - lowest) // tops))
-        ranges = [(lower, min(highest, lower + width))
-                  for lower in range(lowest, highest, width)]
-        if self.parallel == 1 or len(ranges) == 1:
-            for lower, upper in ranges:
-                self._check(lower, upper, top=True)
+        most = self.query_rows
+        if self.pacer.rows_per_query is not None:
+            most = min(most, self.pacer.rows_per_query)
+        self._most, self._least = most, min(MIN_ROWS, most)
+        self._rows = most if self.query_seconds is None else min(most, self.first_rows)
+        self._density = max(estimated_rows, 1) / (highest - lowest)
+        self._width = max(1, -(-(highest - lowest) // max(1, -(-max(estimated_rows, 1)
+                                                               // self._rows))))
+        self._cursor, self._highest = lowest, highest
+        if self.parallel == 1:
+            self._work()
             return self.stats
         with ThreadPoolExecutor(max_workers=self.parallel,
                                 thread_name_prefix="verify-range") as pool:
-            for done in [pool.submit(self._check, lower, upper, top=True)
-                         for lower, upper in ranges]:
+            for done in [pool.submit(self._work) for _ in range(self.parallel)]:
                 done.result()
         return self.stats
+
+    def _work(self) -> None:
+        while (top := self._next_top()) is not None:
+            self._check(*top, top=True)
+
+    def _next_top(self) -> tuple[int, int] | None:
+        with self._tops:
+            if self._cursor >= self._highest:
+                return None
+            lower = self._cursor
+            self._cursor = min(self._highest, lower + self._width)
+            return lower, self._cursor
+
+    def _learn(self, lower: int, upper: int, rows: int, seconds: float) -> None:
+        """Size the next top range from one just run (``query_seconds``)."""
+        with self._tops:
+            self.stats.top_ranges.append((lower, upper, rows, seconds))
+            if self.query_seconds is None:
+                return
+            if rows and seconds > 0:
+                self._rows = int(min(self._most, max(self._least, rows / seconds
+                                                     * self.query_seconds)))
+            if rows:
+                self._density = rows / (upper - lower)
+            width = max(1, int(self._rows / self._density))
+            self._width = min(width, GROWTH * self._width)
 
     def _check(self, lower: int, upper: int, *, top: bool = False) -> None:
         width = max(1, -(-(upper - lower) // self.factor))
         params = [lower, width, lower, upper]
+        self.pacer.wait()
+        started = self._clock()
         source = _buckets(self._source(self.plan.source_sql, params))
+        seconds = self._clock() - started
+        counted = sum(n for n, _ in source.values())
+        self.pacer.charge(counted)
+        if top:
+            self._learn(lower, upper, counted, seconds)
+            if self._on_top is not None:
+                self._on_top(counted)
         with self._lock:
             target = _buckets(self._target(self.plan.target_sql, params))
             self.stats.checksum_queries += 1
             if top:
-                self.stats.source_rows += sum(n for n, _ in source.values())
+                self.stats.source_rows += counted
                 self.stats.target_rows += sum(n for n, _ in target.values())
         differing = []
         for bucket in sorted(set(source) | set(target)):

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from replicator.verify.normalize import jsonable
+from replicator.verify.slice import TableSlice
 
 DifferenceKind = Literal["missing", "extra", "different", "duplicate"]
 
@@ -84,6 +85,9 @@ class TableReport:
     fallback: list[str] = field(default_factory=list)  # why not by checksum
     checksum_queries: int = 0  # range-checksum queries per side
     fetched_rows: int = 0  # rows fetched into verify, both sides together
+    slice: TableSlice | None = None  # --where: the condition on each side (None: every row)
+    top_ranges: int = 0  # top-level checksum queries per side (sized to query_seconds)
+    slowest_query_seconds: float = 0.0  # the longest top-level source checksum query
 
     @property
     def equal(self) -> bool:
@@ -117,6 +121,9 @@ class TableReport:
             "fallback": self.fallback,
             "checksum_queries": self.checksum_queries,
             "fetched_rows": self.fetched_rows,
+            "slice": None if self.slice is None else self.slice.to_dict(),
+            "top_ranges": self.top_ranges,
+            "slowest_query_seconds": round(self.slowest_query_seconds, 3),
         }
 
 
@@ -124,6 +131,8 @@ class TableReport:
 class VerifyReport:
     pipeline: str
     tables: list[TableReport] = field(default_factory=list)
+    # What was asked for: tables (db.table), where, method, max_rows_per_second.
+    checked: dict[str, Any] = field(default_factory=dict)
 
     @property
     def equal(self) -> bool:
@@ -140,7 +149,7 @@ class VerifyReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"pipeline": self.pipeline, "equal": self.equal,
-                "tables": [t.to_dict() for t in self.tables]}
+                "tables": [t.to_dict() for t in self.tables], "checked": self.checked}
 
     def describe(self, limit: int = 20) -> list[str]:
         """Text lines: one summary per table, then up to ``limit`` differing keys each."""
@@ -153,7 +162,9 @@ class VerifyReport:
             how = (f"by checksum ({table.checksum_queries} range queries per side, "
                    f"{table.fetched_rows} rows fetched)" if table.method == "checksum"
                    else "by fetching every row")
-            head = (f"{table.source_table} -> {table.target_table}: source {table.source_rows} "
+            sliced = f" (rows where {table.slice.where})" if table.slice else ""
+            head = (f"{table.source_table} -> {table.target_table}{sliced}: source "
+                    f"{table.source_rows} "
                     f"rows, target {table.target_rows} rows, {table.segments} key range(s) "
                     f"{how}, {table.seconds:.2f}s")
             if table.method == "fetch" and table.fallback:

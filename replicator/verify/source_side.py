@@ -37,9 +37,11 @@ class SourceReader:
     """Rows of one replicated table, as dicts by source column name."""
 
     def __init__(self, source: MySQLSource, table: SourceTable, plan: TablePlan,
-                 *, source_name: str | None = None) -> None:
+                 *, source_name: str | None = None, condition: str | None = None) -> None:
         """``source_name``: one source table of a routed target (its rows carry it as
-        SOURCE_TABLE_COLUMN; columns the table lacks are NULL, as replication makes them)."""
+        SOURCE_TABLE_COLUMN; columns the table lacks are NULL, as replication makes them).
+        ``condition``: a checked MySQL condition (``verify --where``: ``slice``) every read
+        of rows is restricted to."""
         import pymysql
 
         self.source = source
@@ -68,6 +70,9 @@ class SourceReader:
             f"SELECT {', '.join(quote_mysql_identifier(n) for n in self.names)} FROM "
             f"{quote_mysql_identifier(table.database)}.{quote_mysql_identifier(table.table)}"
         )
+        # PyMySQL formats every statement with its parameters (``%s``), so a ``%`` of the
+        # condition (MySQL's modulo) is doubled to stay one.
+        self.condition = f"({condition.replace('%', '%%')})" if condition else None
         self._order = " ORDER BY " + ", ".join(quote_mysql_identifier(c) for c in self.key)
         settings = connection_settings(source)
         from pymysql.converters import conversions
@@ -113,6 +118,11 @@ class SourceReader:
         return (f"{quote_mysql_identifier(self.table.database)}."
                 f"{quote_mysql_identifier(self.table.table)}")
 
+    def _where(self, *conditions: str) -> str:
+        """`` WHERE`` with these conditions and the slice's (empty if none)."""
+        every = [c for c in (*conditions, self.condition) if c]
+        return " WHERE " + " AND ".join(every) if every else ""
+
     def _rows(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
         raw = self.query(sql, params)
         names, converters, constant = self.names, self._converters, self._constant
@@ -124,20 +134,20 @@ class SourceReader:
 
     def page(self, after: tuple[Any, ...] | None, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` rows with key > ``after`` (None: from the start), in key order."""
-        where, params = "", []
+        where, params = self._where(), []
         if after is not None:
-            where = f" WHERE {_key_sql(self.key)} > {_marks(len(self.key))}"
+            where = self._where(f"{_key_sql(self.key)} > {_marks(len(self.key))}")
             params = list(after)
         return self._rows(f"{self._select}{where}{self._order} LIMIT %s", [*params, limit])
 
     def between(self, column: str, lower: int, upper: int) -> list[dict[str, Any]]:
         """The rows with ``lower <= column < upper`` (an integer key column)."""
         quoted = quote_mysql_identifier(column)
-        return self._rows(f"{self._select} WHERE {quoted} >= %s AND {quoted} < %s",
+        return self._rows(self._select + self._where(f"{quoted} >= %s", f"{quoted} < %s"),
                           [lower, upper])
 
     def everything(self) -> Iterator[dict[str, Any]]:
-        yield from self._rows(self._select, [])
+        yield from self._rows(self._select + self._where(), [])
 
     def lookup(self, keys: Sequence[tuple[Any, ...]]) -> list[dict[str, Any]]:
         """The rows with these keys (MySQL-typed key values)."""
@@ -147,7 +157,8 @@ class SourceReader:
             batch = keys[start:start + LOOKUP_BATCH]
             marks = ", ".join([_marks(width)] * len(batch))
             params = [value for key in batch for value in key]
-            rows += self._rows(f"{self._select} WHERE {_key_sql(self.key)} IN ({marks})", params)
+            rows += self._rows(self._select + self._where(f"{_key_sql(self.key)} IN ({marks})"),
+                               params)
         return rows
 
     def key_of(self, row: dict[str, Any]) -> tuple[Any, ...]:

@@ -49,9 +49,12 @@ class TargetReader:
     """Rows of one target table: key columns first, then the compared columns."""
 
     def __init__(self, connection: Any, table: TablePlan, columns: Sequence[PlannedColumn],
-                 *, end_transaction: bool = False, source_name: str | None = None) -> None:
+                 *, end_transaction: bool = False, source_name: str | None = None,
+                 condition: str | None = None) -> None:
         """``source_name``: read only the rows of that source table (a routed target's
-        _SOURCE_TABLE), bound as a parameter like every value."""
+        _SOURCE_TABLE), bound as a parameter like every value. ``condition``: the slice
+        (``verify --where``, carried to the target by ``slice``), over the live rows (a
+        changelog: over each key's latest change)."""
         self.connection = connection
         self.table = table
         self.key = [c.target_column for c in table.key_columns]
@@ -73,11 +76,13 @@ class TargetReader:
                           + ", ".join(quote_identifier(k) for k in self.key)
                           + f" ORDER BY {order}) = 1")
             self._outer = (f"SELECT {names} FROM (", ") AS latest WHERE NOT COALESCE("
-                           f"{quote_identifier(_named(table, '_DELETED'))}, FALSE)")
+                           f"{quote_identifier(_named(table, '_DELETED'))}, FALSE)"
+                           + (f" AND ({condition})" if condition else ""))
         elif table.mode == "scd2":  # the current version of each key
             self._live = f"COALESCE({quote_identifier(_named(table, '_IS_CURRENT'))}, FALSE)"
         elif any(c.role == "soft_delete" for c in table.columns):
             self._live = f"NOT COALESCE({quote_identifier(_named(table, '_DELETED'))}, FALSE)"
+        self._slice = f"({condition})" if condition and not self._outer else ""
         self._only: tuple[str, list[Any]] = ("", [])
         if source_name is not None:
             routed = next(c for c in table.key_columns if c.origin == "replicator")
@@ -89,8 +94,13 @@ class TargetReader:
         without parameters; a routed or changelog target has more than conditions."""
         return [self._live] if self._live else []
 
+    @property
+    def scope(self) -> list[str]:
+        """``live`` and the slice's condition: the rows compared."""
+        return [c for c in (self._live, self._slice) if c]
+
     def _rows(self, conditions: list[str], params: list[Any]) -> list[tuple[Any, ...]]:
-        where = [c for c in [self._live, self._only[0], *conditions] if c]
+        where = [c for c in [self._live, self._slice, self._only[0], *conditions] if c]
         params = [*self._only[1], *params]
         sql = self._select + (" WHERE " + " AND ".join(where) if where else "")
         if self._outer:
