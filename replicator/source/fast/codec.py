@@ -51,6 +51,14 @@ def _encoding(charset_name: str | None) -> str | None:
     return encoding
 
 
+# MySQL's latin1 is Windows-1252 plus the five bytes cp1252 leaves undefined (0x81, 0x8D,
+# 0x8F, 0x90, 0x9D), which it maps to the C1 controls of the same number (strings/
+# ctype-latin1.c; SELECT CONVERT(x'81' USING utf8mb4) is U+0081). Python's cp1252, which
+# python-mysql-replication picks for latin1, refuses them: a legal value stopped the read.
+MYSQL_LATIN1 = "".join(bytes([byte]).decode("cp1252", errors="ignore") or chr(byte)
+                       for byte in range(256))
+
+
 @dataclass
 class _Cell:
     """How one column is read: a fixed struct format and an expression over its fields, or
@@ -151,6 +159,10 @@ def _string_cell(column: Any, prefix: int, ns: _Namespace) -> _Cell:
     encoding = _encoding(charset)
     if encoding is None:
         return _Cell(length_bytes=prefix, expr="raw")
+    if codecs.lookup(encoding).name == "cp1252":  # MySQL's latin1 (it has no other cp1252)
+        charmap = ns.add("charmap_decode_", codecs.charmap_decode)
+        return _Cell(length_bytes=prefix,
+                     expr=f"{charmap}(raw, 'strict', {ns.add('latin1_', MYSQL_LATIN1)})[0]")
     return _Cell(length_bytes=prefix, expr=f"raw.decode({encoding!r})")
 
 
