@@ -10,6 +10,7 @@ import itertools
 
 import pytest
 
+from replicator.errors import SourceError
 from replicator.model.changes import ChangeEvent
 from replicator.source.binlog import read_changes
 from replicator.source.fast.columnar import TableChunk, read_change_batches
@@ -45,7 +46,14 @@ def test_every_latin1_byte_decodes_to_what_select_reads(mariadb, mysql_source, f
             if isinstance(item, TableChunk) for row in item.data.to_pylist()]
     assert [(r["v"], r["c"], r["t"]) for r in rows] == [source]
     # python-mysql-replication still stops on them (Python's cp1252): the library reader
-    # cannot read such a table; the fast reader is the default.
+    # (source/binlog.py) cannot read such a table; the fast reader is the default.
     with pytest.raises(UnicodeDecodeError):
         list(read_changes(mysql_source, start=start, end=end, tables=[table],
                           server_id=next(_server_ids), fast=False))
+    # The fast reader's own library fallback (a column type the generated decoders leave to
+    # the library, e.g. MySQL's binary JSON) stops too, but as a SourceError naming the table
+    # and the transaction, which the CLI reports as one line with a hint.
+    with pytest.raises(SourceError, match=r"\.l in the transaction at mysql-bin\.\d+:\d+ .*"
+                       "python-mysql-replication: UnicodeDecodeError"):
+        list(read_changes_fast(mysql_source, start=start, end=end, tables=[table],
+                               server_id=next(_server_ids), force_library=True))

@@ -393,12 +393,28 @@ def decode_checked(decode: Callable[..., Any], table: str, position: BinlogPosit
     return result
 
 
-def _undecodable(table: str, position: BinlogPosition, reason: str) -> SourceError:
+def library_checked(decode: Callable[..., Any], table: str, position: BinlogPosition,
+                    *args: Any) -> Any:
+    """``decode(*args)`` -- python-mysql-replication decoding a rows event (``library.rows``) --
+    stopped like a generated decoder when it cannot read the bytes, with the table and the
+    transaction's position: it decodes MySQL's latin1 as Python's cp1252, which has no
+    character for the C1 controls MySQL's latin1 holds (``MYSQL_LATIN1``), and raised a bare
+    UnicodeDecodeError."""
+    try:
+        return decode(*args)
+    except _MISREADS as exc:
+        raise _undecodable(table, position, f"python-mysql-replication: {type(exc).__name__}: "
+                           f"{exc}", library=True) from exc
+
+
+def _undecodable(table: str, position: BinlogPosition, reason: str,
+                 library: bool = False) -> SourceError:
     return SourceError(
         f"cannot decode a rows event of {table} in the transaction at {position} with its "
         f"Table_map: {reason}",
         hint="nothing of this batch was applied and the run stops here; report it to the "
         "replicator project with SHOW CREATE TABLE of the table and the binlog around that "
-        f"position (mariadb-binlog --start-position={position.pos} -vv {position.file}); "
-        "REPLICATOR_FAST_DECODE=0 decodes with python-mysql-replication instead",
+        f"position (mariadb-binlog --start-position={position.pos} -vv {position.file})"
+        + ("" if library else
+           "; REPLICATOR_FAST_DECODE=0 decodes with python-mysql-replication instead"),
     )
