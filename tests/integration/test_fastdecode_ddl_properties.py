@@ -4,7 +4,8 @@ DDL came between two of them, to exactly what the source held.
 Hypothesis writes random sequences of DDL interleaved with row changes on the real MariaDB,
 on one or two tables: VARCHAR/CHAR widened and narrowed across the 255-byte length-prefix
 boundary (utf8mb4 4 bytes a character, latin1 1), charsets switched, TINYTEXT/TEXT/MEDIUMTEXT
-and the BLOBs (a 1/2/3-byte prefix), INT widths and signedness, DECIMAL precision and scale,
+and the BLOBs (a 1/2/3-byte prefix), BINARY/VARBINARY lengths (zero padding; a 2-byte prefix
+past 255), INT widths and signedness, DECIMAL precision and scale,
 ENUM/SET members added, dropped and reordered (past 255 ENUM members the index takes 2 bytes,
 past 8 SET members the bitmask 2), DATETIME/TIME fsp, NULL <-> NOT NULL, ADD COLUMN
 with/without DEFAULT (FIRST/AFTER), DROP COLUMN, MODIFY ... FIRST/AFTER (the key column too);
@@ -19,7 +20,9 @@ fast ChangeEvent reader (``read_changes_fast``), python-mysql-replication
 (``read_changes(fast=False)``) and the columnar decoder fed by the library
 (``force_library=True``) -- and every value of every change must equal the source's, with its
 type; the fast and library readers must also give identical events (positions included),
-and the columnar rows the fast reader's values and internal columns.
+and the columnar rows the fast reader's values and internal columns. Two known faults of the
+library path are left out where they apply, and only there (``library_cannot_read``,
+``library_stale_columns``).
 
 ``REPLICATOR_DDL_PROPERTY_EXAMPLES`` sets the number of sequences; the default is sized for
 CI (150 sequences: ~25 s on the idle 2-core box, ~65 s while two other suites run).
@@ -27,10 +30,12 @@ CI (150 sequences: ~25 s on the idle 2-core box, ~65 s while two other suites ru
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 import os
 import traceback
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Context, Decimal
 from typing import Any
@@ -93,16 +98,18 @@ def latin1_encodable(text: str) -> bool:
 class ColumnType:
     """One MySQL column type of the generator's universe."""
 
-    kind: str  # varchar char text blob int decimal enum set datetime time
-    size: int = 0  # chars (varchar, char); size class (text, blob); bits (int); precision;
+    kind: str  # varchar char text blob binary varbinary int decimal enum set datetime time
+    size: int = 0  # chars, bytes (binary); size class (text, blob); bits (int); precision
     scale: int = 0  # DECIMAL scale; fsp of DATETIME/TIME
     charset: str = ""
     unsigned: bool = False
     members: tuple[str, ...] = ()
 
     @property
-    def family(self) -> str:
-        return "string" if self.kind in ("varchar", "char", "text") else self.kind
+    def family(self) -> str:  # what a MODIFY may turn the column into
+        if self.kind in ("varchar", "char", "text"):
+            return "string"
+        return "bytes" if self.kind in ("blob", "binary", "varbinary") else self.kind
 
     def sql(self) -> str:
         listed = ", ".join(f"'{m}'" for m in self.members)
@@ -111,6 +118,8 @@ class ColumnType:
             "char": lambda: f"CHAR({self.size}) CHARACTER SET {self.charset}",
             "text": lambda: f"{TEXT_CLASSES[self.size]}TEXT CHARACTER SET {self.charset}",
             "blob": lambda: f"{TEXT_CLASSES[self.size]}BLOB",
+            "binary": lambda: f"BINARY({self.size})",
+            "varbinary": lambda: f"VARBINARY({self.size})",
             "int": lambda: INT_NAMES[self.size] + (" UNSIGNED" if self.unsigned else ""),
             "decimal": lambda: f"DECIMAL({self.size},{self.scale})",
             "enum": lambda: f"ENUM({listed})",
@@ -124,6 +133,8 @@ class ColumnType:
         length prefix (strings, TEXT, BLOB), an ENUM index, a SET bitmask, a fraction."""
         if self.kind in ("varchar", "char"):
             return 2 if self.size * (4 if self.charset == UTF8 else 1) > 255 else 1
+        if self.kind in ("binary", "varbinary"):
+            return 2 if self.size > 255 else 1
         if self.kind in ("text", "blob"):
             return self.size + 1
         if self.kind == "enum":
@@ -150,6 +161,8 @@ class ColumnType:
             return len(value.encode()) <= TEXT_BYTES[self.size]
         if self.kind == "blob":
             return len(value) <= TEXT_BYTES[self.size]
+        if self.kind in ("binary", "varbinary"):  # SELECT gives BINARY(n) padded to n bytes
+            return len(value) <= self.size
         if self.kind == "int":
             low, high = self.int_range()
             return low <= value <= high
@@ -241,10 +254,11 @@ def values_of(kind: ColumnType) -> st.SearchStrategy:
         return text_values(kind.charset, kind.size)
     if kind.kind == "text":
         return text_values(kind.charset, 300, TEXT_BYTES[kind.size])
-    if kind.kind == "blob":
-        return st.binary(max_size=12) | st.builds(
+    if kind.kind in ("blob", "binary", "varbinary"):
+        limit = TEXT_BYTES[kind.size] if kind.kind == "blob" else kind.size
+        return st.binary(max_size=min(limit, 12)) | st.builds(
             lambda byte, count: byte * count, st.binary(min_size=1, max_size=1),
-            st.integers(0, min(300, TEXT_BYTES[kind.size])))
+            st.integers(0, min(300, limit)))
     if kind.kind == "int":
         return st.integers(*kind.int_range())
     if kind.kind == "decimal":
@@ -277,7 +291,7 @@ def members_of(count: st.SearchStrategy[int]) -> st.SearchStrategy[tuple[str, ..
 @st.composite
 def column_types(draw: Any, family: str | None = None) -> ColumnType:
     family = family or draw(st.sampled_from(  # strings thrice: three kinds, two charsets
-        ["string"] * 3 + ["blob", "int", "decimal", "enum", "set", "datetime", "time"]))
+        ["string"] * 3 + ["bytes", "int", "decimal", "enum", "set", "datetime", "time"]))
     if family == "string":
         kind = draw(st.sampled_from(["varchar", "char", "text"]))
         charset = draw(st.sampled_from([UTF8, LATIN1]))
@@ -287,8 +301,13 @@ def column_types(draw: Any, family: str | None = None) -> ColumnType:
         # crosses at 255/256 characters.
         sizes = [1, 10, 63, 64, 100, 255] + ([256, 300] if kind == "varchar" else [])
         return ColumnType(kind, draw(st.sampled_from(sizes)), charset=charset)
-    if family == "blob":
-        return ColumnType("blob", draw(st.integers(0, 2)))
+    if family == "bytes":
+        kind = draw(st.sampled_from(["blob", "binary", "varbinary"]))
+        if kind == "blob":
+            return ColumnType("blob", draw(st.integers(0, 2)))
+        # VARBINARY(256) needs a 2-byte length prefix; BINARY(n) is padded with zero bytes.
+        sizes = [1, 4, 16, 255] + ([256, 300] if kind == "varbinary" else [])
+        return ColumnType(kind, draw(st.sampled_from(sizes)))
     if family == "int":
         return ColumnType("int", draw(st.sampled_from(sorted(INT_NAMES))),
                           unsigned=draw(st.booleans()))
@@ -469,13 +488,14 @@ def _moved(table: Table, column: Column, position: str) -> None:
 def _default(draw: Any, kind: ColumnType, nullable: bool) -> Any:
     """A DEFAULT literal (None: no clause). DATETIME NOT NULL always gets one: its implicit
     default is the zero date, which the decoders turn into NULL by the zero_dates policy.
-    A TEXT/BLOB default is plain ASCII: MariaDB keeps it as an expression in the table's
-    charset and refuses (1918) one that a latin1 table cannot spell."""
-    if kind.kind in ("text", "blob"):
+    A TEXT/BLOB (and binary) default is plain ASCII: MariaDB keeps a TEXT/BLOB default as an
+    expression in the table's charset and refuses (1918) one a latin1 table cannot spell."""
+    if kind.kind in ("text", "blob", "binary", "varbinary"):
         if not draw(st.booleans()):
             return None
-        plain = draw(st.text("abc xyz09", max_size=8))
-        return plain.encode() if kind.kind == "blob" else plain
+        limit = kind.size if kind.kind in ("binary", "varbinary") else 8
+        plain = draw(st.text("abc xyz09", max_size=min(8, limit)))
+        return plain if kind.kind == "text" else plain.encode()
     if draw(st.booleans()) or (kind.kind == "datetime" and not nullable):
         return draw(values_of(kind))
     return None
@@ -603,25 +623,29 @@ def equal(actual: Any, expected: Any, kind: ColumnType, *, columnar: bool) -> bo
 
 
 def check_image(image: dict | None, want: dict | None, change: Change, *, columnar: bool,
-                where: Any) -> None:
+                where: Any, skip: Collection[str] = ()) -> None:
     if want is None:
         assert image is None, where
         return
     assert image is not None, where
     assert list(image) == list(want), where  # every column, in the table's order then
     for name, value in want.items():
-        assert equal(image[name], value, change.types[name], columnar=columnar), \
-            (where, name, image[name], value)
+        if name not in skip:
+            assert equal(image[name], value, change.types[name], columnar=columnar), \
+                (where, name, image[name], value)
 
 
-def check_events(events: list, changes: list[Change], path: str) -> None:
+def check_events(events: list, changes: list[Change], path: str,
+                 skip: Mapping[str, set[str]] | None = None) -> None:
     got = [e for e in events if isinstance(e, ChangeEvent)]
     assert len(got) == len(changes), (path, len(got), len(changes))
     for index, (found, change) in enumerate(zip(got, changes, strict=True)):
         where = (path, index, change.table, change.op)
         assert (found.table, found.op) == (change.table, change.op), where
-        check_image(found.before, change.before, change, columnar=False, where=where)
-        check_image(found.after, change.after, change, columnar=False, where=where)
+        blind = (skip or {}).get(change.table, set())
+        check_image(found.before, change.before, change, columnar=False, where=where,
+                    skip=blind)
+        check_image(found.after, change.after, change, columnar=False, where=where, skip=blind)
 
 
 def check_chunks(items: list, changes: list[Change], fast: list, path: str) -> None:
@@ -670,6 +694,40 @@ def library_cannot_read(changes: list[Change]) -> bool:
         for name, value in image.items())
 
 
+def library_stale_columns(changes: list[Change]) -> dict[str, set[str]]:
+    """Per table, the columns read_changes(fast=False) converts with another Table_map's
+    definition, so that path is not compared on them (every other value of it is).
+
+    It caches its value converters per table, column names and binlog types
+    (source/binlog.py, ``_ImageConverter``), and two converters keep what the map they were
+    made from said: a SET's members (the text is built from them) and a BINARY's length
+    (the zero padding). After a DDL that changes only that -- a SET member added, dropped
+    or moved, BINARY(4) -> BINARY(16) -- later rows of the same read are converted by the
+    first map's: SET('w0') -> SET('w0', 'a0'), then 'w0,a0' comes out 'w0' (measured; the
+    fast readers are right). test_fastdecode_table_map_changes holds the case as an xfail.
+    Conservative: any column that was a SET or a BINARY and changed type in the range."""
+    kinds: dict[tuple[str, str], set[ColumnType]] = {}
+    for change in changes:
+        for name, kind in change.types.items():
+            kinds.setdefault((change.table, name), set()).add(kind)
+    stale: dict[str, set[str]] = {}
+    for (table, name), seen in kinds.items():
+        if len(seen) > 1 and any(kind.kind in ("set", "binary") for kind in seen):
+            stale.setdefault(table, set()).add(name)
+    return stale
+
+
+def without(events: list, columns: Mapping[str, set[str]]) -> list:
+    """The events with these columns' values left out (``library_stale_columns``)."""
+    def image(table: str, values: dict | None) -> dict | None:
+        if values is None:
+            return None
+        return {k: v for k, v in values.items() if k not in columns.get(table, set())}
+
+    return [dataclasses.replace(e, before=image(e.table, e.before), after=image(e.table, e.after))
+            if isinstance(e, ChangeEvent) else e for e in events]
+
+
 def decode_and_check(mysql_source: Any, source: Source, start: Any, end: Any,
                      chunk_rows: int) -> None:
     tables = [f"{source.database}.{t.name}" for t in source.tables]
@@ -700,8 +758,11 @@ def decode_and_check(mysql_source: Any, source: Source, start: Any, end: Any,
             stream(read_change_batches, force_library=True)
         return
     library = read(read_changes, fast=False)
-    check_events(library, changes, "read_changes(fast=False)")
-    assert strict(fast) == strict(library)
+    stale = library_stale_columns(changes)
+    if stale:
+        event("library path: stale SET/BINARY converter, those columns left out")
+    check_events(library, changes, "read_changes(fast=False)", skip=stale)
+    assert strict(without(fast, stale)) == strict(without(library, stale))
     check_chunks(read(read_change_batches, chunk_rows=chunk_rows, force_library=True), changes,
                  fast, "columnar, library-decoded")
 
