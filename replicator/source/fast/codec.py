@@ -51,6 +51,14 @@ def _encoding(charset_name: str | None) -> str | None:
     return encoding
 
 
+# MySQL's latin1 is Windows-1252 plus the five bytes cp1252 leaves undefined (0x81, 0x8D,
+# 0x8F, 0x90, 0x9D), which it maps to the C1 controls of the same number (strings/
+# ctype-latin1.c; SELECT CONVERT(x'81' USING utf8mb4) is U+0081). Python's cp1252, which
+# python-mysql-replication picks for latin1, refuses them: a legal value stopped the read.
+MYSQL_LATIN1 = "".join(bytes([byte]).decode("cp1252", errors="ignore") or chr(byte)
+                       for byte in range(256))
+
+
 @dataclass
 class _Cell:
     """How one column is read: a fixed struct format and an expression over its fields, or
@@ -151,6 +159,10 @@ def _string_cell(column: Any, prefix: int, ns: _Namespace) -> _Cell:
     encoding = _encoding(charset)
     if encoding is None:
         return _Cell(length_bytes=prefix, expr="raw")
+    if codecs.lookup(encoding).name == "cp1252":  # MySQL's latin1 (it has no other cp1252)
+        charmap = ns.add("charmap_decode_", codecs.charmap_decode)
+        return _Cell(length_bytes=prefix,
+                     expr=f"{charmap}(raw, 'strict', {ns.add('latin1_', MYSQL_LATIN1)})[0]")
     return _Cell(length_bytes=prefix, expr=f"raw.decode({encoding!r})")
 
 
@@ -381,12 +393,28 @@ def decode_checked(decode: Callable[..., Any], table: str, position: BinlogPosit
     return result
 
 
-def _undecodable(table: str, position: BinlogPosition, reason: str) -> SourceError:
+def library_checked(decode: Callable[..., Any], table: str, position: BinlogPosition,
+                    *args: Any) -> Any:
+    """``decode(*args)`` -- python-mysql-replication decoding a rows event (``library.rows``) --
+    stopped like a generated decoder when it cannot read the bytes, with the table and the
+    transaction's position: it decodes MySQL's latin1 as Python's cp1252, which has no
+    character for the C1 controls MySQL's latin1 holds (``MYSQL_LATIN1``), and raised a bare
+    UnicodeDecodeError."""
+    try:
+        return decode(*args)
+    except _MISREADS as exc:
+        raise _undecodable(table, position, f"python-mysql-replication: {type(exc).__name__}: "
+                           f"{exc}", library=True) from exc
+
+
+def _undecodable(table: str, position: BinlogPosition, reason: str,
+                 library: bool = False) -> SourceError:
     return SourceError(
         f"cannot decode a rows event of {table} in the transaction at {position} with its "
         f"Table_map: {reason}",
         hint="nothing of this batch was applied and the run stops here; report it to the "
         "replicator project with SHOW CREATE TABLE of the table and the binlog around that "
-        f"position (mariadb-binlog --start-position={position.pos} -vv {position.file}); "
-        "REPLICATOR_FAST_DECODE=0 decodes with python-mysql-replication instead",
+        f"position (mariadb-binlog --start-position={position.pos} -vv {position.file})"
+        + ("" if library else
+           "; REPLICATOR_FAST_DECODE=0 decodes with python-mysql-replication instead"),
     )

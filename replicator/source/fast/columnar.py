@@ -26,7 +26,7 @@ import datetime as dt
 import os
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from replicator.errors import SourceError
 from replicator.model import change_batch as cb
@@ -91,8 +91,6 @@ class _TableColumns:
         self.table = shape.name
         self.names = [column.name for column in columns]
         self.types = [binlog_arrow_type(column) for column in columns]
-        self.fsp = [int(column.fsp or 0) if column.type in (TIME2, 11) else -1
-                    for column in columns]
         self.keys = list(keys)
         index = {name: position for position, name in enumerate(self.names)}
         self.key_indexes = [index[k] for k in self.keys]
@@ -147,24 +145,27 @@ class _TableColumns:
 
         return moved
 
-    def _cells(self, image: Mapping[str, Any]) -> list[Any]:
+    def _cells(self, image: Mapping[str, Any], time_fsp: Sequence[int]) -> list[Any]:
         out = []
         for position, name in enumerate(self.names):
             value = image.get(name)
             if isinstance(value, dt.timedelta):
-                value = time_text(value, max(self.fsp[position], 0))
+                value = time_text(value, max(time_fsp[position], 0))
             out.append(value)
         return out
 
-    def add_library_rows(self, rows: Sequence[tuple[str, str, Any, Any]]) -> None:
+    def add_library_rows(self, rows: Sequence[tuple[str, str, Any, Any]],
+                         time_fsp: Sequence[int]) -> None:
         """Rows the library decoded (a type the generated decoders leave to it), one by one.
-        Called before ``add_segment`` of the same rows (``self.rows`` is their first row)."""
+        Called before ``add_segment`` of the same rows (``self.rows`` is their first row).
+        ``time_fsp``: the TIME columns' fsp in the rows' own Table_map."""
         for index, (_table, op, before, after) in enumerate(rows):
-            for position, value in enumerate(self._cells(before if op == "d" else after)):
+            for position, value in enumerate(self._cells(before if op == "d" else after,
+                                                         time_fsp)):
                 self.appends[position](value)
             if op == "u" and self.keys and any(before.get(k) != after.get(k) for k in self.keys):
                 self.moved_rows.append(self.rows + index)
-                self.moved_images.append(tuple(self._cells(before)))
+                self.moved_images.append(tuple(self._cells(before, time_fsp)))
 
     def chunk(self) -> TableChunk:
         import pyarrow as pa
@@ -255,11 +256,11 @@ def read_change_batches(
             continue
         row_index = 0
         for shape, op, packet, begin, stop in item.changes:
-            builder, codec, closed = builders.of(shape)
+            builder, (codec, fsp), closed = builders.of(shape)
             if closed is not None:
                 yield closed
             if op is None:  # decoded by the library (counted by the state machine)
-                builder.add_library_rows(packet)
+                builder.add_library_rows(packet, fsp)
                 for kind, count in _op_runs(packet):
                     builder.add_segment(item, kind, count, row_index)
                     row_index += count
@@ -286,18 +287,20 @@ class _Builders:
     Two shapes with one fingerprint (names and change-batch types) share a builder, since
     their rows concatenate; they never share a decoder: VARCHAR(40) and VARCHAR(80) in
     utf8mb4 are both strings, but the second has a two-byte length prefix (issue 29), so
-    every rows event is decoded with the codec of the Table_map that precedes it."""
+    every rows event is decoded with the codec of the Table_map that precedes it. Nor the
+    TIME columns' fsp, by which the library's rows are printed: TIME(0) and TIME(5) are both
+    text, and 00:00:00.00001 printed with the first's fsp would lose its digits."""
 
     def __init__(self, keys: KeyColumns, force_library: bool) -> None:
         self.keys = keys
         self.force_library = force_library
         self.current: dict[str, _TableColumns] = {}  # lower-case table -> its current columns
-        # TableShape (identity) -> its builder and the shape's own columnar decoder
-        self.by_shape: dict[Any, tuple[_TableColumns, ColumnarCodec | None]] = {}
+        # TableShape (identity) -> its builder and the shape's own decoders
+        self.by_shape: dict[Any, tuple[_TableColumns, ShapeDecoders]] = {}
 
-    def of(self, shape: Any) -> tuple[_TableColumns, ColumnarCodec | None, TableChunk | None]:
-        """The builder of ``shape``'s rows, the shape's decoder (None: the library decodes
-        them), and the chunk a change of shape closed."""
+    def of(self, shape: Any) -> tuple[_TableColumns, ShapeDecoders, TableChunk | None]:
+        """The builder of ``shape``'s rows, the shape's decoders, and the chunk a change of
+        shape closed."""
         builders, by_shape = self.current, self.by_shape
         found = by_shape.get(shape)
         if found is not None and builders.get(found[0].table.lower()) is found[0]:
@@ -309,16 +312,30 @@ class _Builders:
             names = [column.name for column in columns]
             compiled = compile_columnar(columns, shape.name, [names.index(k) for k in key_names])
             codec = compiled if isinstance(compiled, ColumnarCodec) else None
+        decoders = ShapeDecoders(codec, time_fsp(columns))
         current = builders.get(shape.name.lower())
         probe = _TableColumns(shape, key_names)
         if current is not None and current.fingerprint == probe.fingerprint \
                 and current.keys == probe.keys:
-            by_shape[shape] = (current, codec)
-            return current, codec, None
+            by_shape[shape] = (current, decoders)
+            return current, decoders, None
         closed = current.chunk() if current is not None and current.rows else None
         builders[shape.name.lower()] = probe
-        by_shape[shape] = (probe, codec)
-        return probe, codec, closed
+        by_shape[shape] = (probe, decoders)
+        return probe, decoders, closed
+
+
+class ShapeDecoders(NamedTuple):
+    """How the rows events of one Table_map shape become column values."""
+
+    codec: ColumnarCodec | None  # None: the library decodes them
+    time_fsp: tuple[int, ...]  # per column, for the library's rows: TIME's fsp, else -1
+
+
+def time_fsp(columns: Sequence[Any]) -> tuple[int, ...]:
+    """Each Table_map column's TIME fsp (-1: not a TIME)."""
+    return tuple(int(column.fsp or 0) if column.type in (TIME2, 11) else -1
+                 for column in columns)
 
 
 def _op_runs(rows: Sequence[tuple[str, str, Any, Any]]) -> Iterator[tuple[str, int]]:

@@ -30,7 +30,7 @@ from replicator.model.selection import TableSelection, TableSelector, as_selecto
 from replicator.source.connection import classify_error, connection_settings
 from replicator.source.fast import stream as fast_stream
 from replicator.source.fast import tablemap
-from replicator.source.fast.codec import decode_checked
+from replicator.source.fast.codec import decode_checked, library_checked
 from replicator.source.fast.counters import TOTALS, FastDecodeCounters
 from replicator.source.fast.library import Library
 from replicator.source.positions import binlog_head
@@ -222,8 +222,9 @@ def transactions(
                     codec = shape.codec
                     if codec is None or force_library:
                         reason = "forced"
-                        by_library = library.rows(packet, shape.library_table, shape.name,
-                                                  zero_dates)
+                        by_library = library_checked(library.rows, shape.name,
+                                                     assembler.tx_start, packet,
+                                                     shape.library_table, shape.name, zero_dates)
                         assembler.changes.append((shape, None, by_library, 0, 0))
                         local.rows_library += len(by_library)
                         local.events_library += 1
