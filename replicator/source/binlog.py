@@ -111,7 +111,12 @@ class _ImageConverter:
 
     def __call__(self, event: Any, image: dict[str, Any], none_sources: dict[str, str]) -> dict:
         table_name = f"{event.schema}.{event.table}"
-        key = (event.schema, event.table, tuple((c.name, c.type) for c in event.columns))
+        # Everything ``binlog_converter`` reads of a column: a DDL that changes only a SET's
+        # members or a BINARY's length keeps names and types, and must not keep the converter.
+        key = (event.schema, event.table, tuple(
+            (c.name, c.type, tuple(getattr(c, "set_values", None) or ()),
+             getattr(c, "max_length", None), getattr(c, "character_set_name", None))
+            for c in event.columns))
         plan = self.converters.get(key)
         if plan is None:
             plan = []

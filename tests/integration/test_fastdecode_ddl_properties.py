@@ -20,9 +20,8 @@ fast ChangeEvent reader (``read_changes_fast``), python-mysql-replication
 (``read_changes(fast=False)``) and the columnar decoder fed by the library
 (``force_library=True``) -- and every value of every change must equal the source's, with its
 type; the fast and library readers must also give identical events (positions included),
-and the columnar rows the fast reader's values and internal columns. Two known faults of the
-library path are left out where they apply, and only there (``library_cannot_read``,
-``library_stale_columns``).
+and the columnar rows the fast reader's values and internal columns. One known fault of the
+library path is left out where it applies, and only there (``library_cannot_read``).
 
 ``REPLICATOR_DDL_PROPERTY_EXAMPLES`` sets the number of sequences; the default is sized for
 CI (150 sequences: ~20 s on the 2-core box, about three times that while other suites load it).
@@ -30,7 +29,6 @@ CI (150 sequences: ~20 s on the 2-core box, about three times that while other s
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import itertools
 import os
@@ -696,40 +694,6 @@ def library_cannot_read(changes: list[Change]) -> bool:
         for name, value in image.items())
 
 
-def library_stale_columns(changes: list[Change]) -> dict[str, set[str]]:
-    """Per table, the columns read_changes(fast=False) converts with another Table_map's
-    definition, so that path is not compared on them (every other value of it is).
-
-    It caches its value converters per table, column names and binlog types
-    (source/binlog.py, ``_ImageConverter``), and two converters keep what the map they were
-    made from said: a SET's members (the text is built from them) and a BINARY's length
-    (the zero padding). After a DDL that changes only that -- a SET member added, dropped
-    or moved, BINARY(4) -> BINARY(16) -- later rows of the same read are converted by the
-    first map's: SET('w0') -> SET('w0', 'a0'), then 'w0,a0' comes out 'w0' (measured; the
-    fast readers are right). test_fastdecode_table_map_changes holds the case as an xfail.
-    Conservative: any column that was a SET or a BINARY and changed type in the range."""
-    kinds: dict[tuple[str, str], set[ColumnType]] = {}
-    for change in changes:
-        for name, kind in change.types.items():
-            kinds.setdefault((change.table, name), set()).add(kind)
-    stale: dict[str, set[str]] = {}
-    for (table, name), seen in kinds.items():
-        if len(seen) > 1 and any(kind.kind in ("set", "binary") for kind in seen):
-            stale.setdefault(table, set()).add(name)
-    return stale
-
-
-def without(events: list, columns: Mapping[str, set[str]]) -> list:
-    """The events with these columns' values left out (``library_stale_columns``)."""
-    def image(table: str, values: dict | None) -> dict | None:
-        if values is None:
-            return None
-        return {k: v for k, v in values.items() if k not in columns.get(table, set())}
-
-    return [dataclasses.replace(e, before=image(e.table, e.before), after=image(e.table, e.after))
-            if isinstance(e, ChangeEvent) else e for e in events]
-
-
 def decode_and_check(mysql_source: Any, source: Source, start: Any, end: Any,
                      chunk_rows: int) -> None:
     tables = [f"{source.database}.{t.name}" for t in source.tables]
@@ -760,11 +724,8 @@ def decode_and_check(mysql_source: Any, source: Source, start: Any, end: Any,
             stream(read_change_batches, force_library=True)
         return
     library = read(read_changes, fast=False)
-    stale = library_stale_columns(changes)
-    if stale:
-        event("library path: stale SET/BINARY converter, those columns left out")
-    check_events(library, changes, "read_changes(fast=False)", skip=stale)
-    assert strict(without(fast, stale)) == strict(without(library, stale))
+    check_events(library, changes, "read_changes(fast=False)")
+    assert strict(fast) == strict(library)
     check_chunks(read(read_change_batches, chunk_rows=chunk_rows, force_library=True), changes,
                  fast, "columnar, library-decoded")
 

@@ -124,10 +124,6 @@ def test_set_members_and_binary_padding_follow_each_rows_own_map(mariadb, mysql_
         assert [(r["id"], r["s"], r["b"]) for r in rows] == expected
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "source/binlog.py: _ImageConverter caches the library reader's converters per table, "
-    "column names and binlog types, so a SET's members and a BINARY's length stay the first "
-    "Table_map's: 'w0,a0' comes out 'w0', BINARY(4) is padded to 2 bytes"))
 def test_library_reader_converts_with_each_rows_own_map(mariadb, mysql_source, fresh_database):
     table, start, end, expected = _members_and_padding_changed(mariadb, mysql_source,
                                                                fresh_database)
