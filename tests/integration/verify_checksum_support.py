@@ -5,10 +5,11 @@ one that falls back (``customers``: a masked column)."""
 from __future__ import annotations
 
 import datetime as dt
-import textwrap
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+from tests.integration.verify_support import pipeline_file
 
 TYPES_DDL = """CREATE TABLE types (
     id INT PRIMARY KEY,
@@ -76,33 +77,17 @@ def create_types(connection: Any, database: str) -> None:
 
 def checksum_pipeline(tmp_path: Path, database: str, *, target: str | None = None,
                       name: str = "checksums") -> Path:
-    target = target or f"duckdb: {{path: {tmp_path / 'warehouse.duckdb'}}}"
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(textwrap.dedent(f"""\
-        version: 1
-        name: {name}
-        source:
-          mysql:
-            host: 127.0.0.1
-            port: ${{MYSQL_PORT}}
-            user: replicator
-            password: ${{MYSQL_PASSWORD}}
-        target:
-          {target}
-        engine:
-          checkpoint: {tmp_path / 'checkpoint'}
-        tables:
-          - source: {database}.customers
-            columns:
-              email: {{mask: sha256}}
-          - source: {database}.orders
-          - source: {database}.awkward
-            columns:
-              payload: {{exclude: true}}
-              ratio: {{exclude: true}}
-          - source: {database}.types
-        """))
-    return path
+    return pipeline_file(tmp_path, database, name=name, target=target, tables="""\
+  - source: {database}.customers
+    columns:
+      email: {{mask: sha256}}
+  - source: {database}.orders
+  - source: {database}.awkward
+    columns:
+      payload: {{exclude: true}}
+      ratio: {{exclude: true}}
+  - source: {database}.types
+""")
 
 
 def recorded_at(value: dt.datetime) -> str:

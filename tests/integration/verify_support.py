@@ -12,11 +12,27 @@ from replicator.context import Context
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import Pipeline
 
+# customers: a rename, a masked and an excluded column; orders: soft deletes and a row
+# filter; awkward: every hard-to-carry type, mapped by default.
+TABLES = """\
+  - source: {database}.customers
+    columns:
+      name: {{name: FULL_NAME}}
+      email: {{mask: sha256}}
+      tier: {{exclude: true}}
+  - source: {database}.orders
+    target: ORDERS_SOFT
+    deletes: soft
+    filter: "status <> 'new'"
+  - source: {database}.awkward
+"""
+
 
 def pipeline_file(tmp_path: Path, database: str, *, name: str = "verify",
-                  target: str | None = None) -> Path:
-    """customers: a rename, a masked and an excluded column; orders: soft deletes and a row
-    filter; awkward: every hard-to-carry type, mapped by default."""
+                  target: str | None = None, tables: str = TABLES) -> Path:
+    """The verify tests' pipeline: ``tables`` (YAML list items, ``{database}`` filled in)
+    read by the throwaway server's replicator user into ``target`` (a DuckDB file by
+    default)."""
     target = target or f"duckdb: {{path: {tmp_path / 'warehouse.duckdb'}}}"
     path = tmp_path / f"{name}.yaml"
     path.write_text(textwrap.dedent(f"""\
@@ -33,17 +49,7 @@ def pipeline_file(tmp_path: Path, database: str, *, name: str = "verify",
         engine:
           checkpoint: {tmp_path / 'checkpoint'}
         tables:
-          - source: {database}.customers
-            columns:
-              name: {{name: FULL_NAME}}
-              email: {{mask: sha256}}
-              tier: {{exclude: true}}
-          - source: {database}.orders
-            target: ORDERS_SOFT
-            deletes: soft
-            filter: "status <> 'new'"
-          - source: {database}.awkward
-        """))
+        """) + tables.format(database=database))
     return path
 
 
