@@ -36,6 +36,7 @@ from typing import Any
 
 from replicator.errors import EngineError, ReplicatorError
 from replicator.model.catalog import MySQLType, MySQLTypeError
+from replicator.model.followed import rename_conflict
 from replicator.plan.types import map_mysql_type
 
 
@@ -280,8 +281,6 @@ def _rename_conflict(pipeline: Any, spec: Any, change: ColumnChange) -> Step | N
     """A stop for a rename onto the declared name of another binding entry (its column was
     dropped or renamed away): the YAML would read as if that entry's settings -- a mask, a
     target name -- applied to the renamed column, and they do not."""
-    from replicator.model.followed import rename_conflict
-
     declared = pipeline.declared or pipeline
     declared_spec = _table_spec(declared, spec.source_name) if not spec.routed else None
     if declared_spec is None:
@@ -302,12 +301,14 @@ def _rename_conflict(pipeline: Any, spec: Any, change: ColumnChange) -> Step | N
 def _expressions_naming(spec: Any, column: str) -> list[str]:
     """The computed columns' expressions and the row filter of ``spec`` that name ``column``:
     a rename or drop of it leaves them reading a column that is not there."""
+    # sqlglot: off the start-up of the commands that import this module
+    from replicator.plan.expressions.errors import ExpressionError
     from replicator.plan.expressions.parsing import referenced_columns
 
     def names(text: str) -> bool:
         try:
             return column.lower() in {c.lower() for c in referenced_columns(text)}
-        except Exception:  # an expression validate rejects: the plan reports it
+        except ExpressionError:  # an expression validate rejects: the plan reports it
             return False
 
     found = [f"the expression of computed column {m.source_column}" for m in spec.columns

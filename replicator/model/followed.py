@@ -94,7 +94,7 @@ def with_followed(pipeline: Pipeline, followed: FollowedColumns) -> Pipeline:
     pipeline (``declared``), so applying it twice, or to a pipeline that had it, is the same."""
     declared = pipeline.declared or pipeline
     if not any(followed.values()):
-        return declared if pipeline.declared is None else pipeline
+        return declared
     tables = tuple(_table_with(table, followed.get(table.source_name.lower(), {}))
                    for table in declared.tables)
     return dataclasses.replace(declared, tables=tables, declared=declared,

@@ -5,8 +5,6 @@ Real CLI subprocesses (the idle path is only taken when the run starts its own S
 
 from __future__ import annotations
 
-import time
-
 import duckdb
 import pytest
 
@@ -43,9 +41,7 @@ def test_a_caught_up_run_starts_no_spark_and_a_run_with_work_does(
     assert IDLE not in first.stdout + first.stderr
     target_equals_source()
 
-    began = time.monotonic()
     idle = ok(replicator("run", str(path), "--until-caught-up", env=env))
-    idle_seconds = time.monotonic() - began
     assert IDLE in idle.stdout + idle.stderr, idle.stdout + idle.stderr
     assert "SparkSession" not in idle.stderr and "Ivy" not in idle.stderr
     target_equals_source()
@@ -62,4 +58,3 @@ def test_a_caught_up_run_starts_no_spark_and_a_run_with_work_does(
     copied = ok(replicator("run", str(path), "--until-caught-up", env=env))
     assert IDLE not in copied.stdout + copied.stderr
     target_equals_source()
-    print(f"idle run: {idle_seconds:.1f} s")  # quoted in the note (-s shows it)

@@ -70,6 +70,7 @@ def test_the_pipeline_with_followed_columns_applies_settings_under_the_new_names
     assert _spec(effective).key == ("order_id",)
     assert _spec(effective).track_history == ("quantity",)
     assert with_followed(effective, effective.followed) == effective  # applied once only
+    assert with_followed(effective, {}) is pipeline  # a record cleared: the YAML as it is
     assert effective.declared is pipeline
 
 
