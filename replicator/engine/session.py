@@ -13,9 +13,11 @@ starts (it inherits the environment once, at launch):
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -181,8 +183,7 @@ def _session(master: str, conf: Mapping[str, str] | None, app_name: str, log_lev
     from pyspark.sql import SparkSession
 
     settings = {**DEFAULT_CONF, **(conf or {})}
-    if output is not None:
-        _launch_jvm(master, app_name, settings, output)
+    _launch_jvm(master, app_name, settings, output)
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -192,11 +193,12 @@ def _session(master: str, conf: Mapping[str, str] | None, app_name: str, log_lev
     return spark
 
 
-def _launch_jvm(master: str, app_name: str, conf: Mapping[str, str], output: Path) -> None:
-    """Start the JVM (py4j gateway) with its stdout/stderr in ``output``, the way the
-    builder would start it (same master, app name and settings on spark-submit's command
-    line, so launch-time settings such as ``spark.driver.memory`` still apply). PySpark
-    documents ``popen_kwargs`` of ``launch_gateway`` for capturing the JVM's output."""
+def _launch_jvm(master: str, app_name: str, conf: Mapping[str, str],
+                output: Path | None) -> None:
+    """Start the JVM (py4j gateway) the way the builder would start it (same master, app
+    name and settings on spark-submit's command line, so launch-time settings such as
+    ``spark.driver.memory`` still apply), with its stdout/stderr in ``output`` when given
+    (PySpark documents ``popen_kwargs`` of ``launch_gateway`` for capturing them)."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
@@ -205,15 +207,48 @@ def _launch_jvm(master: str, app_name: str, conf: Mapping[str, str], output: Pat
     spark_conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(app_name)
     for key, value in conf.items():
         spark_conf.set(key, value)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    # The JVM (and the Python workers it forks) keep the descriptor; ours is closed after.
-    log = os.open(output, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    log = None
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        # The JVM (and the Python workers it forks) keep the descriptor; ours is closed after.
+        log = os.open(output, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        os.write(log, f"--- JVM started by replicator (pid {os.getpid()})\n".encode())
-        gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
+        if log is not None:
+            os.write(log, f"--- JVM started by replicator (pid {os.getpid()})\n".encode())
+        with _jvm_in_its_own_process_group():
+            gateway = launch_gateway(
+                spark_conf, popen_kwargs={} if log is None else {"stdout": log, "stderr": log})
     finally:
-        os.close(log)
+        if log is not None:
+            os.close(log)
     SparkContext._ensure_initialized(gateway=gateway)
+
+
+_popen_lock = threading.Lock()
+
+
+@contextmanager
+def _jvm_in_its_own_process_group() -> Iterator[None]:
+    """``launch_gateway`` keeps a terminal's Ctrl-C from the JVM with a ``preexec_fn`` that
+    ignores SIGINT. A ``preexec_fn`` runs Python in the forked child, which the subprocess
+    docs call unsafe once the process has other threads; ours has them (this start runs in a
+    thread, beside DuckDB's, Arrow's and the connector's), and the forked child segfaulted
+    (JAVA_GATEWAY_EXITED) in a test process whose earlier tests had left such threads. The
+    JVM starts in a process group of its own instead: Ctrl-C reaches the terminal's
+    foreground group only, as before, and nothing runs in the child before exec. The JVM
+    still ends with us: it exits when its stdin, our pipe, closes."""
+    import pyspark.java_gateway as java_gateway
+
+    def popen(command: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        kwargs.pop("preexec_fn", None)
+        return subprocess.Popen(command, process_group=0, **kwargs)
+
+    with _popen_lock:
+        java_gateway.Popen = popen  # the module's name for subprocess.Popen, read per call
+        try:
+            yield
+        finally:
+            java_gateway.Popen = subprocess.Popen
 
 
 def register_sources(spark: SparkSession) -> None:
