@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from replicator.engine.schema_changes import (
+from replicator.engine.follow.schema_changes import (
     ChangeKind,
     DdlEffect,
     Decision,

@@ -144,7 +144,7 @@ def command(
 
 def _write_metrics(path: Path, report: Any) -> None:
     """The gauges of ``verify.metrics``, written by ``replicator run``'s own writer."""
-    from replicator.engine.prometheus import write_textfile
+    from replicator.engine.apply.prometheus import write_textfile
     from replicator.verify.metrics import verify_registry
 
     write_textfile(path, verify_registry(report, finished_at=time.time()))
@@ -152,9 +152,9 @@ def _write_metrics(path: Path, report: Any) -> None:
 
 def _file_requests(name: str, pipeline: Any, requests: list[Any]) -> None:
     """The re-copy requests, in the pipeline's checkpoint (``engine.recopy.request``)."""
-    from replicator.engine.checkpoint import CheckpointDir
     from replicator.engine.recopy import request
-    from replicator.engine.runstate import lock_holder
+    from replicator.engine.state.checkpoint import CheckpointDir
+    from replicator.engine.state.runstate import lock_holder
 
     checkpoint = CheckpointDir(pipeline.checkpoint_dir)
     for wanted in requests:

@@ -34,22 +34,20 @@ import replicator.sink
 from replicator.config.stale import stale_entries
 from replicator.context import Context
 from replicator.engine import failpoints
-from replicator.engine.applier import BatchApplier
-from replicator.engine.checkpoint import CheckpointDir, StartState
-from replicator.engine.errors import driver_error, quiet_task_failures, recover
-from replicator.engine.follow import stop_on_unfollowed_widening
-from replicator.engine.lease import take_lease
-from replicator.engine.metrics import BatchReport
-from replicator.engine.pending_ddl import (
+from replicator.engine.apply.applier import BatchApplier
+from replicator.engine.apply.metrics import BatchReport
+from replicator.engine.follow.follower import stop_on_unfollowed_widening
+from replicator.engine.follow.pending_ddl import (
     follow_pending_columns,
     follow_pending_ddl,
     pending_schema_changes,
     stop_on_pending_drops,
 )
+from replicator.engine.follow.routing import SourcesToCopy
+from replicator.engine.follow.schema_changes import KeyChanged
+from replicator.engine.job.errors import driver_error, quiet_task_failures, recover
+from replicator.engine.job.session import SessionStart, register_sources
 from replicator.engine.recopy import Recopier, queue
-from replicator.engine.routing import SourcesToCopy
-from replicator.engine.schema_changes import KeyChanged
-from replicator.engine.session import SessionStart, register_sources
 from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
 from replicator.engine.start import (
     Notice,
@@ -60,6 +58,8 @@ from replicator.engine.start import (
     record_kept_copies,
     resolve_start,
 )
+from replicator.engine.state.checkpoint import CheckpointDir, StartState
+from replicator.engine.state.lease import take_lease
 from replicator.errors import ReplicatorError
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN, decode_partitions
@@ -453,7 +453,7 @@ def _stream(
     # with this module: the lock, the checks and the snapshot come first.
     from pyspark.errors import StreamingQueryException
 
-    from replicator.engine.datasource import SOURCE_FORMAT, reader_options
+    from replicator.engine.job.datasource import SOURCE_FORMAT, reader_options
 
     plan = applier.plan
     reader = reader_options(

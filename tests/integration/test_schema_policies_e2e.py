@@ -317,7 +317,7 @@ def test_ddl_of_one_table_is_followed_while_another_tables_later_ddl_is_already_
     streaming test above hit this by timing and stopped ("columns ['EMAIL', 'TIER']
     disappeared from the source", issue 21); here the timing is forced: customers' DDL runs
     on the server at the moment the run re-plans for orders' DDL."""
-    from replicator.engine.applier import BatchApplier
+    from replicator.engine.apply.applier import BatchApplier
 
     root = mariadb.root_connection()
     db = f"`{fresh_database}`"

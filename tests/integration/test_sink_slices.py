@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from replicator.config import load_pipeline
-from replicator.engine import applier as applier_module
-from replicator.engine.applier import BatchApplier
-from replicator.engine.checkpoint import CheckpointDir
+from replicator.engine.apply import applier as applier_module
+from replicator.engine.apply.applier import BatchApplier
+from replicator.engine.state.checkpoint import CheckpointDir
 from replicator.errors import SourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget, TargetConfig

@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from replicator.engine import session
-from replicator.engine.session import BOUNDED_JAVA_OPTIONS, prepare_environment
+from replicator.engine.job import session
+from replicator.engine.job.session import BOUNDED_JAVA_OPTIONS, prepare_environment
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyspark
 
-from replicator.engine.python_workers import worker_python
+from replicator.engine.job.python_workers import worker_python
 
 LIB = Path(pyspark.__file__).parent / "python" / "lib"
 

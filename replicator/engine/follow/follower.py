@@ -24,9 +24,9 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from replicator.context import Context
-from replicator.engine.ddl_rows import last_before, row_position
-from replicator.engine.routing import SourcesToCopy, follow_routed_change
-from replicator.engine.schema_changes import (
+from replicator.engine.follow.ddl_rows import last_before, row_position
+from replicator.engine.follow.routing import SourcesToCopy, follow_routed_change
+from replicator.engine.follow.schema_changes import (
     ChangeKind,
     ColumnChange,
     DdlEffect,

@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from replicator.engine.follow import rename_target_column, renamed_target
-from replicator.engine.schema_changes import (
+from replicator.engine.follow.follower import rename_target_column, renamed_target
+from replicator.engine.follow.schema_changes import (
     ChangeKind,
     DdlEffect,
     Decision,
@@ -45,7 +45,7 @@ from replicator.source.positions import binlog_head, ensure_available
 
 if TYPE_CHECKING:
     from replicator.context import Context
-    from replicator.engine.checkpoint import CheckpointDir
+    from replicator.engine.state.checkpoint import CheckpointDir
     from replicator.model.pipeline import Pipeline
     from replicator.plan.model import Plan
 

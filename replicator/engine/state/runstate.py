@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from replicator.engine.checkpoint import write_private
+from replicator.engine.state.checkpoint import write_private
 
 RUN_FILE = "run.json"
 LOCK_FILE = "run.lock"

@@ -42,7 +42,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from replicator.engine.errors import carried
+from replicator.engine.job.errors import carried
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import MIN_PARTITION_ROWS, MySQLSource, StartPosition
 from replicator.model.selection import TableSelection, TableSelector
@@ -216,7 +216,7 @@ class BinlogDataSource(DataSource):
         return SOURCE_FORMAT
 
     def schema(self) -> str:
-        from replicator.engine.landing import MANIFEST_SCHEMA
+        from replicator.engine.job.landing import MANIFEST_SCHEMA
 
         return MANIFEST_SCHEMA
 
@@ -324,7 +324,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @carried  # its ReplicatorError reaches the driver with its hint
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, BinlogRange)
-        from replicator.engine.landing import land_range, manifest_batch
+        from replicator.engine.job.landing import land_range, manifest_batch
         from replicator.source.fast.columnar import KeyColumns
 
         manifest = land_range(
