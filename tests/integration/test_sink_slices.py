@@ -148,7 +148,7 @@ def test_slices_leave_the_same_target_as_the_whole_batch_in_every_mode(applier, 
                 for i, t in enumerate(applier.plan.tables)} for seed in (1, 2)]
     # The same files applied whole (one slice) ... The reference is the change batch, not the
     # ChangeEvents: it carries the key, not the whole row, from before a key update (the
-    # delete half of a key update logs the new row's other values; docs/architecture.md).
+    # delete half of a key update logs the new row's other values; docs/decisions/key-updates-whole-old-row.md).
     monkeypatch.setattr(applier_module, "SLICE_ROWS", 10_000)
     for batch_id, batch in enumerate(batches):
         for table in applier.plan.tables:

@@ -16,7 +16,7 @@ several tables is never visible half applied (``apply_atomic``).
 A batch never splits a transaction, so one huge transaction is one huge batch; it reaches
 the driver as files (the executor spilled it in row groups while decoding) and is staged in
 slices of ``SLICE_ROWS`` inside ONE sink transaction, so no process holds it whole
-(``apply_files``; the reasoning and the measurements are in docs/architecture.md).
+(``apply_files``; the reasoning and the measurements are in docs/decisions/big-transactions.md).
 """
 
 from __future__ import annotations
