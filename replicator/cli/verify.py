@@ -93,7 +93,6 @@ def command(
 ) -> None:
     # verify brings the snapshot reader and the expression compiler (~110 ms): off every
     # command's start-up (cli/main imports every command module).
-    from replicator.cli.render import VerifyProgress
     from replicator.verify import VerifyError, verify_pipeline
     from replicator.verify.pace import Pacer
 
@@ -109,7 +108,7 @@ def command(
     names = [*(table or []), *(n.strip() for n in (tables or "").split(",") if n.strip())]
     try:
         pipeline = load_pipeline(file)
-        with VerifyProgress() as progress:
+        with render.VerifyProgress() as progress:
             report = verify_pipeline(
                 pipeline, tables=names or None, wait_s=wait, checksums=method is Method.auto,
                 on_compared=ask_for_repair if repair else None, where=where,
