@@ -151,7 +151,7 @@ def command(
     from replicator.engine.job.launch import SUBMITTED_ENV, master_kind
     from replicator.engine.job.session import prefer_system_allocator
 
-    prefer_system_allocator()  # before anything imports pyarrow (engine.session says why)
+    prefer_system_allocator()  # before anything imports pyarrow (engine.job.session says why)
     # Set first: a bad pipeline file is reported as a JSON error line too.
     render.settings.json_lines = log_format is LogFormat.json
     spark_conf = parse_conf(conf or [])

@@ -7,7 +7,7 @@ Nagios-style probe (docs/running.md, "Health checks"):
 - 0 healthy: a run holds the pipeline's lock, its heartbeat is fresh, no error is being
   retried and the lag is under ``--max-lag`` (with ``--stopped-ok``: the last run ended
   cleanly, for pipelines run by cron with ``--until-caught-up``); or a run on another host
-  holds the target's lease (``engine.lease``) and renews it, and the lag is under the limit;
+  holds the target's lease (``engine.state.lease``) and renews it, and the lag is under the limit;
 - 1 degraded: running, but retrying an error, stuck (no heartbeat for a minute), behind by
   more than ``--max-lag`` seconds, or the source cannot be read from here (so the lag is
   unknown); the target's health is the run's own record (a DuckDB file is busy while its
@@ -106,7 +106,7 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
                             for name, counts in (run.get("tables") or {}).items()
                             if counts.get("unrouted")},
         "tables": [],
-        # The target's lease (engine.lease): which run, on which host, applies batches now.
+        # The target's lease (engine.state.lease): which run, on which host, applies batches now.
         "lease": None,
         # When the server may purge the binlog the pipeline still needs (source.progress).
         "retention": None,

@@ -88,7 +88,7 @@ class RunOptions:
     debug: bool = False
     # Set it to stop like SIGTERM does (for embedding the runner, and tests).
     stop: threading.Event | None = None
-    # Take the pipeline's lease from the run holding it (engine.lease).
+    # Take the pipeline's lease from the run holding it (engine.state.lease).
     take_over: bool = False
 
 
@@ -186,7 +186,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     pipeline = context.pipeline  # the YAML with the column renames and drops followed
     catalog, plan = context.catalog, context.plan
     # The JVM and Spark start while the driver opens the warehouse, reads its state and
-    # takes the lease below (engine.session.SessionStart: both take seconds).
+    # takes the lease below (engine.job.session.SessionStart: both take seconds).
     # A bounded run whose stream is committed up to the binlog head probably has nothing to
     # apply: its JVM is not started ahead (it is the run's largest fixed cost), and unless the
     # start-up below finds work (a copy, a re-copy), none is started at all (issue 30).
@@ -513,7 +513,7 @@ def _unwrap(failure: BaseException, applier: Any) -> ReplicatorError:
 
     A ReplicatorError raised in foreachBatch (driver) is kept by the applier; one raised on an
     executor or in the source's planner reaches us only as text inside Spark's error, carrying
-    its class, message, hint and transient flag (``engine.errors``).
+    its class, message, hint and transient flag (``engine.job.errors``).
     """
     cause = getattr(applier, "failure", None)
     if isinstance(cause, ReplicatorError):

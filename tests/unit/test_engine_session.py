@@ -1,4 +1,4 @@
-"""How a run's Spark session starts (``engine.session``): a run that ends once caught up starts
+"""How a run's Spark session starts (``engine.job.session``): a run that ends once caught up starts
 its local JVM with the C1 compiler alone (a stream, a cluster master or the user's own
 JDK_JAVA_OPTIONS keep theirs); ``SessionStart`` starts Spark in a thread while the driver's
 start-up goes on, with the environment the JVM must inherit, and its failure reaches the

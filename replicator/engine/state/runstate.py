@@ -129,7 +129,7 @@ class RunStateWriter:
         self.write()
 
     def batch(self, report: Any, *, estimates: dict[str, int] | None = None) -> None:
-        """Fold in one ``engine.metrics.BatchReport`` (``estimates``: approximate rows per
+        """Fold in one ``engine.apply.metrics.BatchReport`` (``estimates``: approximate rows per
         lower-cased source table, for snapshot progress)."""
         with self._mutex:
             state = self.state
