@@ -62,5 +62,5 @@ class BenchContext:
         env.update(self.server.environment())
         paths = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-        # PYSPARK_PYTHON is left to replicator: its default (engine/python_workers) is measured.
+        # PYSPARK_PYTHON is left to replicator: its default (engine/job/python_workers) is measured.
         return env

@@ -268,7 +268,7 @@ def decode_columnar(source: MySQLSource, start: BinlogPosition, end: BinlogPosit
 def decode_landed(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,
                   *, tables: Iterable[str], server_id: int, root: str) -> DecodeResult:
     """``decode_columnar`` + the Parquet files of the landing zone (one decode task)."""
-    from replicator.engine.landing import land_range
+    from replicator.engine.job.landing import land_range
     from replicator.model.selection import TableSelector
     from replicator.source.fast.columnar import KeyColumns
 
@@ -279,4 +279,4 @@ def decode_landed(source: MySQLSource, start: BinlogPosition, end: BinlogPositio
         rows = sum(int(row["rows"]) for row in manifest if row["kind"] == "rows")
         return rows, rows
 
-    return _timed("landed", run, "replicator.engine.landing.land_range (zstd Parquet)")
+    return _timed("landed", run, "replicator.engine.job.landing.land_range (zstd Parquet)")

@@ -1,7 +1,7 @@
 """``replicator run --until-caught-up`` over the workload's range, as a user runs it.
 
 The run is a subprocess with ``--log-format json``: every applied batch writes one JSON line
-(``replicator/engine/metrics.py``: changes, rows, seconds, and per table seconds_decode /
+(``replicator/engine/apply/metrics.py``: changes, rows, seconds, and per table seconds_decode /
 seconds_transform / seconds_stage / seconds_merge). Lines are timestamped as they arrive, so
 the wall time splits into:
 

@@ -54,7 +54,7 @@ def run_profile(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,
                 database: str, server_ids: Iterator[int], limit: int = 50_000) -> dict[str, Any]:
     import pyarrow  # noqa: F401  (imported before the clocks start: ~0.5 s once)
 
-    from replicator.engine.landing import land_range, read_files
+    from replicator.engine.job.landing import land_range, read_files
     from replicator.model.selection import TableSelector
     from replicator.source.fast.columnar import KeyColumns
 

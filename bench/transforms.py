@@ -105,7 +105,7 @@ def _median_seconds(measure: Any, repeats: int) -> float:
 
 
 def _spark_sql(batch: Any, repeats: int) -> dict[str, Any]:
-    from replicator.engine.session import spark_session
+    from replicator.engine.job.session import spark_session
     from replicator.model import change_batch as cb
 
     spark = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2"},

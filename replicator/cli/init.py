@@ -249,7 +249,7 @@ def _refuse_while_running(context: Context) -> None:
     """A run keeps the YAML it started with and records renames against it: the file and its
     followed-columns record are rewritten only while no run holds the pipeline."""
     # The run state's module (pickle, fcntl) off every command's start-up, as in status.
-    from replicator.engine.runstate import lock_holder
+    from replicator.engine.state.runstate import lock_holder
 
     holder = lock_holder(context.pipeline.checkpoint_dir)
     if holder is not None:

@@ -22,7 +22,7 @@ def command(
     ] = Path("dist/spark"),
 ) -> None:
     # Off every command's start-up (cli/main imports every command module): zipfile, ~3 ms.
-    from replicator.engine.launch import SUBMIT_MAIN, package_zip
+    from replicator.engine.job.launch import SUBMIT_MAIN, package_zip
 
     code_zip = package_zip(output).resolve()
     print(code_zip)

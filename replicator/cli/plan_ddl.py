@@ -2,7 +2,7 @@
 
 So a team can review a migration before running it. The statement is read by the very
 functions ``run`` uses when the DDL arrives in the binlog (``source.ddl.schema_change`` for
-the tables it touches, ``engine.schema_changes.classify`` for what it changes), and an added
+the tables it touches, ``engine.follow.intent.classify`` for what it changes), and an added
 column's target ALTER comes from re-planning with the column added, as ``run`` re-plans from
 the catalog. Nothing is executed.
 """
@@ -12,15 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from replicator.engine.schema_changes import (
-    ChangeKind,
-    DdlEffect,
-    Decision,
-    added_columns,
-    classify,
-    decide,
-    stop_error,
-)
+from replicator.engine.follow.intent import ChangeKind, DdlEffect, added_columns, classify
+from replicator.engine.follow.schema_changes import Decision, decide, stop_error
 from replicator.errors import UsageError
 from replicator.model.catalog import Catalog, MySQLType, MySQLTypeError, SourceColumn
 from replicator.model.changes import BinlogPosition

@@ -226,7 +226,7 @@ class RunDisplay:
         self._last_chunk_at = self._clock()
 
     def snapshot(self, report: Any, estimates: dict[str, int]) -> None:
-        """Fold in one snapshot chunk (``engine.metrics.BatchReport`` of kind snapshot);
+        """Fold in one snapshot chunk (``engine.apply.metrics.BatchReport`` of kind snapshot);
         ``estimates`` are the tables' approximate row counts (lower-cased ``db.table``)."""
         from rich.progress import (
             BarColumn,
@@ -273,7 +273,7 @@ class RunDisplay:
         self._refresh()
 
     def update(self, report: Any, lag: str | None = None) -> None:
-        """Fold in one stream ``engine.metrics.BatchReport`` (and the lag behind the head)."""
+        """Fold in one stream ``engine.apply.metrics.BatchReport`` (and the lag behind the head)."""
         self._batches += 1
         self._last_batch_at = report.finished_at
         if lag is not None:

@@ -20,7 +20,7 @@ import typer
 
 from replicator.cli import render
 from replicator.config import load_pipeline
-from replicator.engine.metrics import format_json, format_text
+from replicator.engine.apply.metrics import format_json, format_text
 from replicator.errors import ReplicatorError, UsageError
 from replicator.model.changes import BinlogPosition
 from replicator.source.positions import current_position
@@ -148,10 +148,10 @@ def command(
     import os
 
     # Off every command's start-up (cli/main imports every command module): zipfile, ~3 ms.
-    from replicator.engine.launch import SUBMITTED_ENV, master_kind
-    from replicator.engine.session import prefer_system_allocator
+    from replicator.engine.job.launch import SUBMITTED_ENV, master_kind
+    from replicator.engine.job.session import prefer_system_allocator
 
-    prefer_system_allocator()  # before anything imports pyarrow (engine.session says why)
+    prefer_system_allocator()  # before anything imports pyarrow (engine.job.session says why)
     # Set first: a bad pipeline file is reported as a JSON error line too.
     render.settings.json_lines = log_format is LogFormat.json
     spark_conf = parse_conf(conf or [])
@@ -207,7 +207,7 @@ def _metrics(pipeline: Any, path: Path | None, port: int | None) -> Any:
     if path is None and port is None:
         return None
     # prometheus_client (~30 ms, and http.server, ssl, email) only when metrics are asked for.
-    from replicator.engine.prometheus import PipelineMetrics
+    from replicator.engine.apply.prometheus import PipelineMetrics
 
     metrics = PipelineMetrics(
         pipeline.name,
@@ -227,7 +227,7 @@ def _submit(file: Path, pipeline: Any, master: str, spark_conf: dict[str, str],
             run_args: list[str], *, dry_run: bool) -> None:
     """Hand the run to spark-submit (replacing this process), or print the command."""
     # Off every command's start-up (see command()).
-    from replicator.engine.launch import package_zip, run_submit, submit_command
+    from replicator.engine.job.launch import package_zip, run_submit, submit_command
 
     code_zip = package_zip(Path(pipeline.checkpoint_dir) / "package")
     command = submit_command(master, {**pipeline.engine.conf, **spark_conf}, run_args,
@@ -333,9 +333,9 @@ def _run(pipeline: Any, *, until_caught_up: bool, snapshot: SnapshotOption, mast
          chunk_rows: int | None = None) -> None:
     # The engine (its snapshot reader, the expression compiler, ~150 ms; pickle) stays off
     # every other command's start-up (cli/main imports every command module).
+    from replicator.engine.job.session import route_jvm_output
     from replicator.engine.runner import RunOptions, run_pipeline
-    from replicator.engine.runstate import JVM_LOG, RunStateWriter
-    from replicator.engine.session import route_jvm_output
+    from replicator.engine.state.runstate import JVM_LOG, RunStateWriter
 
     checkpoint_dir = Path(pipeline.checkpoint_dir)
     # Spark's start-up chatter and its Python workers' output: a file, not the user's stderr.

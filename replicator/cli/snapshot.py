@@ -49,9 +49,9 @@ def command(
 ) -> None:
     # The engine's recopy (the snapshot reader, the expression compiler, ~85 ms) and pickle
     # stay off every command's start-up (cli/main imports every command module).
-    from replicator.engine.checkpoint import CheckpointDir
     from replicator.engine.recopy import request
-    from replicator.engine.runstate import lock_holder
+    from replicator.engine.state.checkpoint import CheckpointDir
+    from replicator.engine.state.runstate import lock_holder
 
     context = Context.load(file)
     pipeline = context.pipeline

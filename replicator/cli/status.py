@@ -7,7 +7,7 @@ Nagios-style probe (docs/running.md, "Health checks"):
 - 0 healthy: a run holds the pipeline's lock, its heartbeat is fresh, no error is being
   retried and the lag is under ``--max-lag`` (with ``--stopped-ok``: the last run ended
   cleanly, for pipelines run by cron with ``--until-caught-up``); or a run on another host
-  holds the target's lease (``engine.lease``) and renews it, and the lag is under the limit;
+  holds the target's lease (``engine.state.lease``) and renews it, and the lag is under the limit;
 - 1 degraded: running, but retrying an error, stuck (no heartbeat for a minute), behind by
   more than ``--max-lag`` seconds, or the source cannot be read from here (so the lag is
   unknown); the target's health is the run's own record (a DuckDB file is busy while its
@@ -34,7 +34,7 @@ from replicator.cli import render
 from replicator.config import load_pipeline
 from replicator.config.stale import stale_entries
 from replicator.context import Context
-from replicator.engine.lease import describe as describe_lease
+from replicator.engine.state.lease import describe as describe_lease
 from replicator.errors import ReplicatorError
 from replicator.source.positions import current_position
 from replicator.source.progress import RETENTION_WARNING_S, lag_behind, retention
@@ -56,11 +56,12 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
     """Everything ``status`` shows, as plain data; parts that cannot be read say why."""
     import time
 
+    from replicator.engine.recopy import requested
+
     # The engine's recopy (the snapshot reader, the expression compiler, ~85 ms) and pickle
     # stay off every command's start-up (cli/main imports every command module).
-    from replicator.engine.checkpoint import CheckpointDir
-    from replicator.engine.recopy import requested
-    from replicator.engine.runstate import JVM_LOG, lock_holder, read_run_state
+    from replicator.engine.state.checkpoint import CheckpointDir
+    from replicator.engine.state.runstate import JVM_LOG, lock_holder, read_run_state
 
     now = (clock or time.time)()
     checkpoint = CheckpointDir(pipeline.checkpoint_dir)
@@ -105,7 +106,7 @@ def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool 
                             for name, counts in (run.get("tables") or {}).items()
                             if counts.get("unrouted")},
         "tables": [],
-        # The target's lease (engine.lease): which run, on which host, applies batches now.
+        # The target's lease (engine.state.lease): which run, on which host, applies batches now.
         "lease": None,
         # When the server may purge the binlog the pipeline still needs (source.progress).
         "retention": None,
@@ -241,7 +242,7 @@ def _health(status: dict[str, Any], *, max_lag_s: float, stopped_ok: bool,
             ) -> tuple[int, list[str]]:
     """The exit code and why: 0 healthy, 1 degraded, 2 down (module docstring)."""
     # pickle (~5 ms) off every command's start-up, as in collect_status.
-    from replicator.engine.runstate import STALE_S
+    from replicator.engine.state.runstate import STALE_S
 
     reasons: list[str] = []
     state = status["state"]

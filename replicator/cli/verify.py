@@ -93,7 +93,6 @@ def command(
 ) -> None:
     # verify brings the snapshot reader and the expression compiler (~110 ms): off every
     # command's start-up (cli/main imports every command module).
-    from replicator.cli.render import VerifyProgress
     from replicator.verify import VerifyError, verify_pipeline
     from replicator.verify.pace import Pacer
 
@@ -109,7 +108,7 @@ def command(
     names = [*(table or []), *(n.strip() for n in (tables or "").split(",") if n.strip())]
     try:
         pipeline = load_pipeline(file)
-        with VerifyProgress() as progress:
+        with render.VerifyProgress() as progress:
             report = verify_pipeline(
                 pipeline, tables=names or None, wait_s=wait, checksums=method is Method.auto,
                 on_compared=ask_for_repair if repair else None, where=where,
@@ -144,7 +143,7 @@ def command(
 
 def _write_metrics(path: Path, report: Any) -> None:
     """The gauges of ``verify.metrics``, written by ``replicator run``'s own writer."""
-    from replicator.engine.prometheus import write_textfile
+    from replicator.engine.apply.prometheus import write_textfile
     from replicator.verify.metrics import verify_registry
 
     write_textfile(path, verify_registry(report, finished_at=time.time()))
@@ -152,9 +151,9 @@ def _write_metrics(path: Path, report: Any) -> None:
 
 def _file_requests(name: str, pipeline: Any, requests: list[Any]) -> None:
     """The re-copy requests, in the pipeline's checkpoint (``engine.recopy.request``)."""
-    from replicator.engine.checkpoint import CheckpointDir
     from replicator.engine.recopy import request
-    from replicator.engine.runstate import lock_holder
+    from replicator.engine.state.checkpoint import CheckpointDir
+    from replicator.engine.state.runstate import lock_holder
 
     checkpoint = CheckpointDir(pipeline.checkpoint_dir)
     for wanted in requests:

@@ -15,9 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from replicator.engine.metrics import format_text
+from replicator.engine.apply.metrics import format_text
+from replicator.engine.job.session import spark_session
 from replicator.engine.runner import RunOptions, run_pipeline
-from replicator.engine.session import spark_session
 from replicator.model.pipeline import (
     BatchPolicy,
     DuckDBTarget,

@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from replicator.engine import failpoints
-from replicator.engine.checkpoint import (
+from replicator.engine.snapshot import CHUNK_ROWS, TableCopy, prepare_copy, remove_absent_rows
+from replicator.engine.state.checkpoint import (
     COPY_SPAN,
     SLOT_SPAN,
     CheckpointDir,
@@ -50,13 +51,12 @@ from replicator.engine.checkpoint import (
     snapshot_batch_id,
     write_private,
 )
-from replicator.engine.snapshot import CHUNK_ROWS, TableCopy, prepare_copy, remove_absent_rows
 from replicator.errors import EngineError
 from replicator.plan.statements import merging
 from replicator.source.snapshot import read_chunk_batches
 
 if TYPE_CHECKING:
-    from replicator.engine.applier import BatchApplier
+    from replicator.engine.apply.applier import BatchApplier
     from replicator.model.catalog import Catalog
 
 Notice = Callable[[str], None]

@@ -34,22 +34,20 @@ import replicator.sink
 from replicator.config.stale import stale_entries
 from replicator.context import Context
 from replicator.engine import failpoints
-from replicator.engine.applier import BatchApplier
-from replicator.engine.checkpoint import CheckpointDir, StartState
-from replicator.engine.errors import driver_error, quiet_task_failures, recover
-from replicator.engine.follow import stop_on_unfollowed_widening
-from replicator.engine.lease import take_lease
-from replicator.engine.metrics import BatchReport
-from replicator.engine.pending_ddl import (
+from replicator.engine.apply.applier import BatchApplier
+from replicator.engine.apply.metrics import BatchReport
+from replicator.engine.follow.follower import stop_on_unfollowed_widening
+from replicator.engine.follow.pending_ddl import (
     follow_pending_columns,
     follow_pending_ddl,
     pending_schema_changes,
     stop_on_pending_drops,
 )
+from replicator.engine.follow.routing import SourcesToCopy
+from replicator.engine.follow.schema_changes import KeyChanged
+from replicator.engine.job.errors import driver_error, quiet_task_failures, recover
+from replicator.engine.job.session import SessionStart, register_sources
 from replicator.engine.recopy import Recopier, queue
-from replicator.engine.routing import SourcesToCopy
-from replicator.engine.schema_changes import KeyChanged
-from replicator.engine.session import SessionStart, register_sources
 from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
 from replicator.engine.start import (
     Notice,
@@ -60,6 +58,8 @@ from replicator.engine.start import (
     record_kept_copies,
     resolve_start,
 )
+from replicator.engine.state.checkpoint import CheckpointDir, StartState
+from replicator.engine.state.lease import take_lease
 from replicator.errors import ReplicatorError
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN, decode_partitions
@@ -88,7 +88,7 @@ class RunOptions:
     debug: bool = False
     # Set it to stop like SIGTERM does (for embedding the runner, and tests).
     stop: threading.Event | None = None
-    # Take the pipeline's lease from the run holding it (engine.lease).
+    # Take the pipeline's lease from the run holding it (engine.state.lease).
     take_over: bool = False
 
 
@@ -186,7 +186,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     pipeline = context.pipeline  # the YAML with the column renames and drops followed
     catalog, plan = context.catalog, context.plan
     # The JVM and Spark start while the driver opens the warehouse, reads its state and
-    # takes the lease below (engine.session.SessionStart: both take seconds).
+    # takes the lease below (engine.job.session.SessionStart: both take seconds).
     # A bounded run whose stream is committed up to the binlog head probably has nothing to
     # apply: its JVM is not started ahead (it is the run's largest fixed cost), and unless the
     # start-up below finds work (a copy, a re-copy), none is started at all (issue 30).
@@ -453,7 +453,7 @@ def _stream(
     # with this module: the lock, the checks and the snapshot come first.
     from pyspark.errors import StreamingQueryException
 
-    from replicator.engine.datasource import SOURCE_FORMAT, reader_options
+    from replicator.engine.job.datasource import SOURCE_FORMAT, reader_options
 
     plan = applier.plan
     reader = reader_options(
@@ -513,7 +513,7 @@ def _unwrap(failure: BaseException, applier: Any) -> ReplicatorError:
 
     A ReplicatorError raised in foreachBatch (driver) is kept by the applier; one raised on an
     executor or in the source's planner reaches us only as text inside Spark's error, carrying
-    its class, message, hint and transient flag (``engine.errors``).
+    its class, message, hint and transient flag (``engine.job.errors``).
     """
     cause = getattr(applier, "failure", None)
     if isinstance(cause, ReplicatorError):

@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from replicator.engine import failpoints
-from replicator.engine.checkpoint import (
+from replicator.engine.job.errors import carry_errors, driver_error
+from replicator.engine.job.landing import landing_root
+from replicator.engine.state.checkpoint import (
     COPY_SPAN,
     SLOT_SPAN,
     CheckpointDir,
@@ -36,8 +38,6 @@ from replicator.engine.checkpoint import (
     routed_chunk_number,
     snapshot_chunk_number,
 )
-from replicator.engine.errors import carry_errors, driver_error
-from replicator.engine.landing import landing_root
 from replicator.errors import EngineError, ReplicatorError, SinkError
 from replicator.model import change_batch as cb
 from replicator.model.text import time_text
@@ -52,7 +52,7 @@ from replicator.verify.report import TableReport
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from replicator.engine.applier import BatchApplier
+    from replicator.engine.apply.applier import BatchApplier
     from replicator.model.catalog import Catalog, SourceTable
     from replicator.model.changes import BinlogPosition
     from replicator.model.pipeline import MySQLSource, Pipeline

@@ -15,14 +15,14 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from replicator.engine.checkpoint import (
+from replicator.engine.recopy import queue
+from replicator.engine.state.checkpoint import (
     CheckpointDir,
     StartState,
     copy_done_number,
     epoch_of,
     is_copy_done,
 )
-from replicator.engine.recopy import queue
 from replicator.errors import BinlogGoneError, EngineError
 from replicator.model.changes import BinlogPosition
 from replicator.plan.pushdown import readers_of

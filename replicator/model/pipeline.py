@@ -265,7 +265,7 @@ class SchemaChangePolicy:
     a type change the target cannot widen in place re-creates the column and copies the table
     again while the others stream, and so does a changed primary key (the stream restarts with
     it), destructive or ambiguous changes stop the pipeline. Which actions each kind allows is in
-    ``engine.schema_changes.POLICY_CHOICES`` (and the JSON Schema)."""
+    ``engine.follow.schema_changes.POLICY_CHOICES`` (and the JSON Schema)."""
 
     add_column: SchemaChangeAction = "follow"
     widen_type: SchemaChangeAction = "follow"

@@ -4,9 +4,10 @@
 plan into the statements a sink runs. No I/O here.
 """
 
-from replicator.plan.builder import build_plan, offline_catalog
+from replicator.plan.builder import build_plan
 from replicator.plan.dialects import DIALECTS, DUCKDB, SNOWFLAKE, Dialect, get_dialect
 from replicator.plan.model import Plan, PlannedColumn, TablePlan
+from replicator.plan.offline import offline_catalog
 from replicator.plan.render import (
     Statement,
     atomic_statements,

@@ -49,7 +49,7 @@ from replicator.plan.types import TargetType, describes, widened_from
 #   load     it loads staging: its result counts the rows loaded;
 #   columns  its cursor description names the table's existing columns (``column_changes``).
 #   fence    it must update exactly one row (the run's lease), else another run took the
-#            lease: roll back and stop (``engine.lease``).
+#            lease: roll back and stop (``engine.state.lease``).
 #   truncate a followed TRUNCATE (runs as ``run``): a merged table's DELETE (or soft delete)
 #            before its MERGE, a changelog / scd2 table's record after its changes. The
 #            sink's ``at_truncate`` hook (the engine's failpoint) is called where it meets

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replicator.plan import program
+import replicator.plan.program as program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
 from replicator.plan.program import StagingQuery, Statement
@@ -80,7 +80,7 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
         parts += [f"{_comment(s)}\n{s.sql};"
                   for s in program.batch_program(table, dialect, query=staged)]
         parts.append("-- a batch whose files need the driver (a batch over "
-                     "engine.applier.SLICE_ROWS changes, a source column added with a DEFAULT "
+                     "engine.apply.applier.SLICE_ROWS changes, a source column added with a DEFAULT "
                      "while its files were landed, a followed TRUNCATE or re-copy in the "
                      "batch): the driver stages it, as without target.snowflake.stage:")
     else:

@@ -17,7 +17,7 @@ directory; DuckDB reads them in place, Snowflake PUTs them to the staging table'
 COPYs them.
 
 A batch is staged as one Arrow table, as a list of Parquet file paths, or as an iterable of slices (a big transaction streamed
-in bounded pieces, ``engine.applier``): the sink checks the state table BEFORE it pulls the
+in bounded pieces, ``engine.apply.applier``): the sink checks the state table BEFORE it pulls the
 first slice (a replayed batch costs no decoding), appends every slice to the staging table,
 then runs ONE MERGE over all of them and the state row. The slices' ``STAGE_SEQ`` values are
 global across the batch, so the MERGE's "last change per key" spans slices.

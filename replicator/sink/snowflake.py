@@ -52,7 +52,7 @@ SECRETS = frozenset({"password", "token", "private_key_file_pwd", "private_key"}
 # What proves who we are; taken together from one place (see connection_parameters).
 CREDENTIALS = ("password", "token", "private_key_file")
 APPLICATION = "replicator"
-# Ending what a killed run left open in its session (engine.lease).
+# Ending what a killed run left open in its session (engine.state.lease).
 SHOW_TRANSACTIONS = "SHOW TRANSACTIONS"
 ABORT_TRANSACTION = "SELECT SYSTEM$ABORT_TRANSACTION(?)"
 

@@ -350,11 +350,11 @@ class SQLSink(SinkSession):
             finally:
                 cursor.close()
 
-    # -- the lease (engine.lease): primitives; the decisions are the engine's -------------
+    # -- the lease (engine.state.lease): primitives; the decisions are the engine's -------------
 
     # The generation of the lease this run holds; None: no fencing (tests of the sink alone).
     generation: int | None = None
-    # The lease's holder naming a session (engine.lease.Lease.fence): the lease names this
+    # The lease's holder naming a session (engine.state.lease.Lease.fence): the lease names this
     # sink's session, so the next run can end what a kill left open in it.
     lease_holder: Callable[[str | None], str] | None = None
 

@@ -6,8 +6,8 @@ and ``replicator plan --ddl`` parse a Query event's statement with these functio
 The statement is read by sqlglot's MySQL tokenizer, not by regular expressions: comments
 (``/* */``, ``--``, ``#``) vanish, a backquoted name is one token whatever it holds (a comma,
 `` TO ``, a doubled backquote), and keywords used as names (``status``, ``date``) are still
-names. What the statement *changes* is decided later, on the parsed statement
-(``engine.schema_changes``); here only its verb, its object and its tables are needed, for
+names. What the statement *changes* is read later, on the parsed statement
+(``engine.follow.intent``); here only its verb, its object and its tables are needed, for
 every transaction's Query events, so the tokenizer (and its import) is reached only when the
 first word is a DDL verb.
 """

@@ -2,7 +2,7 @@
 key lands in the same part.
 
 An scd2 table's versions of a key depend on all of that key's changes in the batch, so such a
-batch cannot be staged in slices of consecutive rows (``engine.applier``). It can be staged
+batch cannot be staged in slices of consecutive rows (``engine.apply.applier``). It can be staged
 in slices of *keys*: ``key_bucket_ids`` numbers each row by a hash of its key (DuckDB's
 ``hash``, the engine that runs the transforms), the same key always to the same bucket.
 """

@@ -11,7 +11,7 @@
 The families come from a collector over the report, in a registry of their own (no
 process metrics: verify is a short job, as node_exporter's textfile collector expects).
 The CLI writes the registry with ``replicator run``'s writer
-(``engine.prometheus.write_textfile``): verify sits below the engine in the import layers
+(``engine.apply.prometheus.write_textfile``): verify sits below the engine in the import layers
 (the engine's re-copy uses verify's comparison), so the writer is called from the CLI.
 """
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from replicator.engine.lease import holder_session, take_lease
+from replicator.engine.state.lease import holder_session, take_lease
 from replicator.model.pipeline import SnowflakeTarget
 from replicator.plan import build_plan
 from replicator.plan.dialects import SNOWFLAKE

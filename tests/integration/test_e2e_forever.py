@@ -9,8 +9,8 @@ import time
 import pytest
 
 from replicator.demo.workload import apply_changes, create_schema, seed
-from replicator.engine.checkpoint import CheckpointDir
 from replicator.engine.runner import RunOptions, run_pipeline
+from replicator.engine.state.checkpoint import CheckpointDir
 from replicator.model.pipeline import DuckDBTarget
 from replicator.source.positions import current_position
 from replicator.source.throwaway import ThrowawayMariaDB

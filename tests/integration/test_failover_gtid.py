@@ -13,7 +13,7 @@ import time
 import pytest
 
 from replicator.demo.workload import apply_changes, create_schema, seed
-from replicator.engine.checkpoint import CheckpointDir
+from replicator.engine.state.checkpoint import CheckpointDir
 from replicator.errors import SourceError
 from replicator.model.pipeline import DuckDBTarget, StartPosition
 from replicator.source.positions import current_position

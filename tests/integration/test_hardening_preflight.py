@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from replicator.engine.checkpoint import CheckpointDir
+from replicator.engine.state.checkpoint import CheckpointDir
 from replicator.errors import SourceError
 from replicator.model.pipeline import DuckDBTarget
 from replicator.source.throwaway import ThrowawayMariaDB

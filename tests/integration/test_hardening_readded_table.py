@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from replicator.demo.workload import apply_changes, create_schema, seed
-from replicator.engine.checkpoint import CheckpointDir
+from replicator.engine.state.checkpoint import CheckpointDir
 from replicator.model.pipeline import DuckDBTarget
 from tests.integration.e2e_support import assert_target_equals_source, demo_pipeline, run
 

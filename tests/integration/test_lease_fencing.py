@@ -11,7 +11,7 @@ import pytest
 
 from replicator.context import Context
 from replicator.demo.workload import apply_changes, create_schema, seed
-from replicator.engine.lease import take_lease
+from replicator.engine.state.lease import take_lease
 from replicator.errors import LeaseError
 from replicator.model.pipeline import DuckDBTarget
 from replicator.sink import open_sink

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from replicator.engine.lease import take_lease
+from replicator.engine.state.lease import take_lease
 from replicator.errors import LeaseError
 from replicator.plan import build_plan
 from replicator.sink import open_sink

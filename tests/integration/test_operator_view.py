@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "docs" / "grafana-dashboard.json"
 SPARK_CHATTER = ("Using incubator modules", "Setting default log level", "sc.setLogLevel",
                  "WARN NativeCodeLoader", "log4j")
-# The line forms `replicator run` writes on stderr in text mode (engine/metrics.format_text,
+# The line forms `replicator run` writes on stderr in text mode (engine/apply/metrics.format_text,
 # the runner's notices, the final summary).
 OWN_LINE = re.compile(
     r"^(?:(?:stream|snapshot) pipeline=\S+ batch=-?\d+ position=\S+ changes=\d+ rows=\d+ "

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from replicator.config import load_pipeline
-from replicator.engine.applier import BatchApplier
+from replicator.engine.apply.applier import BatchApplier
 from replicator.errors import SinkError
 from replicator.model.pipeline import (
     BatchPolicy,

@@ -20,9 +20,9 @@ import pytest
 
 from replicator.config import load_pipeline
 from replicator.demo.workload import apply_changes, awkward_row, create_schema, seed
-from replicator.engine.checkpoint import CheckpointDir
 from replicator.engine.recopy import request, requested
 from replicator.engine.runner import RunOptions, run_pipeline
+from replicator.engine.state.checkpoint import CheckpointDir
 from replicator.model.pipeline import DuckDBTarget
 from replicator.source.positions import current_position
 from tests.integration.e2e_support import (

@@ -40,8 +40,8 @@ import pytest
 
 from replicator.config import load_pipeline
 from replicator.demo.workload import apply_changes, create_schema, seed
-from replicator.engine.checkpoint import COPY_DONE, COPY_SPAN, EPOCH_SPAN, CheckpointDir
 from replicator.engine.recopy import ABSENT, MARKER, request
+from replicator.engine.state.checkpoint import COPY_DONE, COPY_SPAN, EPOCH_SPAN, CheckpointDir
 from tests.integration.e2e_support import (
     assert_target_equals_source,
     demo_pipeline_yaml,

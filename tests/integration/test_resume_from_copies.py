@@ -29,7 +29,7 @@ import pytest
 
 from replicator.config import load_pipeline
 from replicator.demo.workload import apply_changes, create_schema, seed
-from replicator.engine.checkpoint import epoch_of, is_copy_done
+from replicator.engine.state.checkpoint import epoch_of, is_copy_done
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import BatchPolicy, DuckDBTarget, EngineConfig, TargetConfig
 from tests.integration.e2e_support import (

@@ -32,8 +32,8 @@ from typing import Any
 import pytest
 
 from replicator.config import load_pipeline
-from replicator.engine.checkpoint import CheckpointDir
 from replicator.engine.runner import RunOptions, run_pipeline
+from replicator.engine.state.checkpoint import CheckpointDir
 from replicator.model.pipeline import (
     BatchPolicy,
     DuckDBTarget,

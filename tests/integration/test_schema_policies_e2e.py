@@ -317,7 +317,7 @@ def test_ddl_of_one_table_is_followed_while_another_tables_later_ddl_is_already_
     streaming test above hit this by timing and stopped ("columns ['EMAIL', 'TIER']
     disappeared from the source", issue 21); here the timing is forced: customers' DDL runs
     on the server at the moment the run re-plans for orders' DDL."""
-    from replicator.engine.applier import BatchApplier
+    from replicator.engine.apply.applier import BatchApplier
 
     root = mariadb.root_connection()
     db = f"`{fresh_database}`"
@@ -473,7 +473,7 @@ def test_ddl_written_while_no_run_followed_it_is_followed_at_start_up(
     """A column renamed, a column dropped and a table dropped while the pipeline was stopped
     (writes before and after each): the next run plans from the live catalog, which no longer
     tells any of it, so it reads the DDL between its checkpoint and the binlog head at
-    start-up (engine.pending_ddl). `rename_column: stop` stops there, before the setup adds
+    start-up (engine.follow.pending_ddl). `rename_column: stop` stops there, before the setup adds
     the new name; under follow the target column is renamed with its data and the dropped
     column dropped (`drop_column: follow`), and the target ends equal to the source row by
     row; a DROP TABLE under `drop_table: stop` stops at start-up with the policy's message

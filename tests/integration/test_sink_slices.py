@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from replicator.config import load_pipeline
-from replicator.engine import applier as applier_module
-from replicator.engine.applier import BatchApplier
-from replicator.engine.checkpoint import CheckpointDir
+from replicator.engine.apply import applier as applier_module
+from replicator.engine.apply.applier import BatchApplier
+from replicator.engine.state.checkpoint import CheckpointDir
 from replicator.errors import SourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget, TargetConfig
@@ -148,7 +148,7 @@ def test_slices_leave_the_same_target_as_the_whole_batch_in_every_mode(applier, 
                 for i, t in enumerate(applier.plan.tables)} for seed in (1, 2)]
     # The same files applied whole (one slice) ... The reference is the change batch, not the
     # ChangeEvents: it carries the key, not the whole row, from before a key update (the
-    # delete half of a key update logs the new row's other values; docs/architecture.md).
+    # delete half of a key update logs the new row's other values; docs/decisions/key-updates-whole-old-row.md).
     monkeypatch.setattr(applier_module, "SLICE_ROWS", 10_000)
     for batch_id, batch in enumerate(batches):
         for table in applier.plan.tables:

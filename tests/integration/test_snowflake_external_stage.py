@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from replicator.engine.applier import BatchApplier
-from replicator.engine.checkpoint import CheckpointDir
+from replicator.engine.apply.applier import BatchApplier
+from replicator.engine.state.checkpoint import CheckpointDir
 from replicator.errors import PlanError
 from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
 from replicator.model.changes import BinlogPosition, ChangeEvent

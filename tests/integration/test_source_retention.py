@@ -46,7 +46,7 @@ def test_a_rotated_file_is_purgeable_its_expiry_after_the_rotation(mariadb, mysq
 
         # `status` shows it for a pipeline whose checkpoint is in the rotated file.
         from replicator.cli.status import collect_status
-        from replicator.engine.checkpoint import CheckpointDir, StartState
+        from replicator.engine.state.checkpoint import CheckpointDir, StartState
         from replicator.model.pipeline import DuckDBTarget
         from tests.integration.e2e_support import demo_pipeline
 

@@ -9,8 +9,8 @@ import pytest
 from replicator.cli.status import collect_status
 from replicator.context import Context
 from replicator.demo.workload import create_schema
-from replicator.engine import lease as lease_module
-from replicator.engine.lease import take_lease
+from replicator.engine.state import lease as lease_module
+from replicator.engine.state.lease import take_lease
 from replicator.model.pipeline import DuckDBTarget
 from replicator.sink import open_sink
 from tests.integration.e2e_support import demo_pipeline

@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from replicator.demo.workload import apply_changes, create_schema, seed
-from replicator.engine.checkpoint import CheckpointDir
 from replicator.engine.recopy import request, requested
+from replicator.engine.state.checkpoint import CheckpointDir
 from replicator.model.pipeline import DuckDBTarget
 from replicator.verify import verify_pipeline
 from replicator.verify.repair import repair_requests

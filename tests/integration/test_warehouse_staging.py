@@ -22,9 +22,9 @@ import pytest
 
 from replicator.config import load_pipeline
 from replicator.context import Context
-from replicator.engine.applier import BatchApplier
-from replicator.engine.checkpoint import CheckpointDir, snapshot_batch_id
+from replicator.engine.apply.applier import BatchApplier
 from replicator.engine.snapshot import ChunkTask, _slices, apply_group, write_chunk_file
+from replicator.engine.state.checkpoint import CheckpointDir, snapshot_batch_id
 from replicator.model.changes import BinlogPosition
 from replicator.plan.program import fresh_copy
 from replicator.plan.statements.names import log_name, target_name
@@ -176,7 +176,7 @@ def test_decimals_over_38_digits_are_staged_by_the_driver(mariadb, fresh_databas
 def test_a_snapshot_group_runs_exactly_the_program_plan_prints(mariadb, awkward, tmp_path):
     import duckdb
 
-    from replicator.engine.lease import take_lease
+    from replicator.engine.state.lease import take_lease
     from replicator.plan import program
     from replicator.sink.duckdb import DuckDBSink
     from replicator.transform import snapshot_staging
@@ -263,7 +263,7 @@ def _stream(context: Context, tmp_path: Path, manifest: list[dict], *, warehouse
 
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_the_warehouse_stages_a_stream_batch_as_the_driver_does(mariadb, awkward, tmp_path, mode):
-    from replicator.engine.landing import land_range
+    from replicator.engine.job.landing import land_range
     from replicator.model.selection import TableSelector
     from replicator.source.fast.columnar import KeyColumns
     from replicator.source.positions import current_position

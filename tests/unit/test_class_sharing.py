@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from replicator.engine import class_sharing
+from replicator.engine.job import class_sharing
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="needs java")
 

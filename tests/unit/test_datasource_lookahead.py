@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from replicator.engine.datasource import _Lookahead
+from replicator.engine.job.datasource import _Lookahead
 from replicator.model.changes import BinlogPosition
 
 
@@ -85,7 +85,7 @@ def test_ranges_of_another_batch_and_failed_look_aheads_are_worked_out_again():
 def test_the_reader_spark_pickles_for_its_tasks_leaves_the_planners_thread_behind():
     import pickle
 
-    from replicator.engine.datasource import BinlogStreamReader, reader_options
+    from replicator.engine.job.datasource import BinlogStreamReader, reader_options
     from replicator.model.pipeline import MySQLSource
 
     options = reader_options(MySQLSource(), tables=["shop.orders"], keys={"shop.orders": ["id"]},

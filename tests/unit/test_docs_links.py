@@ -1,4 +1,4 @@
-"""Relative links in README.md and docs/*.md point at files (and headings) that exist.
+"""Relative links in README.md and docs/**/*.md point at files (and headings) that exist.
 
 A renamed file or heading otherwise leaves a dead link that nobody notices until a user
 clicks it. Anchors are computed the way GitHub does: lower case, punctuation dropped,
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 FENCED = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)

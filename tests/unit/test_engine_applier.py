@@ -8,9 +8,9 @@ import dataclasses
 
 import pytest
 
-from replicator.engine.applier import BatchApplier
-from replicator.engine.checkpoint import EPOCH_SPAN, CheckpointDir
-from replicator.engine.schema_changes import KeyChanged
+from replicator.engine.apply.applier import BatchApplier
+from replicator.engine.follow.schema_changes import KeyChanged
+from replicator.engine.state.checkpoint import EPOCH_SPAN, CheckpointDir
 from replicator.errors import EngineError
 from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
 from replicator.model.pipeline import (

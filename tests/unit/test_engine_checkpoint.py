@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import stat
 
-from replicator.engine.checkpoint import (
+from replicator.engine.state.checkpoint import (
     COPY_SPAN,
     EPOCH_SPAN,
     CheckpointDir,
@@ -78,8 +78,8 @@ def test_a_done_marker_is_told_from_every_other_batch_of_any_copy_and_epoch():
 def test_files_replicator_writes_are_user_only_under_umask_022(tmp_path):
     import os
 
-    from replicator.engine.prometheus import PipelineMetrics
-    from replicator.engine.session import DEFAULT_CONF
+    from replicator.engine.apply.prometheus import PipelineMetrics
+    from replicator.engine.job.session import DEFAULT_CONF
 
     previous = os.umask(0o022)
     try:

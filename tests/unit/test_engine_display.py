@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from replicator.cli import render
-from replicator.engine.metrics import BatchReport, TableReport
+from replicator.engine.apply.metrics import BatchReport, TableReport
 
 
 def test_run_display_accumulates_batches_and_shows_lag():

@@ -5,8 +5,8 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from replicator.engine.metrics import BatchReport, TableReport, format_json, format_text
-from replicator.engine.prometheus import PipelineMetrics
+from replicator.engine.apply.metrics import BatchReport, TableReport, format_json, format_text
+from replicator.engine.apply.prometheus import PipelineMetrics
 from replicator.model.changes import BinlogPosition
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from replicator.engine.checkpoint import CheckpointDir, StartState
 from replicator.engine.recopy import queue
+from replicator.engine.state.checkpoint import CheckpointDir, StartState
 from replicator.model.changes import BinlogPosition
 
 

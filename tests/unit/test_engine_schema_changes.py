@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replicator.engine.schema_changes import adds_columns_only
+from replicator.engine.follow.intent import adds_columns_only
 
 
 @pytest.mark.parametrize("sql", [
@@ -65,7 +65,7 @@ def test_other_ddl_is_not(sql):
     ("ANALYZE TABLE orders", "ANALYZE TABLE (maintenance)"),
 ])
 def test_ddl_that_changes_nothing_replicated_is_ignored(sql, what):
-    from replicator.engine.schema_changes import DdlEffect, classify
+    from replicator.engine.follow.intent import DdlEffect, classify
 
     intent = classify(sql)
     assert intent.effect is DdlEffect.NOTHING
@@ -92,7 +92,7 @@ def test_ddl_that_changes_nothing_replicated_is_ignored(sql, what):
     ("this is not sql ((", "a statement the parser cannot read"),
 ])
 def test_ddl_that_may_change_replicated_rows_is_not(sql, what):
-    from replicator.engine.schema_changes import DdlEffect, classify
+    from replicator.engine.follow.intent import DdlEffect, classify
 
     intent = classify(sql)
     assert intent.effect is DdlEffect.OTHER and intent.what == what
@@ -108,7 +108,7 @@ def test_policy_choices_are_the_json_schema_enums_and_defaults():
     import json
     from pathlib import Path
 
-    from replicator.engine.schema_changes import POLICY_CHOICES
+    from replicator.engine.follow.schema_changes import POLICY_CHOICES
     from replicator.model.pipeline import SchemaChangePolicy
 
     schema = json.loads((Path(__file__).resolve().parents[2] / "schemas"
@@ -166,7 +166,8 @@ def _pipeline(policy=None, table_policy=None, key="[id]"):
     ("ALTER TABLE shop.orders DROP PARTITION p0", None, ["stop"]),
 ])
 def test_one_place_decides_each_change_by_the_policy(sql, policy, actions):
-    from replicator.engine.schema_changes import classify, decide
+    from replicator.engine.follow.intent import classify
+    from replicator.engine.follow.schema_changes import decide
     from replicator.plan import build_plan, offline_catalog
 
     pipeline = _pipeline(policy)
@@ -183,7 +184,8 @@ def test_a_followed_truncate_of_one_routed_source_empties_only_its_rows():
     from pathlib import Path
 
     from replicator.config import load_pipeline
-    from replicator.engine.schema_changes import classify, decide
+    from replicator.engine.follow.intent import classify
+    from replicator.engine.follow.schema_changes import decide
     from replicator.model.pipeline import SchemaChangePolicy
     from replicator.plan import build_plan, offline_catalog
     from replicator.plan.dialects import DUCKDB
@@ -213,7 +215,8 @@ def test_a_followed_truncate_of_one_routed_source_empties_only_its_rows():
 
 
 def test_a_type_change_the_target_cannot_follow_in_place_says_both_types_and_what_happens():
-    from replicator.engine.schema_changes import classify, decide, stop_error
+    from replicator.engine.follow.intent import classify
+    from replicator.engine.follow.schema_changes import decide, stop_error
     from replicator.plan import build_plan, offline_catalog
 
     pipeline = _pipeline()
@@ -238,7 +241,8 @@ def test_a_type_change_the_target_cannot_follow_in_place_says_both_types_and_wha
 def test_a_key_change_restarts_the_stream_and_copies_a_table_whose_key_mysql_gives():
     import dataclasses
 
-    from replicator.engine.schema_changes import classify, decide
+    from replicator.engine.follow.intent import classify
+    from replicator.engine.follow.schema_changes import decide
     from replicator.plan import build_plan, offline_catalog
 
     pipeline = _pipeline()  # offline, the key is the YAML's; live, MySQL's primary key:
@@ -258,7 +262,8 @@ def test_a_key_change_restarts_the_stream_and_copies_a_table_whose_key_mysql_giv
 def test_a_type_change_stops_a_table_whose_history_a_copy_would_lose(mode):
     import dataclasses
 
-    from replicator.engine.schema_changes import classify, decide
+    from replicator.engine.follow.intent import classify
+    from replicator.engine.follow.schema_changes import decide
     from replicator.plan import build_plan, offline_catalog
 
     pipeline = _pipeline()
@@ -270,7 +275,8 @@ def test_a_type_change_stops_a_table_whose_history_a_copy_would_lose(mode):
 
 
 def test_a_table_override_wins_and_key_change_ignore_keeps_the_declared_key():
-    from replicator.engine.schema_changes import classify, decide
+    from replicator.engine.follow.intent import classify
+    from replicator.engine.follow.schema_changes import decide
     from replicator.plan import build_plan, offline_catalog
 
     pipeline = _pipeline("{truncate: follow}", "{truncate: ignore, key_change: ignore}", "[id]")
@@ -283,7 +289,8 @@ def test_a_table_override_wins_and_key_change_ignore_keeps_the_declared_key():
 
 
 def test_a_swap_onto_the_name_is_followed_and_a_rename_away_stops():
-    from replicator.engine.schema_changes import classify, decide
+    from replicator.engine.follow.intent import classify
+    from replicator.engine.follow.schema_changes import decide
 
     pipeline = _pipeline()
     sql = "RENAME TABLE shop.orders TO shop._orders_old, shop._orders_new TO shop.orders"
@@ -297,7 +304,8 @@ def test_a_swap_onto_the_name_is_followed_and_a_rename_away_stops():
 def test_rename_table_recopy_copies_a_swapped_in_merge_table_again(mode):
     import dataclasses
 
-    from replicator.engine.schema_changes import ChangeKind, classify, decide
+    from replicator.engine.follow.intent import ChangeKind, classify
+    from replicator.engine.follow.schema_changes import decide
     from replicator.plan import build_plan, offline_catalog
 
     pipeline = _pipeline("{rename_table: recopy}")
@@ -317,7 +325,7 @@ def test_rename_table_recopy_copies_a_swapped_in_merge_table_again(mode):
 def test_rows_landed_before_an_added_column_get_its_default_and_renames_their_old_value():
     import pyarrow as pa
 
-    from replicator.engine.ddl_rows import default_fills, fill_defaults
+    from replicator.engine.follow.ddl_rows import default_fills, fill_defaults
     from replicator.model import change_batch as cb
     from replicator.model.catalog import MySQLType
     from replicator.plan.model import PlannedColumn
@@ -364,7 +372,7 @@ def test_rows_landed_before_an_added_column_get_its_default_and_renames_their_ol
 def test_only_the_changes_after_a_followed_truncate_stay():
     import pyarrow as pa
 
-    from replicator.engine.ddl_rows import after_position
+    from replicator.engine.follow.ddl_rows import after_position
     from replicator.model import change_batch as cb
 
     batch = pa.table({"id": [1, 2, 3, 4], cb.FILE_SEQ: pa.array([1, 2, 2, 3], pa.int64()),
@@ -378,7 +386,7 @@ def test_a_cut_at_the_head_keeps_the_transaction_that_starts_there():
     lost such an update when the bound was inclusive)."""
     import pyarrow as pa
 
-    from replicator.engine.ddl_rows import after_position, last_before, row_position
+    from replicator.engine.follow.ddl_rows import after_position, last_before, row_position
     from replicator.model import change_batch as cb
     from replicator.model.changes import BinlogPosition
 

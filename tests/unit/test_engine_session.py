@@ -1,4 +1,4 @@
-"""How a run's Spark session starts (``engine.session``): a run that ends once caught up starts
+"""How a run's Spark session starts (``engine.job.session``): a run that ends once caught up starts
 its local JVM with the C1 compiler alone (a stream, a cluster master or the user's own
 JDK_JAVA_OPTIONS keep theirs); ``SessionStart`` starts Spark in a thread while the driver's
 start-up goes on, with the environment the JVM must inherit, and its failure reaches the
@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from replicator.engine import session
-from replicator.engine.session import BOUNDED_JAVA_OPTIONS, prepare_environment
+from replicator.engine.job import session
+from replicator.engine.job.session import BOUNDED_JAVA_OPTIONS, prepare_environment
 
 
 @pytest.fixture

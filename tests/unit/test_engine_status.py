@@ -7,9 +7,9 @@ import json
 import os
 
 from replicator.cli.status import DEGRADED, DOWN, HEALTHY, _health, _run_state
-from replicator.engine.checkpoint import CheckpointDir
-from replicator.engine.metrics import BatchReport, TableReport
-from replicator.engine.runstate import STALE_S, RunStateWriter, lock_holder, read_run_state
+from replicator.engine.apply.metrics import BatchReport, TableReport
+from replicator.engine.state.checkpoint import CheckpointDir
+from replicator.engine.state.runstate import STALE_S, RunStateWriter, lock_holder, read_run_state
 from replicator.errors import BinlogGoneError
 
 

@@ -7,7 +7,8 @@ import tempfile
 
 from replicator.config import load_pipeline
 from replicator.context import Context
-from replicator.engine.schema_changes import classify, decide
+from replicator.engine.follow.intent import classify
+from replicator.engine.follow.schema_changes import decide
 from replicator.model.followed import followed_drop, followed_rename, with_followed
 
 YAML = """version: 1

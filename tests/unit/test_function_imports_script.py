@@ -29,7 +29,7 @@ def test_lists_the_imports_inside_functions_with_the_modules_they_import() -> No
     found = script.scan(["replicator/engine/runner.py"])
     # The one left in the runner keeps pyspark (the data source) off its import.
     assert [(item.function, item.modules) for item in found] == [
-        ("_stream", ("replicator.engine.datasource",))]
+        ("_stream", ("replicator.engine.job.datasource",))]
     assert found[0].importer == "replicator.engine.runner"
 
 

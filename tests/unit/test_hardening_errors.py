@@ -6,7 +6,7 @@ import traceback
 
 import pytest
 
-from replicator.engine.errors import carried, carry_errors, driver_error, recover
+from replicator.engine.job.errors import carried, carry_errors, driver_error, recover
 from replicator.engine.runner import _unwrap
 from replicator.errors import ConfigError, EngineError, SourceError, TransientSourceError
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from replicator.engine.checkpoint import CheckpointDir
 from replicator.engine.runner import RunOptions, run_pipeline
+from replicator.engine.state.checkpoint import CheckpointDir
 from replicator.errors import EngineError
 from replicator.model.pipeline import (
     DuckDBTarget,
@@ -25,7 +25,7 @@ from replicator.model.pipeline import (
 
 HOLDER = """
 import sys, time
-from replicator.engine.checkpoint import CheckpointDir
+from replicator.engine.state.checkpoint import CheckpointDir
 with CheckpointDir(sys.argv[1]).lock("shop"):
     print("locked", flush=True)
     time.sleep(60)

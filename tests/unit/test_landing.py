@@ -10,7 +10,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from replicator.engine import landing
+from replicator.engine.job import landing
 from replicator.errors import EngineError
 from replicator.model import change_batch as cb
 from replicator.model.changes import BinlogPosition

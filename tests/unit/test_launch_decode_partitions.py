@@ -8,7 +8,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replicator.engine.datasource import partition_rows
+from replicator.engine.job.datasource import partition_rows
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import (
     MIN_PARTITION_ROWS,

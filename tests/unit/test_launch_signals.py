@@ -18,8 +18,8 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 DRIVER = """\
 import signal, sys, time
 from pathlib import Path
-from replicator.engine.launch import die_with_parent
-die_with_parent()  # as replicator/engine/submit_main.py does
+from replicator.engine.job.launch import die_with_parent
+die_with_parent()  # as replicator/engine/job/submit_main.py does
 marker = Path(sys.argv[1])
 def stop(signum, frame):
     marker.write_text(marker.read_text() + signal.Signals(signum).name + "\\n")
@@ -37,7 +37,7 @@ sys.exit(subprocess.call([sys.executable, sys.argv[1], sys.argv[2]]))
 
 SUPERVISOR = """\
 import sys
-from replicator.engine.launch import SubmitCommand, run_submit
+from replicator.engine.job.launch import SubmitCommand, run_submit
 sys.exit(run_submit(SubmitCommand(argv=[sys.executable, *sys.argv[1:]])))
 """
 

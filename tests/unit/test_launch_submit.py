@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from replicator.cli.main import app
-from replicator.engine.launch import (
+from replicator.engine.job.launch import (
     SUBMIT_MAIN,
     master_kind,
     package_zip,
@@ -145,8 +145,8 @@ def test_standalone_cluster_mode_and_local_masters_are_refused(tmp_path):
 def test_the_zip_holds_the_package_without_bytecode(tmp_path):
     built = package_zip(tmp_path)
     names = zipfile.ZipFile(built).namelist()
-    assert "replicator/engine/datasource.py" in names
-    assert "replicator/engine/log4j2.properties" in names
+    assert "replicator/engine/job/datasource.py" in names
+    assert "replicator/engine/job/log4j2.properties" in names
     assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
     assert package_zip(tmp_path) == built  # reused when nothing changed
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
-from replicator.engine.lease import describe, holder_name, holder_session
+from replicator.engine.state.lease import describe, holder_name, holder_session
 
 
 def test_a_holder_names_its_session_and_reads_back():
@@ -52,7 +52,7 @@ class _Sink:
 
 
 def test_taking_a_lease_aborts_the_old_sessions_transactions_and_goes_on_if_it_cannot():
-    from replicator.engine.lease import take_lease
+    from replicator.engine.state.lease import take_lease
     from replicator.errors import SinkError
 
     asked, notices = [], []

@@ -446,8 +446,8 @@ def test_plan_cli_prints_every_route_of_an_outbox_and_one_by_name():
 
 
 def test_unrouted_events_reach_the_log_line_and_the_metrics():
-    from replicator.engine.metrics import BatchReport, TableReport, format_text
-    from replicator.engine.prometheus import PipelineMetrics
+    from replicator.engine.apply.metrics import BatchReport, TableReport, format_text
+    from replicator.engine.apply.prometheus import PipelineMetrics
 
     report = BatchReport("stream", 7, None, pipeline="outbox", tables=[
         TableReport("shop.outbox[order]", changes=3, rows=2, unrouted=2),

@@ -1,4 +1,4 @@
-"""The local workers' interpreter script (engine/python_workers.py): it drops exactly Spark's
+"""The local workers' interpreter script (engine/job/python_workers.py): it drops exactly Spark's
 zipped pyspark and py4j from PYTHONPATH, and is used only where that is safe."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyspark
 
-from replicator.engine.python_workers import worker_python
+from replicator.engine.job.python_workers import worker_python
 
 LIB = Path(pyspark.__file__).parent / "python" / "lib"
 

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replicator.engine.checkpoint import (
+from replicator.engine.follow.routing import follow_routed_change
+from replicator.engine.state.checkpoint import (
     EPOCH_SPAN,
     SLOT_SPAN,
     StartState,
     routed_chunk_number,
     snapshot_batch_id,
 )
-from replicator.engine.routing import follow_routed_change
 from replicator.errors import EngineError, PlanError
 from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
 from replicator.model.changes import BinlogPosition, ChangeEvent
@@ -360,8 +360,8 @@ def _apply(applier, items, batch_id):
 
 @pytest.fixture()
 def routed_applier(tmp_path):
-    from replicator.engine.applier import BatchApplier
-    from replicator.engine.checkpoint import CheckpointDir
+    from replicator.engine.apply.applier import BatchApplier
+    from replicator.engine.state.checkpoint import CheckpointDir
 
     pipeline = _pipeline()
     covered: list[list[str]] = []
@@ -410,7 +410,7 @@ def test_rows_of_an_unplanned_matching_table_re_plan_once(routed_applier):
 
 
 def test_a_create_re_plans_and_a_rename_into_the_selection_asks_for_a_copy(routed_applier):
-    from replicator.engine.routing import SourcesToCopy
+    from replicator.engine.follow.routing import SourcesToCopy
 
     applier, covered, evolved = routed_applier
     _apply(applier, [_ddl_row("CREATE TABLE shop_8.orders LIKE shop_1.orders", "create",
@@ -439,9 +439,9 @@ def test_a_table_the_live_catalog_shows_before_its_rename_is_streamed_is_still_c
     being applied. A CREATE re-plans while a later RENAME into the selection has already run
     on the server: the renamed table is in the new plan, but it is not covered, so its RENAME
     must still ask for a copy (its rows were written under the old name)."""
-    from replicator.engine.applier import BatchApplier
-    from replicator.engine.checkpoint import CheckpointDir
-    from replicator.engine.routing import SourcesToCopy
+    from replicator.engine.apply.applier import BatchApplier
+    from replicator.engine.follow.routing import SourcesToCopy
+    from replicator.engine.state.checkpoint import CheckpointDir
 
     pipeline = _pipeline()
     ahead = Catalog((*CATALOG.tables, _orders("shop_3"), _orders("shop_4"), _orders("shop_5")))

@@ -84,7 +84,7 @@ class Typed:
     """A checked node: its Spark type, and its value where the user wrote it as a literal
     (a number, a string, TRUE/FALSE/NULL, a negated number, ``DATE '...'``/``TIMESTAMP
     '...'``). Nothing is evaluated here: an expression over literals (``1 + 1``) is no
-    literal, the engine folds it when it runs (docs/architecture.md, issue 17)."""
+    literal, the engine folds it when it runs (docs/decisions/no-evaluator-in-plan.md, issue 17)."""
 
     type: SparkType
     literal: bool = False

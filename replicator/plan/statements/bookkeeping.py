@@ -1,7 +1,7 @@
 """replicator's own tables beside a target: the state table (one row per applied batch; its key
 makes a replayed batch detectable), the dead-letter table (rows the target refused, under
 ``on_error: dead_letter``) and the lease table (one run of a pipeline applies batches:
-``engine.lease``). Their column names follow the identifier policy like every target name.
+``engine.state.lease``). Their column names follow the identifier policy like every target name.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def dead_letter_count(table: TablePlan, dialect: Dialect) -> str:
             f"WHERE {c('PIPELINE')} = {p} AND {c('TABLE')} = {p}")
 
 
-# -- the lease: one run of a pipeline applies batches (engine.lease) --------------------------
+# -- the lease: one run of a pipeline applies batches (engine.state.lease) --------------------------
 
 LEASE_COLUMNS: tuple[tuple[str, TargetType], ...] = (
     ("PIPELINE", TargetType("string")),
@@ -172,7 +172,7 @@ def lease_renew(table: TablePlan, dialect: Dialect) -> str:
 
 
 def lease_claim(table: TablePlan, dialect: Dialect) -> str:
-    """The run names its new warehouse session in the lease it holds (``engine.lease``).
+    """The run names its new warehouse session in the lease it holds (``engine.state.lease``).
     Parameters: holder, pipeline, generation."""
     p = dialect.parameter
     c = lambda name: q(state_column(table, name))  # noqa: E731

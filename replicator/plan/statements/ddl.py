@@ -89,7 +89,7 @@ def default_literal(column: PlannedColumn, dialect: Dialect) -> str | None:
 
 def alter_column_type(table: TablePlan, column: str, target_type: TargetType,
                       dialect: Dialect) -> str:
-    """Widen a target column in place (``engine.schema_changes.widens`` said both warehouses
+    """Widen a target column in place (``engine.follow.schema_changes.widens`` said both warehouses
     can); running it again is harmless, so a replayed batch may."""
     return (f"ALTER TABLE {target_name(table, dialect)} ALTER COLUMN {q(column)} "
             f"SET DATA TYPE {dialect.type_name(target_type)}")
@@ -144,7 +144,7 @@ def _named(table: TablePlan, name: str) -> str:
 @dataclass(frozen=True)
 class TruncateAt:
     """A followed TRUNCATE TABLE inside a batch: its binlog file, the file's number (positions
-    order by it, then ``pos``: ``engine.ddl_rows.row_position``), its position, its commit
+    order by it, then ``pos``: ``engine.follow.ddl_rows.row_position``), its position, its commit
     time (ms since the epoch) and its position as scd2's ``_CHANGE_SEQ`` text
     (``sink.versions.change_seq_at``)."""
 
@@ -177,7 +177,7 @@ def truncate_history(table: TablePlan, dialect: Dialect) -> str:
 
     scd2: every version still current whose last change is before the TRUNCATE ends at its
     commit time, ``_CHANGE_SEQ`` = its position, as a delete ends one. The batch staged the
-    TRUNCATE as a delete of every key it changes after it (``engine.ddl_rows.
+    TRUNCATE as a delete of every key it changes after it (``engine.follow.ddl_rows.
     truncate_deletes``), so those keys' versions ended there already and their versions
     after it are new; what is left current before it is the keys the batch did not touch
     after it."""

@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import replicator.source.fast.cells as cells
 from replicator.errors import SourceError
 from replicator.model.changes import BinlogPosition
 from replicator.source.arrow_types import time_text
-from replicator.source.fast import cells
 from replicator.source.values import decode_time2, float32
 
 # pymysql.constants.FIELD_TYPE numbers.

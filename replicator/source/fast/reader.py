@@ -23,13 +23,13 @@ from __future__ import annotations
 import struct
 from collections.abc import Collection, Iterator
 
+import replicator.source.fast.stream as fast_stream
+import replicator.source.fast.tablemap as tablemap
 from replicator.errors import SourceError, TransientSourceError
 from replicator.model.changes import BinlogPosition, ChangeEvent, SchemaChange
 from replicator.model.pipeline import MySQLSource
 from replicator.model.selection import TableSelection, TableSelector, as_selector
 from replicator.source.connection import classify_error, connection_settings
-from replicator.source.fast import stream as fast_stream
-from replicator.source.fast import tablemap
 from replicator.source.fast.codec import decode_checked, library_checked
 from replicator.source.fast.counters import TOTALS, FastDecodeCounters
 from replicator.source.fast.library import Library

@@ -1,13 +1,13 @@
 """How a micro-batch's DDL reaches the target: the schema-change half of ``BatchApplier``.
 
-``SchemaFollower`` is the mixin ``engine.applier.BatchApplier`` applies batches with: before a
+``SchemaFollower`` is the mixin ``engine.apply.applier.BatchApplier`` applies batches with: before a
 batch's rows, ``follow_schema_changes`` reads each DDL row of the manifest, lets
-``engine.schema_changes.decide`` judge it by the table's `schema_changes:` policy, and does
+``engine.follow.schema_changes.decide`` judge it by the table's `schema_changes:` policy, and does
 what it says: stop with the remedy; re-plan and ALTER the target (added, renamed, widened,
 dropped columns: ``_alter_columns``); delete the target rows of a followed TRUNCATE; re-create
 a column whose type the target cannot change in place and queue the table's copy
 (``_retype``); stop the stream for a changed primary key (``KeyChanged``, then ``rekey``);
-follow tables coming and going under a `sources:` selection (``engine.routing``). Changes of
+follow tables coming and going under a `sources:` selection (``engine.follow.routing``). Changes of
 a table before such a point are cut from the batch (``_cut``): a TRUNCATE emptied it, or its
 copy, queued after them, rewrites every row.
 
@@ -24,16 +24,13 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from replicator.context import Context
-from replicator.engine.ddl_rows import last_before, row_position
-from replicator.engine.routing import SourcesToCopy, follow_routed_change
-from replicator.engine.schema_changes import (
-    ChangeKind,
-    ColumnChange,
-    DdlEffect,
+from replicator.engine.follow.ddl_rows import last_before, row_position
+from replicator.engine.follow.intent import ChangeKind, ColumnChange, DdlEffect, classify
+from replicator.engine.follow.routing import SourcesToCopy, follow_routed_change
+from replicator.engine.follow.schema_changes import (
     KeyChanged,
     Step,
     cannot_follow,
-    classify,
     decide,
     policy_for,
     retype_step,
@@ -182,7 +179,7 @@ class SchemaFollower:
     def _follow_decided(self, details: dict[str, Any], touched: list[str],
                         replicated: dict[str, TablePlan], intent: Any, sql: str,
                         where: str, row: dict[str, Any]) -> None:
-        """Apply ``engine.schema_changes.decide`` to a DDL of replicated tables: raise its stop,
+        """Apply ``engine.follow.schema_changes.decide`` to a DDL of replicated tables: raise its stop,
         log what it ignores; record the tables whose columns change (``_evolving``)."""
 
         arriving = ({str(name).lower() for name in details.get("tables", [])[1::2]}

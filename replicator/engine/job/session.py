@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import replicator
-from replicator.engine import class_sharing, python_workers
+from replicator.engine.job import class_sharing, python_workers
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -254,6 +254,6 @@ def _jvm_in_its_own_process_group() -> Iterator[None]:
 def register_sources(spark: SparkSession) -> None:
     # Here, not at the top: the data source imports pyspark, and `cli/run` imports this module
     # before anything may load pyspark or pyarrow (`prefer_system_allocator`).
-    from replicator.engine.datasource import BinlogDataSource
+    from replicator.engine.job.datasource import BinlogDataSource
 
     spark.dataSource.register(BinlogDataSource)

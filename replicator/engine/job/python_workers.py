@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 _SCRIPT = """#!/bin/sh
-# Written by replicator (engine/python_workers.py): Spark's Python workers import the
+# Written by replicator (engine/job/python_workers.py): Spark's Python workers import the
 # installed pyspark (byte-compiled) instead of its zipped copy (compiled at every start).
 lib={lib}
 real={real}

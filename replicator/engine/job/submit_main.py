@@ -10,12 +10,12 @@ import os
 import sys
 
 if __name__ == "__main__":
-    # spark-submit puts this file's directory (replicator/engine) first on sys.path; its
+    # spark-submit puts this file's directory (replicator/engine/job) first on sys.path; its
     # modules must only be imported as replicator.engine.*.
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     os.environ["REPLICATOR_SUBMITTED"] = "1"
-    from replicator.engine.launch import die_with_parent
+    from replicator.engine.job.launch import die_with_parent
 
     die_with_parent()  # the JVM that started us is gone: so is the job
     sys.argv = ["replicator", "run", *sys.argv[1:]]

@@ -37,7 +37,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from replicator.engine.metrics import BatchReport
+from replicator.engine.apply.metrics import BatchReport
 from replicator.model.changes import BinlogPosition
 
 PHASES = ("decode", "transform", "stage", "merge")

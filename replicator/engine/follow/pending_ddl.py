@@ -10,14 +10,14 @@ found") instead of following `drop_table`.
 
 So the run reads that range's DDL first (``pending_schema_changes``: Query events only, row
 events skipped undecoded by ``read_changes(rows=False)``), judges each statement on the
-replicated tables with the same ``engine.schema_changes.classify`` / ``decide`` as the DDL's
+replicated tables with the same ``intent.classify`` / ``schema_changes.decide`` as the DDL's
 batch, and acts on it now: a policy's ``stop`` stops at start-up (``stop_on_pending_drops``
 for DROP TABLE, before the plan; ``follow_pending_ddl`` for columns), a followed column
-rename or drop runs the very statements the batch would (``follow.SchemaFollower``), each
+rename or drop runs the very statements the batch would (``follower.SchemaFollower``), each
 only where the target still needs it, so the batch that later holds the DDL finds it done.
 
 Widenings and other type changes are left to the checks that compare the target with the
-plan (``follow.stop_on_unfollowed_widening``, ``retype_lagging_columns``); key changes,
+plan (``follower.stop_on_unfollowed_widening``, ``retype_lagging_columns``); key changes,
 TRUNCATE and RENAME TABLE to the DDL's batch, which the live plan does not mislead.
 """
 
@@ -26,15 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from replicator.engine.follow import rename_target_column, renamed_target
-from replicator.engine.schema_changes import (
-    ChangeKind,
-    DdlEffect,
-    Decision,
-    classify,
-    decide,
-    stop_error,
-)
+from replicator.engine.follow.follower import rename_target_column, renamed_target
+from replicator.engine.follow.intent import ChangeKind, DdlEffect, classify
+from replicator.engine.follow.schema_changes import Decision, decide, stop_error
 from replicator.errors import BinlogGoneError, SourceError
 from replicator.model.changes import SchemaChange
 from replicator.plan.identifiers import target_identifier
@@ -45,7 +39,7 @@ from replicator.source.positions import binlog_head, ensure_available
 
 if TYPE_CHECKING:
     from replicator.context import Context
-    from replicator.engine.checkpoint import CheckpointDir
+    from replicator.engine.state.checkpoint import CheckpointDir
     from replicator.model.pipeline import Pipeline
     from replicator.plan.model import Plan
 

@@ -16,7 +16,7 @@ several tables is never visible half applied (``apply_atomic``).
 A batch never splits a transaction, so one huge transaction is one huge batch; it reaches
 the driver as files (the executor spilled it in row groups while decoding) and is staged in
 slices of ``SLICE_ROWS`` inside ONE sink transaction, so no process holds it whole
-(``apply_files``; the reasoning and the measurements are in docs/architecture.md).
+(``apply_files``; the reasoning and the measurements are in docs/decisions/big-transactions.md).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from replicator.engine import failpoints
-from replicator.engine.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
-from replicator.engine.ddl_rows import (
+from replicator.engine.apply.metrics import BatchReport, TableReport
+from replicator.engine.follow.ddl_rows import (
     after_position,
     default_fills,
     fill_defaults,
@@ -38,8 +38,8 @@ from replicator.engine.ddl_rows import (
     row_position,
     truncate_deletes,
 )
-from replicator.engine.follow import SchemaFollower
-from replicator.engine.landing import (
+from replicator.engine.follow.follower import SchemaFollower
+from replicator.engine.job.landing import (
     FileFacts,
     file_facts,
     file_order,
@@ -50,7 +50,7 @@ from replicator.engine.landing import (
     prune,
     read_files,
 )
-from replicator.engine.metrics import BatchReport, TableReport
+from replicator.engine.state.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
 from replicator.errors import ReplicatorError, SinkError
 from replicator.model import change_batch as cb
 from replicator.model.changes import BinlogPosition

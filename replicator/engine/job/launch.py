@@ -14,7 +14,7 @@
   ``spark.pyspark.python`` defaults to this interpreter's path (the same virtualenv installed
   at the same path on every worker), or a packed virtualenv given with ``--conf
   spark.archives=env.tar.gz#environment --conf spark.pyspark.python=./environment/bin/python``;
-- the job itself is ``replicator/engine/submit_main.py`` with the ``run`` arguments: it runs
+- the job itself is ``replicator/engine/job/submit_main.py`` with the ``run`` arguments: it runs
   the same ``replicator run`` code, in-process, inside the driver that spark-submit started.
 """
 

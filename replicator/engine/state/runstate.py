@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from replicator.engine.checkpoint import write_private
+from replicator.engine.state.checkpoint import write_private
 
 RUN_FILE = "run.json"
 LOCK_FILE = "run.lock"
@@ -129,7 +129,7 @@ class RunStateWriter:
         self.write()
 
     def batch(self, report: Any, *, estimates: dict[str, int] | None = None) -> None:
-        """Fold in one ``engine.metrics.BatchReport`` (``estimates``: approximate rows per
+        """Fold in one ``engine.apply.metrics.BatchReport`` (``estimates``: approximate rows per
         lower-cased source table, for snapshot progress)."""
         with self._mutex:
             state = self.state
