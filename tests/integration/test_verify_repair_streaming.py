@@ -40,8 +40,14 @@ def test_repair_while_the_run_streams_under_a_live_writer(
                                                 target=SNOWFLAKE_TARGET))
     env = cli_environment(fakesnow_server, fakesnow_database, mysql_source, tmp_path)
     run = StreamingProcess(pipeline_file, env, tmp_path / "run.log")
+
+    def poke() -> None:  # a change for a stream batch to show (a copy logs none)
+        with root.cursor() as cursor:
+            cursor.execute("UPDATE customers SET tier = IF(tier = 'pro', 'free', 'pro') "
+                           "WHERE id = 1")
+
     try:
-        run.caught_up(root)
+        run.caught_up(root, poke=poke)
         drift_behind_the_binlog(root, fresh_database)
         writer = threading.Thread(target=apply_changes, args=(
             mariadb.root_connection(fresh_database), fresh_database),
@@ -58,7 +64,7 @@ def test_repair_while_the_run_streams_under_a_live_writer(
         assert data["tables"][0]["method"] == "checksum"
         assert repaired.returncode == 0, repaired.stdout[-3000:] + repaired.stderr[-3000:]
         run.said(r"re-copy of \S*orders.* done")
-        run.caught_up(root)
+        run.caught_up(root, poke=poke)
         pipeline = load_pipeline(pipeline_file, environ=env)
         with fakesnow_server.connect(fakesnow_database, "RAW") as connection:
             assert_target_equals_source(pipeline, root, connection)
