@@ -60,7 +60,9 @@ def test_repair_while_the_run_streams_under_a_live_writer(
             writer.join()
         data = json.loads(repaired.stdout or "{}")
         (request,) = data["repair"]["requests"]
-        assert request["keys"] >= 100 and request["table"] == f"{fresh_database}.orders"
+        # The drifted keys (the writer's own change to one repairs it through the binlog) and
+        # any the stream had not applied yet when verify compared.
+        assert request["keys"] > 0 and request["table"] == f"{fresh_database}.orders"
         assert data["tables"][0]["method"] == "checksum"
         assert repaired.returncode == 0, repaired.stdout[-3000:] + repaired.stderr[-3000:]
         run.said(r"re-copy of \S*orders.* done")
