@@ -16,7 +16,12 @@ Measured in one run, each as a user runs it (a subprocess, wall time):
   with (an UPDATE of ``note`` in DuckDB), its wall time, the keys it names, its range
   queries and fetched rows (``--format json``);
 - ``fetch``: ``replicator verify --method fetch`` (every row of both sides into Python, the
-  path before issue 31) with 3 rows tampered with (``--fetch-rows 0`` skips it).
+  path before issue 31) with 3 rows tampered with (``--no-fetch`` skips it).
+
+``--curve`` (for 10M rows: ``python -m bench.verify 10000000 --curve --out FILE``): only
+``verify`` with 0, 1 and 100 rows tampered with (``CURVE``) and the client read, on a server
+whose buffer pool holds the table (``CURVE_SERVER_ARGS``): how verify's time grows with the
+differing ranges at a size where a fetch of the table is out of the question.
 """
 
 from __future__ import annotations
@@ -47,6 +52,9 @@ SELECT i, i % 100000,
 FROM range(1, {rows} + 1) AS t(i)"""
 
 DIFFERENCES = (0, 1, 3, 100)
+CURVE = (0, 1, 100)
+# 10M bench rows are ~1.3 GB of InnoDB pages: the curve measures verify, not the disk.
+CURVE_SERVER_ARGS = ("--innodb-buffer-pool-size=4G",)
 
 
 def prepare_target(ctx: BenchContext, name: str, rows: int) -> tuple[Path, Path, str]:
@@ -121,11 +129,12 @@ def client_read(ctx: BenchContext) -> float:
     return round(time.perf_counter() - started, 2)
 
 
-def run_verify(ctx: BenchContext, rows: int, *, fetch: bool = True) -> dict[str, Any]:
+def run_verify(ctx: BenchContext, rows: int, *, fetch: bool = True,
+               differences: tuple[int, ...] = DIFFERENCES) -> dict[str, Any]:
     """Every figure above, over ``bench_snapshot.orders`` filled with ``rows`` rows."""
     path, warehouse, relation = prepare_target(ctx, "bench-verify", rows)
     result: dict[str, Any] = {"rows": rows, "client_read_s": client_read(ctx), "checksum": {}}
-    for count in DIFFERENCES:
+    for count in differences:
         keys = spread_keys(rows, count)
         tamper(warehouse, relation, keys)
         measured = _verify(ctx, path)
@@ -152,14 +161,26 @@ def main() -> None:
     from bench.snapshot import fill_table
     from replicator.source.throwaway import ThrowawayMariaDB
 
-    rows = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
-    fetch = "--no-fetch" not in sys.argv
-    with ThrowawayMariaDB(extra_args=SERVER_ARGS) as server:
+    args = sys.argv[1:]
+    rows = int(args[0]) if args and args[0].isdigit() else 1_000_000
+    curve = "--curve" in args
+    out = Path(args[args.index("--out") + 1]) if "--out" in args else None
+    fetch = "--no-fetch" not in args and not curve
+    server_args = (*SERVER_ARGS, *CURVE_SERVER_ARGS) if curve else SERVER_ARGS
+    with ThrowawayMariaDB(extra_args=server_args) as server:
         ctx = BenchContext(server, Path(tempfile.mkdtemp(prefix="replicator-bench-verify-")),
                            Sizes())
-        fill_table(ctx, rows)
-        print(json.dumps({"load_average": os.getloadavg(),
-                          "verify": run_verify(ctx, rows, fetch=fetch)}, indent=2))
+        _, _, fill_seconds = fill_table(ctx, rows)
+        started = os.getloadavg()
+        verify = run_verify(ctx, rows, fetch=fetch,
+                            differences=CURVE if curve else DIFFERENCES)
+        text = json.dumps({"command": "python -m bench.verify " + " ".join(args),
+                           "server_args": list(server_args), "fill_s": round(fill_seconds, 1),
+                           "load_average": started, "load_average_after": os.getloadavg(),
+                           "verify": verify}, indent=2)
+        print(text)
+        if out is not None:
+            out.write_text(text + "\n")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,13 @@ time_text (TIME)           MySQL's own text ``-838:59:59.0``   the target holds 
 string (CHAR, VARCHAR,     ``<characters>:<text>`` in UTF-8    the length prefix keeps a
 TEXT, ENUM, SET, ...)                                          ``|`` inside a value from
                                                                faking a column boundary
+float (DOUBLE)             exact: 53-bit integer mantissa,     no two sides print a double
+                           ``p``, binary exponent              alike; this is arithmetic
+                           ``7205759403792794p-56``            each does exactly
+float (FLOAT)              6 significant digits, ``e``,        what MySQL prints, so what a
+                           exponent ``100000e-6``              snapshot copied
+json (DuckDB target)       the text, length-prefixed           DuckDB keeps the JSON text it
+                                                               was given, as MariaDB does
 NULL                       ``N``                               never a text of the above
                                                                (``''`` is ``0:``, 'None'
                                                                ``4:None``)
@@ -34,9 +41,15 @@ as an unsigned integer (MySQL ``CONV(SUBSTRING(MD5(t), 17, 16), 16, 10)``, DuckD
 checksum is their exact SUM (DECIMAL in MySQL, HUGEINT in DuckDB, NUMBER(38) in Snowflake),
 so it is independent of row order and a changed, missing or extra row changes it.
 
+Both zeros are ``0`` (they are equal in SQL and in Python); NaN and the infinities, which
+only a warehouse can hold, are ``X``. A JSON text equal on both sides is the same JSON; the
+same JSON spelled apart (spaces, key order, ``1.0`` for ``1``) differs here, and its range
+is fetched and compared parsed, where it is equal (so a spelling costs a fetch, never a
+wrong verdict).
+
 Not pushed down (the table is then compared by fetching its rows, as before, and the report
-says so): FLOAT/DOUBLE (each side prints a double its own way), JSON (MariaDB keeps the
-text as written, the warehouses re-serialise it), masked and computed columns (their value
+says so): JSON into Snowflake (a VARIANT is re-serialised in Snowflake's own key order and
+number form, which no MySQL function produces), masked and computed columns (their value
 is made by the transform step), a declared ``type:``, a row filter, routed targets,
 changelog tables, and tables whose key does not start with an integer column (ranges are
 cut by integer arithmetic on it).
@@ -47,7 +60,7 @@ and fixed templates; values (range bounds) are always bind parameters.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from replicator.plan.identifiers import qualified_name, quote_identifier
@@ -57,6 +70,8 @@ from replicator.source.snapshot import quote_mysql_identifier
 # Canonical forms (see the table above); each dialect has one template per form.
 INTEGER, DECIMAL, MICROS, DAYS, BOOLEAN, HEX, BIT_HEX, TEXT, STRING = (
     "integer", "decimal", "micros", "days", "boolean", "hex", "bit_hex", "text", "string")
+DOUBLE, FLOAT, JSON = "double", "float", "json"
+FLOAT_DIGITS = 6  # FLT_DIG: the significant digits MySQL prints of a FLOAT
 
 INTEGER_MYSQL = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "year"})
 STRING_MYSQL = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext",
@@ -64,6 +79,9 @@ STRING_MYSQL = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "
 BINARY_MYSQL = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob",
                           "longblob"})
 MICROS_MYSQL = frozenset({"datetime", "timestamp"})
+# Character sets whose bytes already are the UTF-8 text: no CONVERT (a quarter of a second
+# per string column and million rows in MariaDB, measured).
+UTF8_CHARSETS = frozenset({"utf8mb4", "utf8mb3", "utf8", "ascii"})
 
 
 @dataclass(frozen=True)
@@ -83,6 +101,14 @@ class HashDialect:
     join: str  # {} is the comma-separated column texts
     row_hash: str
     bucket: str
+    # The pieces of a DOUBLE's and a FLOAT's text (``double_text``, ``float_text``).
+    log2: str = "LOG2({})"
+    log10: str = "LOG10({})"
+    power: str = "POW({}, {})"
+    round_even: str = "ROUND({})"  # a double, half to even (MySQL: the C library's rint)
+    integer_text: str = "CAST(CAST({} AS SIGNED) AS CHAR)"  # an integral double as digits
+    concat: str = "CONCAT({})"
+    json_text: str | None = "CONVERT({} USING utf8mb4)"  # None: JSON is no text here
     total: str = "SUM({})"  # the range's checksum: an exact sum of the row hashes
 
 
@@ -128,6 +154,13 @@ DUCKDB = HashDialect(
     join="concat_ws('|', {})",
     row_hash="CAST(('0x' || substr(md5({}), 17, 16)) AS UBIGINT)",
     bucket="((CAST({} AS HUGEINT) - CAST(? AS HUGEINT)) // CAST(? AS HUGEINT))",
+    log2="log2({})",
+    log10="log10({})",
+    power="pow({}, {})",
+    round_even="round_even({}, 0)",
+    integer_text="CAST(CAST({} AS BIGINT) AS VARCHAR)",
+    concat="concat({})",
+    json_text="CAST({} AS VARCHAR)",  # DuckDB's JSON keeps the text it was given
 )
 
 # https://docs.snowflake.com/en/sql-reference/functions/md5_number_lower64 (the low 64 bits
@@ -152,30 +185,98 @@ SNOWFLAKE = HashDialect(
     # Typed, so that no translator (fakesnow's sqlglot) sums it as a DOUBLE.
     row_hash="CAST(MD5_NUMBER_LOWER64({}) AS NUMBER(20,0))",
     bucket="FLOOR(({} - ?) / ?)",
+    log2="LOG(2, {})",
+    log10="LOG(10, {})",
+    round_even="ROUND({}, 0, 'HALF_TO_EVEN')",
+    integer_text="TO_VARCHAR(CAST({} AS NUMBER(20,0)))",
+    json_text=None,  # a VARIANT is re-serialised in Snowflake's own key order and numbers
 )
 
 TARGET_DIALECTS = {"duckdb": DUCKDB, "snowflake": SNOWFLAKE}
 
 
+def _signed(dialect: HashDialect, value: str, magnitude_text: str) -> str:
+    """``0`` for either zero, ``X`` for NaN and the infinities (only a warehouse holds
+    them), else the sign and ``magnitude_text``; NULL stays NULL."""
+    sign = f"CASE WHEN {value} < 0 THEN '-' ELSE '' END"
+    return (f"CASE WHEN {value} = 0 THEN '0' WHEN {value} - {value} = 0 THEN "
+            f"{dialect.concat.format(f'{sign}, {magnitude_text}')} "
+            f"WHEN {value} IS NOT NULL THEN 'X' END")
+
+
+def _exponent(dialect: HashDialect, magnitude: str, base: int, guess: str) -> str:
+    """The exponent of ``magnitude``'s leading digit in ``base``: the logarithm's guess
+    (MariaDB's FLOOR(LOG2(POW(2, -1000))) is -1001) corrected by one division."""
+    ratio = f"({magnitude} / {dialect.power.format(base, guess)})"
+    return f"({guess} + CASE WHEN {ratio} >= {base} THEN 1 WHEN {ratio} < 1 THEN -1 ELSE 0 END)"
+
+
+def double_text(dialect: HashDialect, value: str) -> str:
+    """A DOUBLE's exact value as text, by arithmetic every side does alike (no two print a
+    double alike): its 53-bit integer mantissa, ``p`` and the binary exponent of its last
+    bit (``0.1`` is ``7205759403792794p-56``); subnormals keep the last bit at 2^-1074.
+    Every step is exact (a division by a power of two), LOG2 only guesses."""
+    magnitude = f"ABS({value})"
+    guess = f"LEAST(FLOOR({dialect.log2.format(magnitude)}), 1023)"  # 2^1024 overflows
+    last_bit = f"(GREATEST({_exponent(dialect, magnitude, 2, guess)}, -1022) - 52)"
+    mantissa = f"({magnitude} / {dialect.power.format(2, last_bit)})"
+    as_integer = dialect.integer_text.format
+    return _signed(dialect, value, f"{as_integer(mantissa)}, 'p', {as_integer(last_bit)}")
+
+
+def float_text(dialect: HashDialect, value: str) -> str:
+    """A FLOAT's value as MySQL prints it, 6 significant digits (FLT_DIG), as digits, ``e``
+    and the exponent of the last digit (``0.1`` is ``100000e-6``). Replication copies a
+    FLOAT from that text (a snapshot SELECT gives ``3.40282e38`` for the largest FLOAT, the
+    binlog its exact bits), so the target holds a double that agrees with the source to
+    those 6 digits and no further. Rounding is half to even, as MySQL prints (and as
+    MariaDB's ROUND of a double does); a value whose 7th digit onwards sits within a
+    double's error of one half may round apart on the two sides: its range is then fetched
+    and compared exactly (at the same 6 digits), never passed as equal."""
+    magnitude = f"ABS({value})"
+    # A FLOAT is >= 1.4E-45; a smaller double (a target's) must not divide by 10^-324 = 0.
+    guess = f"GREATEST(FLOOR({dialect.log10.format(magnitude)}), -46)"
+    last_digit = f"({_exponent(dialect, magnitude, 10, guess)} - {FLOAT_DIGITS - 1})"
+    digits = dialect.round_even.format(f"{magnitude} / {dialect.power.format(10, last_digit)}")
+    as_integer = dialect.integer_text.format
+    carried = f"'{10 ** (FLOAT_DIGITS - 1)}e', {as_integer(f'{last_digit} + 1')}"  # 999999.5
+    exact = f"{as_integer(digits)}, 'e', {as_integer(last_digit)}"
+    return _signed(dialect, value, f"CASE WHEN {digits} = {10 ** FLOAT_DIGITS} THEN "
+                                   f"{dialect.concat.format(carried)} ELSE "
+                                   f"{dialect.concat.format(exact)} END")
+
+
 @dataclass(frozen=True)
 class CanonicalColumn:
-    """How one compared column becomes text: its form, and the BIT width (hex digits)."""
+    """How one compared column becomes text: its form, the BIT width (hex digits), and
+    whether a string column's bytes already are UTF-8 in MySQL."""
 
     column: PlannedColumn
     form: str
     width: int | None = None
+    utf8: bool = False
 
     def text(self, dialect: HashDialect, expression: str) -> str:
         if self.form == STRING:
-            value = dialect.text_of_string.format(expression)
+            value = expression if self.utf8 else dialect.text_of_string.format(expression)
             text = dialect.length_prefixed.format(value)
+        elif self.form == JSON:
+            assert dialect.json_text is not None  # canonical_form: the target has one
+            text = dialect.length_prefixed.format(dialect.json_text.format(expression))
+        elif self.form == DOUBLE:
+            text = double_text(dialect, expression)
+        elif self.form == FLOAT:
+            text = float_text(dialect, expression)
         else:
             text = dialect.forms[self.form].format(expression, width=self.width)
         return f"COALESCE({text}, 'N')"
 
 
-def canonical_form(column: PlannedColumn) -> CanonicalColumn | str:
-    """The column's canonical form, or why it cannot be computed alike on both sides."""
+def canonical_form(column: PlannedColumn, target: HashDialect | None = None,
+                   charset: str | None = None) -> CanonicalColumn | str:
+    """The column's canonical form, or why it cannot be computed alike on both sides
+    (``target``: the warehouse's SQL, when a form exists only in some; ``charset``: the
+    MySQL column's character set)."""
     name = column.target_column
     mysql = column.mysql_type
     if column.mask:
@@ -204,12 +305,14 @@ def canonical_form(column: PlannedColumn) -> CanonicalColumn | str:
     if kind == "time_text" and source == "time":
         return CanonicalColumn(column, TEXT)
     if kind == "string" and source in STRING_MYSQL:
-        return CanonicalColumn(column, STRING)
-    if kind == "float":
-        return (f"{name} is {source.upper()}: MySQL and the warehouse print a double "
-                "differently")
-    if kind == "json":
-        return f"{name} is JSON: the warehouse re-serialises it, MySQL keeps its own text"
+        return CanonicalColumn(column, STRING, utf8=(charset or "").lower() in UTF8_CHARSETS)
+    if kind == "float" and source in ("double", "float"):
+        return CanonicalColumn(column, DOUBLE if source == "double" else FLOAT)
+    if kind == "json" and source == "json":
+        if target is not None and target.json_text is None:
+            return (f"{name} is JSON: {target.name} re-serialises it (its own key order and "
+                    "numbers), MySQL keeps the text as written")
+        return CanonicalColumn(column, JSON)
     return f"{name}: {source.upper()} -> {kind} has no canonical text in SQL on both sides"
 
 
@@ -261,13 +364,15 @@ def integer_key(table: TablePlan) -> PlannedColumn | str:
 
 
 def checksum_plan(table: TablePlan, source_relation: str, target_kind: str,
-                  live: Sequence[str] = (), source_where: Sequence[str] = ()
+                  live: Sequence[str] = (), source_where: Sequence[str] = (),
+                  charsets: Mapping[str, str | None] | None = None
                   ) -> ChecksumPlan | list[str]:
     """The table's checksum queries, or every reason it must be compared by fetching rows.
 
     ``source_relation``: the MySQL table, quoted; ``live``: target conditions that select
     the live rows (not soft-deleted, SCD2's current versions) and the slice, without
-    parameters; ``source_where``: the slice's MySQL condition (``verify --where``)."""
+    parameters; ``source_where``: the slice's MySQL condition (``verify --where``);
+    ``charsets``: the MySQL columns' character sets, by lower-case source name."""
     reasons: list[str] = []
     if table.routed:
         reasons.append("a routed target (rows of several source tables)")
@@ -281,7 +386,8 @@ def checksum_plan(table: TablePlan, source_relation: str, target_kind: str,
     key = integer_key(table)
     if isinstance(key, str):
         reasons.append(key)
-    forms = [canonical_form(c) for c in table.data_columns]
+    forms = [canonical_form(c, dialect, (charsets or {}).get((c.source_column or "").lower()))
+             for c in table.data_columns]
     reasons += [f for f in forms if isinstance(f, str)]
     if reasons or dialect is None or isinstance(key, str):
         return reasons

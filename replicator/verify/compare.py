@@ -103,6 +103,7 @@ class TableVerifier:
         self.slice = slice_
         self.pacer = pacer or Unpaced()
         self.progress = progress or NoProgress()
+        self._source_table = source_table
         self._reader_args = (pipeline.source, source_table, table)
         self._reader_options: dict[str, Any] = {
             "source_name": source_name, "condition": slice_.source_sql if slice_ else None}
@@ -174,7 +175,8 @@ class TableVerifier:
             return ["checksums not asked for"]
         return checksum_plan(self.table, self.source.relation, self.target_kind,
                              self.target.scope,
-                             [self.source.condition] if self.source.condition else [])
+                             [self.source.condition] if self.source.condition else [],
+                             {c.name.lower(): c.charset for c in self._source_table.columns})
 
     def compare(self, report: TableReport, segment_rows: int, *, checksums: bool = False,
                 walk: dict[str, int] | None = None) -> None:

@@ -23,6 +23,7 @@ from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 from replicator.plan.model import PlannedColumn, TablePlan
 from replicator.transform.batch import change_batch
 from replicator.transform.stage import JUDGED_PASS, judge_rows
+from replicator.verify.checksum import FLOAT_DIGITS
 
 UTC = dt.UTC
 
@@ -74,6 +75,10 @@ def canonical_function(column: PlannedColumn) -> Callable[[Any], Any]:
                 return number
 
         return decimal
+    if kind == "float" and column.mysql_type is not None and column.mysql_type.name == "float":
+        # A FLOAT is copied from the text MySQL prints, FLT_DIG digits (``checksum``): a
+        # target value equal to those digits is the value replicated.
+        return lambda v: None if v is None else float(f"{float(v):.{FLOAT_DIGITS}g}")
     if kind == "float":
         return lambda v: None if v is None else float(v)
     if kind == "boolean":

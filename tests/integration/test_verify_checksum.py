@@ -5,6 +5,8 @@ changed value found exactly, agreeing ranges never fetched, the fallback named."
 from __future__ import annotations
 
 import datetime as dt
+import json
+import math
 from decimal import Decimal
 
 import pytest
@@ -18,7 +20,7 @@ from tests.integration.verify_support import load, open_target, replicate_by_sna
 
 pytestmark = [pytest.mark.mysql]
 
-CHECKSUMMED = ("orders", "awkward", "types")
+CHECKSUMMED = ("orders", "awkward", "types", "docs")
 
 
 @pytest.fixture(scope="module")
@@ -86,10 +88,17 @@ def test_equal_tables_cost_one_checksum_each_and_no_row(replicated):
     assert customers.fetched_rows == 2 * customers.source_rows == 40
 
 
-def _changed(value):
-    """Another value of the same type (never the one given)."""
+def _changed(value, mysql_type=""):
+    """Another value of the same type (never the one given): a DOUBLE one bit apart, a
+    FLOAT one apart in its 6th digit (what MySQL prints of it), other JSON."""
     if value is None:
         return None  # the caller picks a non-NULL row
+    if mysql_type == "json":
+        return json.dumps([json.loads(value)])
+    if mysql_type == "float":
+        return value * (1 + 2e-5) if value else 1e-30
+    if isinstance(value, float):
+        return math.nextafter(value, math.inf)
     if isinstance(value, bool):
         return not value
     if isinstance(value, int):
@@ -141,7 +150,8 @@ def _single_changes(pipeline, sink, name):
     for at, column in enumerate(columns, start=1):
         present = [row for row in rows if row[at] is not None]
         first = present[len(present) // 2]
-        changes.append((first[0], column.target_column, _changed(first[at])))
+        changes.append((first[0], column.target_column,
+                        _changed(first[at], column.mysql_type.name)))
         if column.nullable:
             changes.append((present[0][0], column.target_column, None))
     return table, key, changes
@@ -152,7 +162,7 @@ def test_any_single_changed_value_is_found_exactly(replicated, name):
     pipeline, sink, _ = replicated
     table, key, changes = _single_changes(pipeline, sink, name)
     relation = f'main."{table.target_table}"'
-    assert len(changes) >= 4
+    assert len(changes) >= 2
     for key_value, column, value in changes:
         with Tampered(sink.connection, relation, key, key_value) as row:
             row.set(column, value)
@@ -200,3 +210,27 @@ def test_missing_and_extra_rows_are_named(replicated):
     assert [(d.kind, d.key["id"]) for d in orders.differences] == [
         ("extra", -3), ("missing", 17), ("extra", 100017)]
     assert (orders.source_rows, orders.target_rows) == (150, 151)
+
+
+def test_doubles_floats_and_json_compare_at_what_replication_keeps(replicated):
+    """A DOUBLE one bit apart differs; a FLOAT agreeing to the 6 digits MySQL prints is the
+    value replicated; JSON spelled apart is fetched and found equal, JSON changed named."""
+    pipeline, sink, _ = replicated
+    cases = [("TYPES", -5, {"DBL": 1e-323}, ["DBL"]),  # 2^-1074 -> 2^-1073
+             ("TYPES", 2_000_000_000, {"DBL": 0.0}, []),  # -0.0 = 0.0, as SQL says
+             ("TYPES", 2_000_000_000, {"FLT": 0.10000001}, []),  # 0.1 to 6 digits
+             ("TYPES", 8, {"FLT": 1234570.0}, ["FLT"]),  # 1.23456e6 -> 1.23457e6
+             ("DOCS", 6, {"DOC": '{"b": 1, "a": 2}'}, []),  # '{"a":2,"b":1}' respelled
+             ("DOCS", 1, {"DOC": None}, ["DOC"]),  # JSON null -> SQL NULL
+             ("DOCS", 8, {"DOC": '{"n": 1.5, "m": 10}'}, ["DOC"])]
+    for relation, key_value, values, differing in cases:
+        with Tampered(sink.connection, f'main."{relation}"', "ID", key_value) as row:
+            for column, value in values.items():
+                row.set(column, value)
+            (found,) = verify_pipeline(pipeline, sink=sink, tables=[relation.lower()]).tables
+        assert found.method == "checksum"
+        assert [(d.key["id"], sorted(c.target_column for c in d.columns))
+                for d in found.differences] == ([(key_value, differing)] if differing else []), (
+            relation, values, [d.describe() for d in found.differences])
+        spelled_apart = relation == "DOCS" and not differing
+        assert (found.fetched_rows > 0) == bool(differing or spelled_apart), found.fetched_rows

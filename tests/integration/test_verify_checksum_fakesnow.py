@@ -69,17 +69,21 @@ def test_same_checksums_and_verdicts_as_duckdb(mariadb, fresh_database, tmp_path
         try:
             replicate_by_snapshot(pipeline, sink)
             sink.connection._duck_conn.execute(LOWER64)
-            for name in ("orders", "awkward", "types"):
+            for name in ("orders", "awkward", "types"):  # docs: JSON, fetched
                 source, snow = _checksums(pipeline, sink, name, "snowflake")
                 assert snow == source, name
                 assert _checksums(duck_pipeline, duck, name, "duckdb")[1] == source, name
             report = verify_pipeline(pipeline, sink=sink)
             assert report.equal, "\n".join(report.describe())
             assert [t.method for t in report.tables] == ["fetch", "checksum", "checksum",
-                                                         "checksum"]
+                                                         "checksum", "fetch"]
+            assert any("DOC is JSON: snowflake re-serialises" in reason
+                       for reason in report.tables[-1].fallback)
             cursor = sink.connection.cursor()
             cursor.execute('DELETE FROM "RAW"."ORDERS" WHERE "ID" = 7')
             cursor.execute('UPDATE "RAW"."TYPES" SET "TS3" = NULL WHERE "ID" = 8')
+            cursor.execute('UPDATE "RAW"."TYPES" SET "DBL" = 1e-323 WHERE "ID" = -5')
+            cursor.execute('UPDATE "RAW"."TYPES" SET "FLT" = 1234570 WHERE "ID" = 8')
             cursor.execute('UPDATE "RAW"."AWKWARD" SET "RAW" = TO_BINARY(\'00\', \'HEX\') '
                            'WHERE "ID" = 3')
             sink.connection.commit()
@@ -88,6 +92,8 @@ def test_same_checksums_and_verdicts_as_duckdb(mariadb, fresh_database, tmp_path
             sink.close()
     duck.connection.execute('DELETE FROM main."ORDERS" WHERE "ID" = 7')
     duck.connection.execute('UPDATE main."TYPES" SET "TS3" = NULL WHERE "ID" = 8')
+    duck.connection.execute('UPDATE main."TYPES" SET "DBL" = 1e-323 WHERE "ID" = -5')
+    duck.connection.execute('UPDATE main."TYPES" SET "FLT" = 1234570 WHERE "ID" = 8')
     duck.connection.execute('UPDATE main."AWKWARD" SET "RAW" = \'\\x00\'::BLOB WHERE "ID" = 3')
     verdicts["duckdb"] = verify_pipeline(duck_pipeline, sink=duck)
     duck.close()
@@ -97,5 +103,5 @@ def test_same_checksums_and_verdicts_as_duckdb(mariadb, fresh_database, tmp_path
              for kind, report in verdicts.items()}
     assert found["snowflake"] == found["duckdb"] == [
         ("awkward", 3, "different", ("RAW",)), ("orders", 7, "missing", ()),
-        ("types", 8, "different", ("TS3",))]
-    assert all(t.method == "checksum" for t in verdicts["snowflake"].tables[1:])
+        ("types", -5, "different", ("DBL",)), ("types", 8, "different", ("TS3", "FLT"))]
+    assert all(t.method == "checksum" for t in verdicts["snowflake"].tables[1:4])

@@ -106,3 +106,17 @@ def replicate_changes(pipeline: Pipeline, sink: Any, start: Any, *, batch_id: in
         sink.apply(table, batch_id, end.to_offset(), staged)
         applied += len(mine)
     return applied
+
+
+def drift_behind_the_binlog(root: Any, database: str) -> None:
+    """100 rows of ``orders`` changed where replication cannot see (``sql_log_bin = 0``): 60
+    totals raised, 40 rows inserted (ids 50001-50040)."""
+    with root.cursor() as cursor:
+        cursor.execute(f"USE `{database}`")
+        cursor.execute("SET SESSION sql_log_bin = 0")
+        cursor.execute("UPDATE orders SET total = total + 1 WHERE id <= 60")
+        assert cursor.rowcount == 60
+        cursor.execute("INSERT INTO orders (id, customer_id, status, total, updated_at) "
+                       "SELECT seq, 1, 'paid', seq / 100, '2024-05-01 10:00:00.000001' "
+                       "FROM seq_50001_to_50040")
+        cursor.execute("SET SESSION sql_log_bin = 1")
