@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 from replicator.model.catalog import SourceColumn
 from replicator.source.arrow_types import source_arrow_type, time_text
-from replicator.source.values import ZeroDates, json_text
+from replicator.source.values import ZeroDates, float32_column, json_text
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 # Selected as the server's text: what connectorx cannot hold exactly (module docstring).
-# FLOAT too: the binlog path gives the shortest decimal of the float32 (1.1, not
-# 1.100000023841858), which is the text the server prints.
-_AS_TEXT = frozenset({"decimal", "numeric", "dec", "fixed", "float", "real", "date", "datetime",
+_AS_TEXT = frozenset({"decimal", "numeric", "dec", "fixed", "date", "datetime",
                       "timestamp", "time", "uuid", "inet4", "inet6"})
+# Selected as a DOUBLE, exactly (source.values: the server's text of a FLOAT has 6 digits).
+_FLOAT = frozenset({"float", "real"})
 _TEMPORAL = frozenset({"date", "datetime", "timestamp"})
 # A zero date is any date part with a zero field ('0000-00-00', '2024-00-05'): no warehouse
 # stores it (same rule as source.values._is_zero_date).
@@ -51,6 +51,8 @@ def select_expression(column: SourceColumn) -> str:
         return f"CAST({quoted} AS UNSIGNED) AS {quoted}"
     if name in _AS_TEXT:
         return f"CAST({quoted} AS CHAR) AS {quoted}"
+    if name in _FLOAT:
+        return f"CAST({quoted} AS DOUBLE) AS {quoted}"
     return quoted
 
 
@@ -75,6 +77,8 @@ def finish_column(array: pa.Array | pa.ChunkedArray, column: SourceColumn, *, ta
 
         return pa.array([None if v is None else json_text(json.loads(v))
                          for v in array.to_pylist()], target)
+    if name in _FLOAT:
+        return float32_column(pc.cast(array, pa.float64()))
     if pa.types.is_binary(target):
         if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
             # a BINARY column as text (only if a driver decoded it): the bytes as sent

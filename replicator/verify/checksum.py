@@ -26,8 +26,8 @@ TEXT, ENUM, SET, ...)                                          ``|`` inside a va
 float (DOUBLE)             exact: 53-bit integer mantissa,     no two sides print a double
                            ``p``, binary exponent              alike; this is arithmetic
                            ``7205759403792794p-56``            each does exactly
-float (FLOAT)              6 significant digits, ``e``,        what MySQL prints, so what a
-                           exponent ``100000e-6``              snapshot copied
+float (FLOAT)              6 significant digits, ``e``,        what MySQL prints; the form
+                           exponent ``100000e-6``              both sides reach
 json (DuckDB target)       the text, length-prefixed           DuckDB keeps the JSON text it
                                                                was given, as MariaDB does
 NULL                       ``N``                               never a text of the above
@@ -72,6 +72,10 @@ INTEGER, DECIMAL, MICROS, DAYS, BOOLEAN, HEX, BIT_HEX, TEXT, STRING = (
     "integer", "decimal", "micros", "days", "boolean", "hex", "bit_hex", "text", "string")
 DOUBLE, FLOAT, JSON = "double", "float", "json"
 FLOAT_DIGITS = 6  # FLT_DIG: the significant digits MySQL prints of a FLOAT
+# Below the smallest normal float32 a FLOAT has fewer than 6 digits of precision: its steps of
+# 2^-149 are counted instead (the shortest decimal, 1e-45, and the exact 1.4012984e-45 agree).
+FLOAT_MIN_NORMAL = 1.1754943508222875e-38
+FLOAT_SUBNORMAL_STEP = 2.0 ** -149
 
 INTEGER_MYSQL = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "year"})
 STRING_MYSQL = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext",
@@ -226,13 +230,14 @@ def double_text(dialect: HashDialect, value: str) -> str:
 
 def float_text(dialect: HashDialect, value: str) -> str:
     """A FLOAT's value as MySQL prints it, 6 significant digits (FLT_DIG), as digits, ``e``
-    and the exponent of the last digit (``0.1`` is ``100000e-6``). Replication copies a
-    FLOAT from that text (a snapshot SELECT gives ``3.40282e38`` for the largest FLOAT, the
-    binlog its exact bits), so the target holds a double that agrees with the source to
-    those 6 digits and no further. Rounding is half to even, as MySQL prints (and as
+    and the exponent of the last digit (``0.1`` is ``100000e-6``). Replication writes the
+    float32's shortest decimal as a double (``source.values.float32``: 3.4028235e38), the
+    source's SQL sees the float32's exact double (3.4028234663852886e38), and no warehouse
+    has a 4-byte float to round either back to: 6 digits is what both sides reach. Rounding is half to even, as MySQL prints (and as
     MariaDB's ROUND of a double does); a value whose 7th digit onwards sits within a
     double's error of one half may round apart on the two sides: its range is then fetched
-    and compared exactly (at the same 6 digits), never passed as equal."""
+    and compared exactly (at the same 6 digits), never passed as equal. A subnormal FLOAT
+    (fewer than 6 digits of precision) is ``s`` and its count of 2^-149 steps."""
     magnitude = f"ABS({value})"
     # A FLOAT is >= 1.4E-45; a smaller double (a target's) must not divide by 10^-324 = 0.
     guess = f"GREATEST(FLOOR({dialect.log10.format(magnitude)}), -46)"
@@ -241,7 +246,11 @@ def float_text(dialect: HashDialect, value: str) -> str:
     as_integer = dialect.integer_text.format
     carried = f"'{10 ** (FLOAT_DIGITS - 1)}e', {as_integer(f'{last_digit} + 1')}"  # 999999.5
     exact = f"{as_integer(digits)}, 'e', {as_integer(last_digit)}"
-    return _signed(dialect, value, f"CASE WHEN {digits} = {10 ** FLOAT_DIGITS} THEN "
+    steps = as_integer(dialect.round_even.format(
+        f"{magnitude} / {dialect.power.format(2, -149)}"))
+    return _signed(dialect, value, f"CASE WHEN {magnitude} < {FLOAT_MIN_NORMAL!r} THEN "
+                                   f"{dialect.concat.format(repr('s') + ', ' + steps)} "
+                                   f"WHEN {digits} = {10 ** FLOAT_DIGITS} THEN "
                                    f"{dialect.concat.format(carried)} ELSE "
                                    f"{dialect.concat.format(exact)} END")
 

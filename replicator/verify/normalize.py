@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from collections.abc import Callable, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -23,7 +24,7 @@ from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 from replicator.plan.model import PlannedColumn, TablePlan
 from replicator.transform.batch import change_batch
 from replicator.transform.stage import JUDGED_PASS, judge_rows
-from replicator.verify.checksum import FLOAT_DIGITS
+from replicator.verify.checksum import FLOAT_DIGITS, FLOAT_MIN_NORMAL, FLOAT_SUBNORMAL_STEP
 
 UTC = dt.UTC
 
@@ -76,9 +77,7 @@ def canonical_function(column: PlannedColumn) -> Callable[[Any], Any]:
 
         return decimal
     if kind == "float" and column.mysql_type is not None and column.mysql_type.name == "float":
-        # A FLOAT is copied from the text MySQL prints, FLT_DIG digits (``checksum``): a
-        # target value equal to those digits is the value replicated.
-        return lambda v: None if v is None else float(f"{float(v):.{FLOAT_DIGITS}g}")
+        return _float_digits
     if kind == "float":
         return lambda v: None if v is None else float(v)
     if kind == "boolean":
@@ -191,3 +190,14 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return "0x" + bytes(value).hex()
     return str(value)
+
+
+def _float_digits(v: Any) -> float | None:
+    """A FLOAT as the checksum compares it (``checksum.float_text``): FLT_DIG digits, or on
+    the subnormal grid below the smallest normal float32."""
+    if v is None:
+        return None
+    value = float(v)
+    if 0 < abs(value) < FLOAT_MIN_NORMAL:
+        return math.copysign(round(abs(value) / FLOAT_SUBNORMAL_STEP) * FLOAT_SUBNORMAL_STEP, value)
+    return float(f"{value:.{FLOAT_DIGITS}g}")

@@ -6,6 +6,7 @@ import datetime as dt
 import itertools
 from decimal import Decimal
 
+import numpy as np
 import pytest
 
 from replicator.errors import SourceError
@@ -133,3 +134,27 @@ def test_zero_dates_counted_or_refused(mariadb, mysql_source, fresh_database):
     chunk = plan_chunks(strict, table, chunk_rows=10)[0]
     with pytest.raises(SourceError):
         list(read_chunk(strict, table, chunk, position=start))
+
+
+# float32 values whose shortest decimal has 7-9 digits (MariaDB prints 6), a subnormal and
+# FLT_MAX: a snapshot must read what the binlog carries, not the server's 6-digit text.
+FLOATS = [3.4028235e38, -3.4028235e38, 16777216.0, 1.2345678, 0.3, 1e-45, 1.1754944e-38,
+          123456.79, 7.0]
+
+
+def test_a_float_reads_the_same_from_binlog_and_snapshot(mariadb, mysql_source, fresh_database):
+    with mariadb.root_connection(fresh_database) as connection, connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE floats (id INT PRIMARY KEY, f FLOAT)")
+        start = current_position(mysql_source)
+        exact = [float(np.float32(value)) for value in FLOATS]  # 3.4028235e38 is out of range
+        cursor.executemany("INSERT INTO floats VALUES (%s, %s)", list(enumerate(exact)))
+    position = current_position(mysql_source)
+    events = read_changes(mysql_source, start=start, end=None,
+                          tables=[f"{fresh_database}.floats"], server_id=next(_server_ids))
+    from_binlog = {e.after["id"]: e.after["f"] for e in events if isinstance(e, ChangeEvent)}
+    table = read_catalog(mysql_source, [(fresh_database, "floats")]).tables[0]
+    from_snapshot = {event.after["id"]: event.after["f"]
+                     for chunk in plan_chunks(mysql_source, table, chunk_rows=4)
+                     for event in read_chunk(mysql_source, table, chunk, position=position)}
+    assert from_binlog == dict(enumerate(FLOATS))
+    assert from_snapshot == from_binlog

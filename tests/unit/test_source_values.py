@@ -95,3 +95,24 @@ def test_zero_date_policy():
     with pytest.raises(SourceError) as error:
         ZeroDates("error")("db.t", "d", "0000-00-00")
     assert "db.t.d" in error.value.message
+
+
+def test_float32_over_a_column_is_float32_per_value():
+    """Every exponent, both signs, subnormals and the neighbours of each power of two (where
+    a loop over %g widths missed the shortest form)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from replicator.source.values import float32_column
+
+    powers = np.array([np.float32(2.0) ** k for k in range(-149, 128)], dtype=np.float32)
+    bits = powers.view(np.uint32)
+    rng = np.random.default_rng(30)
+    every = np.concatenate([bits, bits + 1, bits - 1, rng.integers(0, 2**32, 20000,
+                                                                   dtype=np.uint64)
+                            .astype(np.uint32)]).view(np.float32)
+    values = [float(v) for v in every[np.isfinite(every)]]
+    values += [-v for v in values]
+    column = float32_column(pa.array(values, pa.float64())).to_pylist()
+    assert column == [float32(v) for v in values]
+    assert float32(float(np.float32(3.0e-39))) == 3e-39  # a subnormal's shortest form
