@@ -62,6 +62,8 @@ def phase_split(outcome: RunOutcome, kind: str = "stream") -> dict[str, Any]:
         "changes": sum(int(r["changes"]) for _, r in reports),
         "rows": sum(int(r["rows"]) for _, r in reports),
         "skipped_tables": sum(1 for _, r in reports for t in r["tables"] if t.get("skipped")),
+        # the driver's CPU applying the batches, its Spark read excluded (bench/cpu_budget.py)
+        "apply_cpu_seconds": round(sum(float(r.get("cpu_seconds", 0.0)) for _, r in reports), 3),
     }
     phases = {name: 0.0 for name in PHASES}
     in_batches = 0.0

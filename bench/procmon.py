@@ -103,6 +103,9 @@ class TreeUsage:
     peak_pss_by_role: dict[str, int] = field(default_factory=dict)
     cpu_seconds: float = 0.0
     cpu_seconds_by_role: dict[str, float] = field(default_factory=dict)
+    # label_of -> CPU seconds: the Spark Python processes apart (decode workers forked by
+    # pyspark.daemon, the data source's planner, the streaming source runner)
+    cpu_seconds_by_label: dict[str, float] = field(default_factory=dict)
     processes: int = 0  # distinct processes seen
     samples: int = 0
     # (seconds since the first sample, rss by role) of every sample: the memory chart
@@ -147,6 +150,7 @@ class TreeUsage:
             "peak_pss_mib_by_role": {k: round(v / mib, 1) for k, v in self.peak_pss_by_role.items()},
             "cpu_seconds": round(self.cpu_seconds, 2),
             "cpu_seconds_by_role": {k: round(v, 2) for k, v in self.cpu_seconds_by_role.items()},
+            "cpu_seconds_by_label": {k: round(v, 2) for k, v in self.cpu_seconds_by_label.items()},
             "processes": self.processes,
             "samples": self.samples,
             # who holds the peak, and each process's own peak and lifetime in the run
@@ -252,6 +256,11 @@ class TreeSampler(threading.Thread):
         for role, cpu in self._cpu.values():
             by_role[role] = by_role.get(role, 0.0) + cpu
         self.usage.cpu_seconds_by_role = by_role
+        by_label: dict[str, float] = {}
+        for pid, (role, cpu) in self._cpu.items():
+            label = self._labels.get(pid, role)
+            by_label[label] = by_label.get(label, 0.0) + cpu
+        self.usage.cpu_seconds_by_label = by_label
         self.usage.cpu_seconds = sum(by_role.values())
         self.usage.processes = len(self._cpu)
         return self.usage
