@@ -111,15 +111,32 @@ def _promote(java: str, cache: Path, name: str, final: Path) -> bool:
         status = candidate.stat()
         if now - status.st_mtime < SETTLED_S:
             continue  # perhaps still being written
-        usable = status.st_size >= MIN_BYTES and _maps(java, candidate)
-        if usable:
-            os.replace(candidate, final)
-            os.utime(final)
-            (cache / f"{name}.recording").unlink(missing_ok=True)
-            _prune(cache, final)
+        if _take(java, candidate, final):
             return True
-        candidate.unlink(missing_ok=True)
     return False
+
+
+def _take(java: str, candidate: Path, final: Path) -> bool:
+    """``candidate`` (finished) becomes ``final`` if a JVM maps it, else it is removed."""
+    if candidate.stat().st_size >= MIN_BYTES and _maps(java, candidate):
+        os.replace(candidate, final)
+        os.utime(final)
+        final.with_name(f"{final.name}.recording").unlink(missing_ok=True)
+        _prune(final.parent, final)
+        return True
+    candidate.unlink(missing_ok=True)
+    return False
+
+
+def take_into_use(recorded: Path, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The archive ``recorded`` (``-XX:ArchiveClassesAtExit`` of a JVM known to have exited:
+    ``engine.record_archive``) taken into use now, not after ``SETTLED_S``; None when it is
+    unusable (removed) or no java is found."""
+    java = _java(os.environ if environ is None else environ)
+    if java is None or not recorded.is_file():
+        return None
+    final = recorded.with_name(recorded.name.rsplit(".", 2)[0])  # spark-<digest>.jsa
+    return final if _take(java, recorded, final) else None
 
 
 # An archive no run has used for this long belongs to a Java, Spark or venv that is gone.
