@@ -7,8 +7,9 @@ Built from figures the same ``bench/run`` measured on the same binlog range:
 - ``decode``: the fast decoder filling Arrow change batches in the bench process
   (``decode.columnar``: ``source.fast.columnar.read_change_batches``), what an executor's
   decode task runs;
-- ``parquet``: ``decode.landed`` - ``decode.columnar``: writing those batches as the landing
-  zone's zstd Parquet files (``engine.landing.land_range``);
+- ``parquet``: writing those batches as the landing zone's zstd Parquet files, as
+  ``engine.landing.land_range`` does, timed alone (``decode.parquet``; results without it:
+  ``decode.landed`` - ``decode.columnar``, within the noise of the two runs);
 - ``spark_python``: the run's Spark Python processes (pyspark.daemon and its forked decode
   workers, the data source's planner, the streaming source runner) minus decode and parquet:
   their start-up, planning and transport;
@@ -67,6 +68,7 @@ def budget_of(e2e: dict[str, Any], decode: dict[str, Any]) -> dict[str, Any]:
     us = 1e6 / changes
     decode_s = _per_row(decode.get("columnar"))
     landed_s = _per_row(decode.get("landed"))
+    parquet_s = _per_row(decode.get("parquet"))  # measured alone (bench.decode.parquet_write)
     workers = by_role.get("python_workers", 0.0) * us
     apply = float(e2e.get("apply_cpu_seconds", 0.0)) * us
     driver = by_role.get("driver", 0.0) * us
@@ -74,7 +76,9 @@ def budget_of(e2e: dict[str, Any], decode: dict[str, Any]) -> dict[str, Any]:
     parts: dict[str, float | None] = {
         "mariadb": float(e2e.get("server_cpu_seconds", 0.0)) * us,
         "decode": None if decode_s is None else decode_s * 1e6,
-        "parquet": None if decode_s is None or landed_s is None else (landed_s - decode_s) * 1e6,
+        "parquet": (parquet_s * 1e6 if parquet_s is not None
+                    else None if decode_s is None or landed_s is None
+                    else (landed_s - decode_s) * 1e6),
         "spark_python": None,
         "jvm": (by_role.get("jvm", 0.0) + by_role.get("other", 0.0)) * us,
         "apply": apply,

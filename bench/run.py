@@ -168,6 +168,11 @@ def _cpu_budget(ctx: BenchContext, generated: workload.WorkloadResult,
             _section(decoded, "landed", lambda: decode.decode_landed(
                 source, generated.start, generated.end, tables=tables,
                 server_id=ctx.next_server_id(), root=root).to_json())
+    if "parquet" not in decoded:
+        with tempfile.TemporaryDirectory(prefix="bench-parquet-") as root:
+            _section(decoded, "parquet", lambda: decode.parquet_write(
+                source, generated.start, generated.end, tables=tables,
+                server_id=ctx.next_server_id(), root=root).to_json())
     e2e = results.setdefault("e2e", {})
     if "duckdb" not in e2e:
         _section(e2e, "duckdb", lambda: run_e2e(ctx, generated, "duckdb", None))
