@@ -4,7 +4,7 @@
         --b-env JDK_JAVA_OPTIONS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 A is the run as it is; B the same run with environment variables set for the replicator
-process (so for the JVM and Python workers it starts). One throwaway MariaDB, one workload;
+process (so for the JVM and Python workers it starts) and/or Spark settings (``--b-conf``). One throwaway MariaDB, one workload;
 each run a pipeline of its own from the workload's first position. Per run: wall and
 streaming seconds, the CPU per change of the tree and of each role (bench/cpu_budget.py's
 parts that a run measures itself). Alternating in pairs (ABBA) keeps a drift of the shared
@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="ABBA pairs: runs of each side")
     parser.add_argument("--b-env", action="append", default=[], metavar="KEY=VALUE",
                         help="an environment variable of the B runs; repeatable")
+    parser.add_argument("--b-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting of the B runs (replicator run --conf); repeatable")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     b_env = dict(item.split("=", 1) for item in args.b_env)
@@ -71,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
                 if side == "B":
                     os.environ.update(b_env)
                 try:
-                    entry = run_e2e(ctx, generated, "duckdb", None, suffix=f"-{side.lower()}{number}")
+                    entry = run_e2e(ctx, generated, "duckdb", None, suffix=f"-{side.lower()}{number}",
+                                    conf=tuple(args.b_conf) if side == "B" else ())
                 finally:
                     for key, value in saved.items():
                         if value is None:
@@ -98,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                 part: round(statistics.median(r["us_per_change"][part] for r in mine), 1)
                 for part in mine[0]["us_per_change"]},
         }
-    result = {"changes": args.changes, "b_env": b_env, "runs": runs, "summary": summary,
+    result = {"changes": args.changes, "b_env": b_env, "b_conf": args.b_conf, "runs": runs, "summary": summary,
               "environment": environment}
     print(json.dumps(summary, indent=1))
     if args.out:
