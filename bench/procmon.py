@@ -90,7 +90,11 @@ def label_of(cmdline: str, role: str) -> str:
         return role
     words = cmdline.split()
     if "-m" in words[:-1]:
-        return words[words.index("-m") + 1]
+        module = words[words.index("-m") + 1]
+        rest = words[words.index("-m") + 2:]
+        # pyspark's daemon serves one worker module (its argument; none: the executors'
+        # pyspark.worker), and its forked workers keep its command line
+        return f"{module} {rest[0]}" if module == "pyspark.daemon" and rest else module
     scripts = [w for w in words[1:] if not w.startswith("-")]
     return os.path.basename(scripts[0]) if scripts else os.path.basename(words[0] if words else "")
 
