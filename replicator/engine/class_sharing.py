@@ -39,7 +39,7 @@ def java_options(environ: Mapping[str, str] | None = None, *,
     [] when off or when no java, cache or pyspark can be found. A JVM that lives long and
     loads more than a run does (a test session's) maps an archive but does not record one."""
     env = os.environ if environ is None else environ
-    if env.get("REPLICATOR_SPARK_CDS", "1").strip().lower() in ("0", "false", "no", "off"):
+    if _off(env):
         return []
     java = _java(env)
     if java is None:
@@ -66,6 +66,16 @@ def java_options(environ: Mapping[str, str] | None = None, *,
                 "-XX:+VerifySharedSpaces", quiet]
     except OSError:
         return []  # no writable cache: start without it
+
+
+def enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether runs use an archive at all: not ``REPLICATOR_SPARK_CDS=0``, and a java found."""
+    env = os.environ if environ is None else environ
+    return not _off(env) and _java(env) is not None
+
+
+def _off(env: Mapping[str, str]) -> bool:
+    return env.get("REPLICATOR_SPARK_CDS", "1").strip().lower() in ("0", "false", "no", "off")
 
 
 def _claim(marker: Path) -> bool:

@@ -70,6 +70,8 @@ def record(workdir: Path) -> Path | None:
     """Start a JVM that records the archive, run the warm-up query, let the JVM exit and take
     its archive into use; the archive, or None when off, in use already, or recorded by
     another process."""
+    if not class_sharing.enabled() or "PYSPARK_SUBMIT_ARGS" in os.environ:
+        return None  # off, no java, or the user's own launcher options (runs record none)
     if any(o.startswith("-XX:SharedArchiveFile=") for o in class_sharing.java_options(record=False)):
         return None  # in use already: nothing to record
     # A JVM whose output this process routes is the kind that records (``session``).
@@ -115,7 +117,8 @@ def main() -> int:
         return 0
     if archive is None:
         print("record_archive: nothing to record (an archive is in use, another process "
-              "records one, or REPLICATOR_SPARK_CDS=0)", file=sys.stderr)
+              "records one, REPLICATOR_SPARK_CDS=0 or PYSPARK_SUBMIT_ARGS is set)",
+              file=sys.stderr)
     else:
         print(f"record_archive: {archive} ({archive.stat().st_size / 2**20:.0f} MiB) in "
               f"{time.perf_counter() - started:.1f} s", file=sys.stderr)

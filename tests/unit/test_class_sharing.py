@@ -109,3 +109,8 @@ def test_an_unusable_recorded_archive_is_removed(tmp_path: Path) -> None:
     written.write_bytes(b"\0" * (class_sharing.MIN_BYTES + 10))  # not an archive
     assert class_sharing.take_into_use(written, _env(tmp_path)) is None
     assert not written.exists()
+
+
+def test_enabled_unless_turned_off(tmp_path: Path) -> None:
+    assert class_sharing.enabled(_env(tmp_path))
+    assert not class_sharing.enabled(_env(tmp_path, REPLICATOR_SPARK_CDS="off"))
