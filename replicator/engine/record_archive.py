@@ -1,9 +1,9 @@
 """Record the driver JVM's class archive at installation (``scripts/bootstrap``), not in a run.
 
 Without an archive, the first ``replicator run`` records one (``engine.class_sharing``): its
-JVM writes ~150 MB at exit, which made a newcomer's first quickstart run take 36.7 s (issue 30;
-measured here: 18.1 s, against 6.3 s with the archive recorded at installation). Here a JVM does what a run does with Spark, without a source
-or a target: a local session started as a run starts it (``engine.session``), a streaming
+JVM writes ~150 MB at exit, which made a newcomer's first quickstart run take 36.7 s (issue
+30; measured on 2026-11-28: 18.1 s, against 6.3 s with the archive recorded at installation).
+Here a JVM does what a run does with Spark, without a source or a target: a local session started as a run starts it (``engine.session``), a streaming
 query over a Python data source with ``availableNow``, ``foreachBatch`` taking each
 micro-batch as Arrow; then it stops, its JVM writes the archive at exit, and the archive is
 taken into use at once (mapped and verified, ``class_sharing.take_into_use``), so the first
