@@ -280,3 +280,34 @@ def decode_landed(source: MySQLSource, start: BinlogPosition, end: BinlogPositio
         return rows, rows
 
     return _timed("landed", run, "replicator.engine.job.landing.land_range (zstd Parquet)")
+
+
+def parquet_write(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,
+                  *, tables: Iterable[str], server_id: int, root: str) -> DecodeResult:
+    """The Parquet half of ``decode_landed`` alone: the range's change batches decoded first
+    (not timed), then written as ``land_range`` writes them (one zstd file per table, a row
+    group per batch). ``landed`` - ``columnar`` is the same figure, but as the difference of
+    two runs of ~4 s it is within their noise."""
+    import pyarrow.parquet as pq
+
+    from replicator.source.fast.columnar import TableChunk, read_change_batches
+
+    chunks = [item for item in read_change_batches(source, start=start, end=end,
+                                                   tables=list(tables), server_id=server_id)
+              if isinstance(item, TableChunk)]
+
+    def run() -> tuple[int, int]:
+        writers: dict[tuple[str, str], Any] = {}
+        rows = 0
+        for chunk in chunks:
+            key = (chunk.table, chunk.fingerprint)
+            if key not in writers:
+                writers[key] = pq.ParquetWriter(f"{root}/{len(writers):05d}.parquet",
+                                                chunk.data.schema, compression="zstd")
+            writers[key].write_table(chunk.data, row_group_size=max(1, chunk.data.num_rows))
+            rows += chunk.data.num_rows
+        for writer in writers.values():
+            writer.close()
+        return rows, rows
+
+    return _timed("parquet", run, "pyarrow.parquet.ParquetWriter, zstd, as land_range")

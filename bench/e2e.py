@@ -62,6 +62,8 @@ def phase_split(outcome: RunOutcome, kind: str = "stream") -> dict[str, Any]:
         "changes": sum(int(r["changes"]) for _, r in reports),
         "rows": sum(int(r["rows"]) for _, r in reports),
         "skipped_tables": sum(1 for _, r in reports for t in r["tables"] if t.get("skipped")),
+        # the driver's CPU applying the batches, its Spark read excluded (bench/cpu_budget.py)
+        "apply_cpu_seconds": round(sum(float(r.get("cpu_seconds", 0.0)) for _, r in reports), 3),
     }
     phases = {name: 0.0 for name in PHASES}
     in_batches = 0.0
@@ -130,11 +132,13 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
             library_rate: float | None, *, decode_partitions: int | str = "auto",
             atomic: bool | None = None, max_rows: int | None = None,
             suffix: str = "", tables: tuple[str, ...] | None = None,
-            transforms: dict[str, Any] | None = None) -> dict[str, Any]:
+            transforms: dict[str, Any] | None = None,
+            conf: tuple[str, ...] = ()) -> dict[str, Any]:
     """One ``replicator run --until-caught-up`` of the workload range into ``target``
     (``atomic``: target.atomic, None its default; ``max_rows``: batching.max_rows;
     ``suffix``: a pipeline of its own, when the same settings run again; ``tables``: only
-    these of the workload's tables; ``transforms``: ``pipeline_yaml``'s, per table)."""
+    these of the workload's tables; ``transforms``: ``pipeline_yaml``'s, per table;
+    ``conf``: Spark settings KEY=VALUE, ``replicator run --conf``)."""
     name = (f"bench-e2e-{target}" + (f"-p{decode_partitions}" if decode_partitions != "auto" else "")
             + ("" if atomic is None else f"-atomic-{str(atomic).lower()}")
             + ("" if max_rows is None else f"-{max_rows}") + suffix)
@@ -158,7 +162,7 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
         warehouse_cpu = cpu_seconds(warehouse_pid) if warehouse_pid else 0.0
         outcome = run_monitored(
             [*replicator_command(), "run", str(pipeline), "--until-caught-up",
-             "--log-format", "json"],
+             "--log-format", "json", *(arg for pair in conf for arg in ("--conf", pair))],
             env=env, cwd=str(ctx.workdir), timeout=RUN_TIMEOUT_S,
         )
         server_cpu = cpu_seconds(ctx.server.pid or 0) - server_cpu

@@ -90,7 +90,11 @@ def label_of(cmdline: str, role: str) -> str:
         return role
     words = cmdline.split()
     if "-m" in words[:-1]:
-        return words[words.index("-m") + 1]
+        module = words[words.index("-m") + 1]
+        rest = words[words.index("-m") + 2:]
+        # pyspark's daemon serves one worker module (its argument; none: the executors'
+        # pyspark.worker), and its forked workers keep its command line
+        return f"{module} {rest[0]}" if module == "pyspark.daemon" and rest else module
     scripts = [w for w in words[1:] if not w.startswith("-")]
     return os.path.basename(scripts[0]) if scripts else os.path.basename(words[0] if words else "")
 
@@ -103,6 +107,9 @@ class TreeUsage:
     peak_pss_by_role: dict[str, int] = field(default_factory=dict)
     cpu_seconds: float = 0.0
     cpu_seconds_by_role: dict[str, float] = field(default_factory=dict)
+    # label_of -> CPU seconds: the Spark Python processes apart (decode workers forked by
+    # pyspark.daemon, the data source's planner, the streaming source runner)
+    cpu_seconds_by_label: dict[str, float] = field(default_factory=dict)
     processes: int = 0  # distinct processes seen
     samples: int = 0
     # (seconds since the first sample, rss by role) of every sample: the memory chart
@@ -147,6 +154,7 @@ class TreeUsage:
             "peak_pss_mib_by_role": {k: round(v / mib, 1) for k, v in self.peak_pss_by_role.items()},
             "cpu_seconds": round(self.cpu_seconds, 2),
             "cpu_seconds_by_role": {k: round(v, 2) for k, v in self.cpu_seconds_by_role.items()},
+            "cpu_seconds_by_label": {k: round(v, 2) for k, v in self.cpu_seconds_by_label.items()},
             "processes": self.processes,
             "samples": self.samples,
             # who holds the peak, and each process's own peak and lifetime in the run
@@ -252,6 +260,11 @@ class TreeSampler(threading.Thread):
         for role, cpu in self._cpu.values():
             by_role[role] = by_role.get(role, 0.0) + cpu
         self.usage.cpu_seconds_by_role = by_role
+        by_label: dict[str, float] = {}
+        for pid, (role, cpu) in self._cpu.items():
+            label = self._labels.get(pid, role)
+            by_label[label] = by_label.get(label, 0.0) + cpu
+        self.usage.cpu_seconds_by_label = by_label
         self.usage.cpu_seconds = sum(by_role.values())
         self.usage.processes = len(self._cpu)
         return self.usage

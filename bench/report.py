@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.cpu_budget import LABELS
+
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
@@ -122,6 +124,17 @@ def _rows(results: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
         if "target_matches_source" in entry:
             yield (section, "target rows = source rows", str(entry["target_matches_source"]),
                    f"{entry['changes']:,} of {entry['expected_changes']:,} changes applied")
+    for target_name, budget in (results.get("cpu_budget") or {}).items():
+        section = f"cpu {target_name}"  # bench/cpu_budget.py: us of CPU per change by part
+        if "error" in budget:
+            yield (section, "budget", "error", str(budget["error"]).splitlines()[0][:80])
+            continue
+        for part, value in budget["us_per_change"].items():
+            yield (section, LABELS[part], _fmt(value, "us/change"),
+                   "target <= 25" if part == "tree" else "")
+        share = budget.get("driver_share_of_tree")
+        yield (section, "driver's share of the tree's CPU",
+               "-" if share is None else f"{100 * share:.0f}%", "target <= 5% (streaming)")
     peer = results.get("peer")  # bench/peer.py: Debezium embedded on the e2e range
     if peer:
         if "error" in peer:

@@ -6,7 +6,8 @@
     bench/run --changes 100000 --out /tmp/result.json
 
 Sections (all by default): decode, profile, e2e, partitions, latency, snapshot, bigtxn, recopy,
-pushdown, startup, idle (a bounded run with nothing to apply against `status`), transforms,
+pushdown, startup, cpu (the CPU per change of each part: needs decode and e2e, run here if
+not asked for; bench/cpu_budget.py), idle (a bounded run with nothing to apply against `status`), transforms,
 transforms_e2e (issue 17's table end to end, with and without
 transforms, bench/e2e.py), peer (Debezium embedded on the e2e range, bench/peer.py), atomic (the e2e
 run with target.atomic on and off). A failing section
@@ -36,7 +37,7 @@ from bench.environment import describe
 from bench.report import RESULTS_DIR, render_table, write_charts, write_json
 from bench.tables import TABLES
 
-SECTIONS = ("decode", "profile", "e2e", "partitions", "latency", "snapshot", "bigtxn", "recopy",
+SECTIONS = ("decode", "profile", "e2e", "cpu", "partitions", "latency", "snapshot", "bigtxn", "recopy",
             "pushdown", "startup", "idle", "transforms", "transforms_e2e", "peer", "atomic")
 # The server for the benchmark: a bigger buffer pool than the test default so the 1M-row
 # table is not disk-bound.
@@ -144,6 +145,40 @@ def _decode(ctx: BenchContext, generated: workload.WorkloadResult) -> dict[str, 
     return out
 
 
+def _cpu_budget(ctx: BenchContext, generated: workload.WorkloadResult,
+                results: dict[str, Any]) -> dict[str, Any]:
+    """The CPU per change of each part (bench/cpu_budget.py), from the decode and e2e
+    figures of this run; the ones it needs and no section measured are measured here."""
+    import pyarrow.parquet  # noqa: F401  (imported before the decode clocks start)
+
+    from bench.cpu_budget import cpu_budget
+    from bench.e2e import run_e2e
+    from replicator.engine.job import landing  # noqa: F401
+    from replicator.source.fast import columnar  # noqa: F401
+
+    source = ctx.source()
+    tables = [f"{generated.database}.{spec.name}" for spec in TABLES]
+    decoded = results.setdefault("decode", {})
+    if "columnar" not in decoded:
+        _section(decoded, "columnar", lambda: decode.decode_columnar(
+            source, generated.start, generated.end, tables=tables,
+            server_id=ctx.next_server_id()).to_json())
+    if "landed" not in decoded:
+        with tempfile.TemporaryDirectory(prefix="bench-landing-") as root:
+            _section(decoded, "landed", lambda: decode.decode_landed(
+                source, generated.start, generated.end, tables=tables,
+                server_id=ctx.next_server_id(), root=root).to_json())
+    if "parquet" not in decoded:
+        with tempfile.TemporaryDirectory(prefix="bench-parquet-") as root:
+            _section(decoded, "parquet", lambda: decode.parquet_write(
+                source, generated.start, generated.end, tables=tables,
+                server_id=ctx.next_server_id(), root=root).to_json())
+    e2e = results.setdefault("e2e", {})
+    if "duckdb" not in e2e:
+        _section(e2e, "duckdb", lambda: run_e2e(ctx, generated, "duckdb", None))
+    return cpu_budget(results)
+
+
 def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from replicator.source.throwaway import ThrowawayMariaDB
 
@@ -167,7 +202,8 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             results["seed"] = args.seed
             ctx = BenchContext(server, workdir, sizes)
             generated = None
-            if {"decode", "profile", "e2e", "partitions", "peer", "atomic", "transforms_e2e"} & set(sections):
+            if {"decode", "profile", "e2e", "cpu", "partitions", "peer", "atomic",
+                "transforms_e2e"} & set(sections):
                 print(f"bench: generating {sizes.changes:,} changes ...", file=sys.stderr, flush=True)
                 generated = workload.generate(server.socket, "bench", sizes.changes, seed=args.seed)
                 results["workload"] = generated.to_json()
@@ -188,6 +224,8 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 for target, label in (("duckdb", "duckdb"), ("snowflake", "fakesnow")):
                     _section(results["e2e"], label,
                              lambda t=target: run_e2e(ctx, generated, t, library_rate))
+            if "cpu" in sections and generated is not None:
+                _section(results, "cpu_budget", lambda: _cpu_budget(ctx, generated, results))
             if "peer" in sections and generated is not None:
                 from bench.e2e import run_e2e
                 from bench.peer import run_peer

@@ -3,18 +3,21 @@
 Starts a throwaway MariaDB, creates the demo schema with awkward values and seeds it, runs
 ``replicator run pipelines/quickstart.yaml --until-caught-up`` (snapshot + stream) into
 ``.quickstart/warehouse.duckdb``, applies a workload, runs again (stream only), prints the
-replicated tables and a source-vs-target comparison, and stops the server.
+replicated tables and a source-vs-target comparison, stops the server, and prints the wall
+time of each phase.
 
 ``replicator run`` is started as a separate process, exactly as a user would run it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from replicator.cli import render
@@ -29,16 +32,14 @@ DATABASE = "demo"
 SHOWN_COLUMNS = 6
 
 
-def _run_pipeline(env: dict[str, str], label: str) -> float:
+def _run_pipeline(env: dict[str, str], label: str) -> None:
     render.info(f"quickstart: {label}: replicator run {PIPELINE.relative_to(ROOT)} --until-caught-up")
-    started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "replicator", "run", str(PIPELINE), "--until-caught-up"],
         env=env, cwd=ROOT,
     )
     if done.returncode != 0:
         raise SystemExit(f"quickstart: replicator run failed (exit {done.returncode})")
-    return time.perf_counter() - started
 
 
 def _show_tables(warehouse: Path) -> None:
@@ -83,9 +84,14 @@ def main() -> int:
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     warehouse = workdir / "warehouse.duckdb"
-    with ThrowawayMariaDB(workdir=str(workdir / "mariadb")) as server:
+    phases = Phases()
+    if os.environ.get("QUICKSTART_BOOTSTRAP_MS", "").isdigit():  # scripts/quickstart's
+        phases.seconds["bootstrap (scripts/bootstrap)"] = int(os.environ["QUICKSTART_BOOTSTRAP_MS"]) / 1000
+    with phases.timed("server start (throwaway MariaDB)"), \
+            ThrowawayMariaDB(workdir=str(workdir / "mariadb")) as server:
+        phases.end()
         render.info(f"quickstart: MariaDB {server.port} on 127.0.0.1 (throwaway, {workdir / 'mariadb'})")
-        with server.root_connection() as root:
+        with phases.timed("demo load (schema + seed)"), server.root_connection() as root:
             create_schema(root, DATABASE)
             seed(root, DATABASE, customers=200, orders=2000, awkward=300)
         source = server.source()
@@ -97,13 +103,20 @@ def main() -> int:
             "MYSQL_PASSWORD": source.password or "",
             "QUICKSTART_DIR": str(workdir),
         }
-        first = _run_pipeline(env, "1/2 snapshot + stream")
-        with server.root_connection() as root:
+        with phases.timed("first run (snapshot + stream)"):
+            _run_pipeline(env, "1/2 snapshot + stream")
+        with phases.timed("changes (the workload)"), server.root_connection() as root:
             changes = apply_changes(root, DATABASE, rounds=200)
         render.info(f"quickstart: applied a workload of ~{changes} row changes")
-        second = _run_pipeline(env, "2/2 stream the new changes")
-        _show_tables(warehouse)
-        equal = _compare(server, warehouse, env)
+        with phases.timed("second run (stream the new changes)"):
+            _run_pipeline(env, "2/2 stream the new changes")
+        with phases.timed("compare (tables + every row)"):
+            _show_tables(warehouse)
+            equal = _compare(server, warehouse, env)
+    render.print_table("where the time went", ["phase", "seconds"],
+                       [[name, f"{seconds:.1f}"] for name, seconds in phases.seconds.items()])
+    first = phases.seconds["first run (snapshot + stream)"]
+    second = phases.seconds["second run (stream the new changes)"]
     render.info(f"quickstart: first run {first:.1f} s, second run {second:.1f} s "
                 f"(each includes Spark's start-up); warehouse: {warehouse}")
     if not equal:
@@ -112,6 +125,29 @@ def main() -> int:
     render.info("quickstart: the target equals the source. Query it: "
                 + query_command(warehouse, "SELECT * FROM main.AWKWARD LIMIT 3"))
     return 0
+
+
+class Phases:
+    """Wall seconds of each phase, in order (the newcomer sees where the time goes)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._open: tuple[str, float] | None = None
+
+    @contextlib.contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        self._open = (name, time.perf_counter())
+        try:
+            yield
+        finally:
+            self.end()
+
+    def end(self) -> None:
+        """The open phase ends here (a phase may end before its ``with`` block does)."""
+        if self._open is not None:
+            name, started = self._open
+            self.seconds[name] = time.perf_counter() - started
+            self._open = None
 
 
 def query_command(warehouse: Path, sql: str) -> str:

@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.mysql, pytest.mark.spark]
 
 REPO = Path(__file__).resolve().parents[2]
 # Every section but `partitions` (the e2e DuckDB run again with one YAML setting changed).
-SECTIONS = "decode,profile,e2e,latency,snapshot,bigtxn,startup"
+SECTIONS = "decode,profile,e2e,cpu,latency,snapshot,bigtxn,startup"
 # The big transaction in merge and scd2 (the mode staged by key); changelog only in bench runs.
 TINY = ["--only", SECTIONS, "--changes", "600", "--latency-rate", "100", "--latency-seconds", "3",
         "--snapshot-rows", "3000", "--bigtxn-modes", "merge,scd2"]
@@ -92,6 +92,19 @@ def test_end_to_end_applies_every_change(bench_result, target):
     if target == "duckdb":
         assert entry["target_matches_source"] is True
         assert entry["target_rows"] == entry["source_rows"]
+
+
+@pytest.mark.parametrize("target", ["duckdb", "fakesnow"])
+def test_the_cpu_budget_splits_the_whole_tree(bench_result, target):
+    _, result = bench_result
+    budget = result["cpu_budget"][target]
+    parts = budget["us_per_change"]
+    assert parts["tree"] > 0 and parts["jvm"] > 0 and parts["apply"] > 0 and parts["decode"] > 0
+    assert parts["mariadb"] > 0 and parts["parquet"] > 0
+    assert (parts["warehouse"] > 0) == (target == "fakesnow")  # DuckDB runs in the driver
+    inside = ("decode", "parquet", "spark_python", "jvm", "apply", "driver_rest")
+    assert sum(parts[p] for p in inside) == pytest.approx(parts["tree"], abs=1.0)
+    assert 0 < budget["driver_share_of_tree"] < 1
 
 
 def test_latency_matches_every_transaction(bench_result):

@@ -1,9 +1,10 @@
 """The bench's CPU window (``procmon.TreeUsage.cpu_between``): the driver's share of the
-stream's CPU is read from it (issue 15's target), start-up and shutdown left out."""
+stream's CPU is read from it (issue 15's target), start-up and shutdown left out; and the
+labels the CPU budget splits Spark's Python processes by."""
 
 from __future__ import annotations
 
-from bench.procmon import TreeUsage
+from bench.procmon import TreeUsage, label_of
 
 
 def test_a_window_counts_the_cpu_between_the_samples_around_it():
@@ -20,3 +21,13 @@ def test_a_window_counts_the_cpu_between_the_samples_around_it():
     # A window past the samples reads to the last one.
     assert usage.cpu_between(100.7, 105.0) == {"driver": 0.6, "jvm": 0.1, "python_workers": 0.0}
     assert TreeUsage().cpu_between(0.0, 1.0) == {}
+
+
+def test_spark_python_processes_are_labelled_by_the_worker_module_they_serve():
+    python = "/venv/bin/python"
+    assert label_of(f"{python} -m pyspark.daemon pyspark.sql.worker.plan_data_source_read",
+                    "python_workers") == "pyspark.daemon pyspark.sql.worker.plan_data_source_read"
+    assert label_of(f"{python} -m pyspark.daemon", "python_workers") == "pyspark.daemon"
+    assert label_of(f"{python} -u -m pyspark.sql.streaming.python_streaming_source_runner",
+                    "python_workers") == "pyspark.sql.streaming.python_streaming_source_runner"
+    assert label_of("/usr/bin/java -cp x", "jvm") == "jvm"

@@ -86,3 +86,31 @@ def test_a_finished_archive_that_maps_is_used(tmp_path: Path, monkeypatch) -> No
 def test_a_cache_path_that_cannot_be_quoted_is_left_alone(tmp_path: Path) -> None:
     spaced = tmp_path / "with space"
     assert class_sharing.java_options(_env(spaced)) == []
+
+
+def test_an_archive_recorded_at_installation_is_taken_into_use_at_once(tmp_path: Path,
+                                                                       monkeypatch) -> None:
+    # engine.job.record_archive waits for its JVM to exit, so its archive needs no settling.
+    first = class_sharing.java_options(_env(tmp_path))
+    written = Path(first[0].split("=", 1)[1])
+    subprocess.run(["java", f"-XX:ArchiveClassesAtExit={written}", *first[1:], "-version"],
+                   check=True, capture_output=True)
+    monkeypatch.setattr(class_sharing, "MIN_BYTES", 1)  # java -version's archive is ~100 KB
+    final = class_sharing.take_into_use(written, _env(tmp_path))
+    assert final == written.parent / f"{written.name.split('.jsa.')[0]}.jsa"
+    assert final.is_file()
+    assert not written.exists() and not list(written.parent.glob("*.recording"))
+    assert class_sharing.java_options(_env(tmp_path))[0] == f"-XX:SharedArchiveFile={final}"
+
+
+def test_an_unusable_recorded_archive_is_removed(tmp_path: Path) -> None:
+    first = class_sharing.java_options(_env(tmp_path))
+    written = Path(first[0].split("=", 1)[1])
+    written.write_bytes(b"\0" * (class_sharing.MIN_BYTES + 10))  # not an archive
+    assert class_sharing.take_into_use(written, _env(tmp_path)) is None
+    assert not written.exists()
+
+
+def test_enabled_unless_turned_off(tmp_path: Path) -> None:
+    assert class_sharing.enabled(_env(tmp_path))
+    assert not class_sharing.enabled(_env(tmp_path, REPLICATOR_SPARK_CDS="off"))

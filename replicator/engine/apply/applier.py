@@ -173,7 +173,9 @@ class BatchApplier(SchemaFollower):
             started = time.perf_counter()
             end_offset = self.checkpoint.batch_end_offset(spark_batch_id)
             manifest = frame.toArrow().to_pylist()  # one small row per landed file
+            cpu = time.process_time()
             report = self.apply_manifest(manifest, spark_batch_id, end_offset)
+            report.cpu_seconds = time.process_time() - cpu
             report.seconds = time.perf_counter() - started
             self.batches += 1
             if self._on_report:

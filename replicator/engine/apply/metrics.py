@@ -33,6 +33,9 @@ class BatchReport:
     end_offset: dict[str, Any] | None
     tables: list[TableReport] = field(default_factory=list)
     seconds: float = 0.0
+    # CPU seconds of this whole process (every thread: DuckDB's too) applying the batch, its
+    # Spark read excluded: the driver's share of the CPU budget per change (bench/README.md)
+    cpu_seconds: float = 0.0
     finished_at: float = field(default_factory=time.time)
     pipeline: str = ""  # set by the applier, so every log line names its pipeline
 

@@ -39,7 +39,7 @@ def java_options(environ: Mapping[str, str] | None = None, *,
     [] when off or when no java, cache or pyspark can be found. A JVM that lives long and
     loads more than a run does (a test session's) maps an archive but does not record one."""
     env = os.environ if environ is None else environ
-    if env.get("REPLICATOR_SPARK_CDS", "1").strip().lower() in ("0", "false", "no", "off"):
+    if _off(env):
         return []
     java = _java(env)
     if java is None:
@@ -66,6 +66,16 @@ def java_options(environ: Mapping[str, str] | None = None, *,
                 "-XX:+VerifySharedSpaces", quiet]
     except OSError:
         return []  # no writable cache: start without it
+
+
+def enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether runs use an archive at all: not ``REPLICATOR_SPARK_CDS=0``, and a java found."""
+    env = os.environ if environ is None else environ
+    return not _off(env) and _java(env) is not None
+
+
+def _off(env: Mapping[str, str]) -> bool:
+    return env.get("REPLICATOR_SPARK_CDS", "1").strip().lower() in ("0", "false", "no", "off")
 
 
 def _claim(marker: Path) -> bool:
@@ -111,15 +121,32 @@ def _promote(java: str, cache: Path, name: str, final: Path) -> bool:
         status = candidate.stat()
         if now - status.st_mtime < SETTLED_S:
             continue  # perhaps still being written
-        usable = status.st_size >= MIN_BYTES and _maps(java, candidate)
-        if usable:
-            os.replace(candidate, final)
-            os.utime(final)
-            (cache / f"{name}.recording").unlink(missing_ok=True)
-            _prune(cache, final)
+        if _take(java, candidate, final):
             return True
-        candidate.unlink(missing_ok=True)
     return False
+
+
+def _take(java: str, candidate: Path, final: Path) -> bool:
+    """``candidate`` (finished) becomes ``final`` if a JVM maps it, else it is removed."""
+    if candidate.stat().st_size >= MIN_BYTES and _maps(java, candidate):
+        os.replace(candidate, final)
+        os.utime(final)
+        final.with_name(f"{final.name}.recording").unlink(missing_ok=True)
+        _prune(final.parent, final)
+        return True
+    candidate.unlink(missing_ok=True)
+    return False
+
+
+def take_into_use(recorded: Path, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The archive ``recorded`` (``-XX:ArchiveClassesAtExit`` of a JVM known to have exited:
+    ``engine.job.record_archive``) taken into use now, not after ``SETTLED_S``; None when it is
+    unusable (removed) or no java is found."""
+    java = _java(os.environ if environ is None else environ)
+    if java is None or not recorded.is_file():
+        return None
+    final = recorded.with_name(recorded.name.rsplit(".", 2)[0])  # spark-<digest>.jsa
+    return final if _take(java, recorded, final) else None
 
 
 # An archive no run has used for this long belongs to a Java, Spark or venv that is gone.

@@ -83,12 +83,31 @@ class KeyColumns:
         return list(dict.fromkeys(found))
 
 
+class _CommitCells(NamedTuple):
+    """The internal cells every change of one commit shares (``add_segment``)."""
+
+    file: str
+    sequence: int
+    pos: int
+    ts_ms: int
+    gtid: str | None
+    transaction_id: str
+
+
+def commit_cells(commit: Commit) -> _CommitCells:
+    """Once per commit, not per rows event: ``sequence`` parses the file name."""
+    start = commit.start
+    return _CommitCells(start.file, start.sequence, start.pos, commit.ts_ms, commit.gtid,
+                        commit.gtid or str(start))
+
+
 class _TableColumns:
     """The column lists of one table shape, filled until the next chunk."""
 
     def __init__(self, shape: Any, keys: Sequence[str]) -> None:
         columns = shape.library_table.columns
         self.table = shape.name
+        self.table_key = shape.name.lower()  # its key in ``_Builders.current``
         self.names = [column.name for column in columns]
         self.types = [binlog_arrow_type(column) for column in columns]
         self.keys = list(keys)
@@ -116,34 +135,41 @@ class _TableColumns:
         self.last: BinlogPosition | None = None
         self.end: BinlogPosition | None = None
 
-    def add_segment(self, commit: Commit, op: str, rows: int, row_index: int) -> None:
-        """The internal columns of ``rows`` changes of one rows event (one op, one commit)."""
+    def add_segment(self, commit: Commit, internal: _CommitCells, op: str, rows: int,
+                    row_index: int) -> None:
+        """The internal columns of ``rows`` changes of one rows event (one op, one commit;
+        ``internal``: the commit's own cells, ``commit_cells``)."""
         if not rows:
             return
-        start = commit.start
-        self.ops += [op] * rows
-        self.row_index += range(row_index, row_index + rows)
-        self.files += [start.file] * rows
-        self.file_seq += [start.sequence] * rows
-        self.pos += [start.pos] * rows
-        self.ts_ms += [commit.ts_ms] * rows
-        self.gtid += [commit.gtid] * rows
-        self.transaction_id += [commit.gtid or str(start)] * rows
+        file, sequence, pos, ts_ms, gtid, transaction_id = internal
+        if rows == 1:  # one row per rows event: the common case of OLTP writes
+            self.ops.append(op)
+            self.row_index.append(row_index)
+            self.files.append(file)
+            self.file_seq.append(sequence)
+            self.pos.append(pos)
+            self.ts_ms.append(ts_ms)
+            self.gtid.append(gtid)
+            self.transaction_id.append(transaction_id)
+        else:
+            self.ops += [op] * rows
+            self.row_index += range(row_index, row_index + rows)
+            self.files += [file] * rows
+            self.file_seq += [sequence] * rows
+            self.pos += [pos] * rows
+            self.ts_ms += [ts_ms] * rows
+            self.gtid += [gtid] * rows
+            self.transaction_id += [transaction_id] * rows
         self.rows += rows
         if self.first is None:
-            self.first = start
-        self.last, self.end = start, commit.end
+            self.first = commit.start
+        self.last, self.end = commit.start, commit.end
 
-    def mover(self) -> Any:
-        """The ``moved`` callback of a columnar decoder call starting at the current row."""
-        offset = self.rows
-        rows_append, images_append = self.moved_rows.append, self.moved_images.append
-
-        def moved(row: int, image: tuple[Any, ...]) -> None:
-            rows_append(offset + row)
-            images_append(image)
-
-        return moved
+    def moved(self, row: int, image: tuple[Any, ...]) -> None:
+        """The ``moved`` callback of a columnar decoder: ``row`` counts from the decoder
+        call's first row, which is ``self.rows`` until ``add_segment`` of the call's rows."""
+        self.moved_rows.append(self.rows + row)
+        self.moved_images.append(image)
 
     def _cells(self, image: Mapping[str, Any], time_fsp: Sequence[int]) -> list[Any]:
         out = []
@@ -255,6 +281,7 @@ def read_change_batches(
             yield item
             continue
         row_index = 0
+        internal = commit_cells(item)
         for shape, op, packet, begin, stop in item.changes:
             builder, (codec, fsp), closed = builders.of(shape)
             if closed is not None:
@@ -262,16 +289,16 @@ def read_change_batches(
             if op is None:  # decoded by the library (counted by the state machine)
                 builder.add_library_rows(packet, fsp)
                 for kind, count in _op_runs(packet):
-                    builder.add_segment(item, kind, count, row_index)
+                    builder.add_segment(item, internal, kind, count, row_index)
                     row_index += count
             else:
                 assert codec is not None  # a shape with a dict codec compiles a columnar one
                 decode = codec.inserts if op == "c" else codec.deletes if op == "d" \
                     else codec.updates
                 _, count = decode_checked(decode, shape.name, item.start, packet, begin, stop,
-                                          builder.appends, builder.mover(), zero_dates)
+                                          builder.appends, builder.moved, zero_dates)
                 local.rows_fast += count
-                builder.add_segment(item, op, count, row_index)
+                builder.add_segment(item, internal, op, count, row_index)
                 row_index += count
             if builder.rows >= chunk_rows:
                 yield builder.chunk()
@@ -303,7 +330,7 @@ class _Builders:
         shape closed."""
         builders, by_shape = self.current, self.by_shape
         found = by_shape.get(shape)
-        if found is not None and builders.get(found[0].table.lower()) is found[0]:
+        if found is not None and builders.get(found[0].table_key) is found[0]:
             return found[0], found[1], None
         columns = shape.library_table.columns
         key_names = self.keys.of(shape.name, columns)
