@@ -56,6 +56,9 @@ class Dialect:
     # table and the transform step runs as Snowflake SQL over that table
     # (``statements.stage_copy``), so no row passes through the driver.
     external_stage: str | None = None
+    # An instant from microseconds since the epoch, as the transform step types its
+    # timestamps where the warehouse stages (``transform.stage.statement``).
+    instant_from_micros: str = "timezone('UTC', make_timestamp({}))"
     # How a batch's transaction starts: an explicit statement, or (None) the first statement
     # opens it (a Snowflake connection with autocommit off: every statement does).
     begin_transaction: str | None = "BEGIN TRANSACTION"
@@ -139,6 +142,9 @@ SNOWFLAKE = Dialect(
         "json": "VARIANT",
     },
     json_from_text="PARSE_JSON({})",
+    # Scale 6: the number counts microseconds; a TIMESTAMP_TZ is an instant whatever its zone.
+    # https://docs.snowflake.com/en/sql-reference/functions/to_timestamp
+    instant_from_micros="TO_TIMESTAMP_TZ({}, 6)",
     current_timestamp="CURRENT_TIMESTAMP()",
     # Snowflake takes `ADD COLUMN a T1, b T2`, fakesnow (DuckDB underneath) does not: one
     # column per statement runs on both, and added columns are rare.

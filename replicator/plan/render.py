@@ -7,7 +7,7 @@ one batch, with a placeholder where the batch's Parquet files go.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from replicator.plan import program
 from replicator.plan.dialects import Dialect
@@ -20,8 +20,9 @@ from replicator.plan.transpile.translator import describe_transforms
 def table_statements(table: TablePlan, dialect: Dialect,
                      snapshot: StagingQuery | None = None) -> list[Statement]:
     """In execution order: the setup, then one batch (then one snapshot batch whose chunk
-    files the warehouse stages, ``snapshot``: ``transform.snapshot_staging``)."""
-    staged = program.external_staging(table, dialect)
+    files the warehouse stages, ``snapshot``: ``transform.snapshot_staging``; with an
+    external stage, every batch's: ``transform.stage.external_staging``)."""
+    staged = snapshot if dialect.external_stage else None
     return [
         *program.setup_program(table, dialect),
         *program.setup_end(dialect),
@@ -73,7 +74,7 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
         parts.append(_chunk_read(table, *chunk_read))
     setup = [*program.setup_program(table, dialect), *program.setup_end(dialect)]
     parts += [f"{_comment(s, dialect=dialect)}\n{s.sql};" for s in setup]
-    staged = program.external_staging(table, dialect)
+    staged = snapshot if dialect.external_stage else None
     if staged is not None:
         parts.append(f"-- each batch, stream or snapshot (its change files are COPYed from "
                      f"@{dialect.external_stage}; no row passes through the driver):")
@@ -96,20 +97,25 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
     return "\n\n".join(parts) + "\n"
 
 
-def atomic_statements(tables: Sequence[TablePlan], dialect: Dialect) -> list[Statement]:
+def atomic_statements(tables: Sequence[TablePlan], dialect: Dialect,
+                      staging: Callable[[TablePlan], StagingQuery | None] | None = None
+                      ) -> list[Statement]:
     """The program of a stream batch that changed several tables (``target.atomic``): ONE
-    transaction; a batch runs it for the tables it changed, in this order."""
+    transaction; a batch runs it for the tables it changed, in this order. ``staging``:
+    with an external stage, each table's staging query (``transform.snapshot_staging``)."""
     return program.atomic_program(
-        [program.AtomicPart(table, query=program.external_staging(table, dialect))
+        [program.AtomicPart(table, query=staging(table) if staging and dialect.external_stage
+                            else None)
          for table in tables], dialect)
 
 
-def render_atomic_sql(tables: Sequence[TablePlan], dialect: Dialect) -> str:
+def render_atomic_sql(tables: Sequence[TablePlan], dialect: Dialect,
+                      staging: Callable[[TablePlan], StagingQuery | None] | None = None) -> str:
     """``atomic_statements`` as a SQL script (after the tables' own scripts)."""
     head = ("-- target.atomic: each stream batch that changed several of these tables runs "
             "ONE transaction for all of them\n-- (instead of the per-table batch above; a "
             "batch of one table, and snapshot batches, run that one):")
-    body = [f"{_comment(s, atomic=True)}\n{s.sql};" for s in atomic_statements(tables, dialect)]
+    body = [f"{_comment(s, atomic=True)}\n{s.sql};" for s in atomic_statements(tables, dialect, staging)]
     return "\n\n".join([head, *body]) + "\n"
 
 
