@@ -32,7 +32,7 @@ from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 from replicator.plan.dialects import DUCKDB
 from replicator.plan.model import STAGE_CHANGE_SEQ, STAGE_OP, STAGE_SEQ, STAGE_TS, STAGE_VALID_TO
 from replicator.plan.program import StagingQuery
-from replicator.plan.statements import stage_copy
+from replicator.plan.statements import stage_copy, stage_filter
 from replicator.plan.statements.stage_copy import METADATA_SOURCES
 from replicator.sink.adapt import adapt_events
 from replicator.sink.staging import stage_changes, staging_schema
@@ -138,12 +138,14 @@ def external_staging(table: TablePlan, dialect: Dialect) -> StagingQuery | None:
     (``stage_copy.refusals``)."""
     if dialect.external_stage is None or stage_copy.refusals(table):
         return None
-    # The raw table's columns are all the statement reads (no filter or computed column).
+    # The raw table's columns are all the statement reads (no computed column; the filter
+    # is ``stage_filter``'s, over those columns).
     kinds = {name: "string" for name, _ in stage_copy.raw_columns(table, dialect)}
     params = Params()
     sql = statement(table, {**kinds, _ORD: "int"}, params,
                     batch=f"SELECT *, 0 AS {q(_ORD)} FROM {stage_copy.raw_name(table, dialect)}",
                     source_value=lambda column: stage_copy.raw_value(column, dialect, params.bind),
+                    row_filter=lambda: stage_filter.filter_sql(table, params.bind),
                     instant=dialect.instant_from_micros)
     return StagingQuery(stage_copy.insert_staging(table, dialect, sql), tuple(params))
 
@@ -345,6 +347,7 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
               batch: str | None = None, reads: bool = False,
               columns: Sequence[PlannedColumn] | None = None,
               source_value: Callable[[PlannedColumn], str] | None = None,
+              row_filter: Callable[[], str | None] | None = None,
               instant: str = DUCKDB.instant_from_micros) -> str:
     """The DuckDB statement staging a change batch whose columns have these batch kinds
     (``transform.columns.source_kind``); the batch is the view ``batch``. ``STAGE_SEQ``
@@ -359,7 +362,7 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
     anyway should a declared key not be unique. ``columns``: only these of the staged columns
     (default: all of them). ``source_value``: a source column's staged value in another
     warehouse's SQL (``external_staging``; default: DuckDB's conversions and masks);
-    ``instant``: how that warehouse makes an instant of microseconds since the epoch."""
+    ``row_filter``: the filter in that SQL (default: ``filter_sql``, DuckDB's); ``instant``: how that warehouse makes an instant of microseconds since the epoch."""
     names = set(kinds)
     key = batch_key(table)
     before = cb.before_columns(list(kinds), key)
@@ -389,7 +392,7 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
         last = (f"SELECT * FROM split QUALIFY row_number() OVER (PARTITION BY {partition} "
                 f"ORDER BY {descending}) = 1")
 
-    judged_columns = _judged_columns(table, kinds)
+    judged_columns = _judged_columns(table, kinds, row_filter)
     computed = table.computed_columns
     final_op = f"CASE WHEN {op} <> 'd' AND NOT {q(_PASS)} THEN 'd' ELSE {op} END"
     # Every change: inserts, reads and deletes of rows the filter never matched are dropped;
@@ -426,10 +429,14 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
     return f"WITH {with_}\nSELECT {', '.join(selected)}\nFROM {ctes[-1][0]}{ordered}"
 
 
-def _judged_columns(table: TablePlan, kinds: dict[str, str]) -> list[str]:
+def _judged_columns(table: TablePlan, kinds: dict[str, str],
+                    row_filter: Callable[[], str | None] | None = None) -> list[str]:
     """The row images' columns, whether each passes the filter, and the computed values."""
     judged_columns = ["*"]
-    filter_text = filter_sql(table, kinds) if table.filter else None
+    if row_filter is not None:
+        filter_text = row_filter()
+    else:
+        filter_text = filter_sql(table, kinds) if table.filter else None
     judged_columns.append(f"coalesce(({filter_text}), FALSE) AS {q(_PASS)}" if filter_text
                           else f"TRUE AS {q(_PASS)}")
     for index, column in enumerate(table.computed_columns):

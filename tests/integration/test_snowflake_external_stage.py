@@ -291,7 +291,8 @@ def test_a_batch_replayed_after_its_raw_load_committed_loads_once(fakesnow_serve
 
 def test_plan_refuses_what_the_external_stage_load_does_not_cover(fakesnow_server):
     tables = (
-        TablePipeline(source_database="shop", source_table="items", filter="id > 1",
+        TablePipeline(source_database="shop", source_table="items",
+                      filter="id > 1 AND upper(name) = 'X'",
                       columns=(ColumnMapping("amount", mask="md5"),)),
         TablePipeline(source_database="shop", source_table="people", mode="scd2"),
     )
@@ -327,6 +328,11 @@ MODES = {
                   ColumnMapping("status", mask="truncate", mask_length=2))),
               TablePipeline(source_database="shop", source_table="people", columns=(
                   ColumnMapping("nick", mask="sha256", mask_salt="pepper 'ü"),))),
+    "filters": (TablePipeline(source_database="shop", source_table="items", filter=(
+                    "(amount >= 0.0000000001 AND name IN ('two', 'three')) "
+                    "OR id BETWEEN 20 AND 40 OR NOT (name <> 'back') OR big_neg IS NOT NULL")),
+                TablePipeline(source_database="shop", source_table="people", mode="changelog",
+                              filter="nick <> 'b' AND id >= -1")),
     "routed": (TablePipeline(source_database="", source_table="", target_table="ALL_ITEMS",
                              selection=TableSelection((r"shop\.items.*",))),),
 }
@@ -371,6 +377,9 @@ def test_every_mode_through_the_external_stage_equals_the_drivers(fakesnow_serve
     rows = _every_row(staged)
     assert rows == _every_row(driver)
     assert all(rows.values()) and sum(map(len, rows.values())) >= 4
+    if mode == "filters":  # "two again" fails it; so do b's changes (never matched: dropped)
+        assert [row[0] for row in rows["ITEMS"]] == [1, 30]
+        assert sorted(row[1] for row in rows["PEOPLE"]) == ["a", "a2"]
     if mode == "masks":  # masked, not copied: the salted SHA-256 of each nick, in hex
         assert all(len(row[1]) == 64 and row[1] not in ("a", "a2", "b") for row in rows["PEOPLE"])
     assert not any(q.lstrip().upper().startswith("PUT") for q in staged_queries)

@@ -29,8 +29,8 @@ once; the MERGE and the state row commit together, and the lookup at the head of
 skips a batch whose state row exists.
 
 What this load does not do yet is refused by the plan (``refusals``), naming the setting:
-filters and computed columns (their SQL is DuckDB's: ``transform.expressions`` has no
-Snowflake rendering), masks of other than text columns, outbox routes, dead letters, and columns whose staged value needs a conversion beyond Snowflake's own cast of
+filters beyond ``stage_filter``'s exact subset and computed columns (their SQL is DuckDB's:
+``transform.expressions`` has no Snowflake rendering), masks of other than text columns, outbox routes, dead letters, and columns whose staged value needs a conversion beyond Snowflake's own cast of
 the Parquet value (a BIT into BINARY, a TIME into a number, ...).
 """
 
@@ -42,6 +42,7 @@ from replicator.model import change_batch as cb
 from replicator.plan.dialects import Dialect
 from replicator.plan.identifiers import qualified_name
 from replicator.plan.model import PlannedColumn, TablePlan
+from replicator.plan.statements import stage_filter
 from replicator.plan.statements.names import q, staging_name, staging_namespace
 from replicator.plan.statements.tables import staging_columns
 
@@ -223,8 +224,9 @@ def refusals(table: TablePlan) -> list[tuple[str, str]]:
     out = []
     if table.outbox is not None:
         out.append(("an outbox route", "outbox"))
-    if table.filter:
-        out.append(("a filter", "filter"))
+    if table.filter and stage_filter.filter_sql(table, lambda _: "?") is None:
+        out.append(("a filter outside what Snowflake decides exactly as Spark "
+                    "(docs/snowflake.md)", "filter"))
     if table.on_error == "dead_letter":
         out.append(("on_error: dead_letter", "on_error"))
     if not table.source_key:
