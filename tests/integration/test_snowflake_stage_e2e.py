@@ -5,8 +5,9 @@ with ``engine.landing`` on S3 (moto's server, ``tests.fixtures.s3_landing``) and
 The S3 endpoint and keys reach the CLI, its Spark driver and its Python workers through the
 standard AWS variables only (``s3_environment``); the YAML names no endpoint and no key.
 Snapshot, then a stream of inserts, updates (a key move among them) and deletes, into a
-merged table of awkward values and a soft-delete table: the target equals the source row by
-row, every statement of the run went through fakesnow's query log, and none was a PUT (the
+merged table of awkward values, a soft-delete table, an scd2 table (key moves) and a
+filtered changelog table: every target equals the source row by row (``replicator
+verify``), every statement of the run went through fakesnow's query log, and none was a PUT (the
 change files were COPYed from the stage by name, ``FILES = (...)``).
 
 The crash test SIGKILLs a streaming run at a failpoint after the batch's COPY into the raw
@@ -56,6 +57,9 @@ SCHEMA = (
         ratio DOUBLE NULL
     )""",
     "CREATE TABLE people (id INT PRIMARY KEY, nick VARCHAR(50) NULL)",
+    # The other modes' tables (the first test's pipeline only).
+    "CREATE TABLE notes (id INT PRIMARY KEY, body VARCHAR(50) NULL, n INT NULL)",
+    "CREATE TABLE events (id INT PRIMARY KEY, kind VARCHAR(20) NULL, amount DECIMAL(10,2) NULL)",
 )
 ITEM_COLUMNS = ("id", "title", "amount", "happened_at", "recorded_at", "duration", "big",
                 "payload", "raw", "mood", "tags", "is_active", "born", "ratio")
@@ -86,6 +90,10 @@ def _source(root: Any, database: str) -> None:
         cursor.executemany(f"INSERT INTO items ({', '.join(ITEM_COLUMNS)}) VALUES ({marks})",
                            ITEMS)
         cursor.executemany("INSERT INTO people VALUES (%s, %s)", PEOPLE)
+        cursor.executemany("INSERT INTO notes VALUES (%s, %s, %s)",
+                           [(1, "one", 1), (2, "two", 2), (3, None, None)])
+        cursor.executemany("INSERT INTO events VALUES (%s, %s, %s)",
+                           [(1, "click", "1.50"), (2, "spam", "0.00"), (3, "view", None)])
     root.commit()
 
 
@@ -114,10 +122,17 @@ def _changes(root: Any, database: str, round_number: int) -> None:
         cursor.execute("DELETE FROM people WHERE id = %s", (2 if round_number == 1 else 3,))
         if round_number == 1:
             cursor.execute("UPDATE people SET id = 40 WHERE id = 4")  # a key move, soft side
+        cursor.execute("UPDATE notes SET body = %s, n = n + 1 WHERE id = 1",
+                       (f"one {round_number}",))
+        cursor.execute("UPDATE notes SET id = %s WHERE id = %s",
+                       (base + 2, 2 if round_number == 1 else 102))
+        cursor.execute("INSERT INTO events VALUES (%s, 'spam', 9.99), (%s, 'click', %s)",
+                       (base + 1, base + 2, f"{round_number}.25"))
+        cursor.execute("UPDATE events SET kind = 'spam' WHERE id = %s", (round_number,))
     root.commit()
 
 
-def _pipeline_yaml(database: str) -> str:
+def _pipeline_yaml(database: str, *, modes: bool = False) -> str:
     # Only variables: the endpoint and keys come from the environment (s3_environment).
     return (
         "version: 1\nname: stage-e2e\nsource:\n  mysql:\n    host: ${MYSQL_HOST}\n"
@@ -130,11 +145,15 @@ def _pipeline_yaml(database: str) -> str:
         "  landing: s3://" + BUCKET + "/${LANDING_PREFIX}\n"
         '  conf: {spark.sql.shuffle.partitions: "2"}\n'
         f"tables:\n  - source: {database}.items\n"
-        f"  - source: {database}.people\n    deletes: soft\n")
+        f"  - source: {database}.people\n    deletes: soft\n"
+        + (f"  - source: {database}.notes\n    mode: scd2\n"
+           f"  - source: {database}.events\n    mode: changelog\n"
+           "    filter: \"kind <> 'spam' AND (amount >= 1 OR amount IS NULL)\"\n"
+           if modes else ""))
 
 
 def _setup(fakesnow_server: Any, database: str, mariadb: Any, mysql_source: Any,
-           fresh_database: str, s3_endpoint: str, tmp_path: Path
+           fresh_database: str, s3_endpoint: str, tmp_path: Path, *, modes: bool = False
            ) -> tuple[Path, dict[str, str], Any]:
     """The source tables, the stage on fakesnow, the pipeline file and its environment."""
     prefix = f"stage-e2e/{uuid.uuid4().hex[:8]}"
@@ -148,7 +167,7 @@ def _setup(fakesnow_server: Any, database: str, mariadb: Any, mysql_source: Any,
     root = mariadb.root_connection()
     _source(root, fresh_database)
     pipeline_file = tmp_path / "staged.yaml"
-    pipeline_file.write_text(_pipeline_yaml(fresh_database))
+    pipeline_file.write_text(_pipeline_yaml(fresh_database, modes=modes))
     env = {**cli_environment(fakesnow_server, database, mysql_source, tmp_path),
            **s3_environment(s3_endpoint), "LANDING_PREFIX": prefix}
     return pipeline_file, env, root
@@ -175,17 +194,17 @@ def test_snapshot_and_stream_through_the_external_stage(fakesnow_server, fakesno
                                                         s3_endpoint, mariadb, mysql_source,
                                                         fresh_database, tmp_path):
     pipeline_file, env, root = _setup(fakesnow_server, fakesnow_database, mariadb,
-                                      mysql_source, fresh_database, s3_endpoint, tmp_path)
+                                      mysql_source, fresh_database, s3_endpoint, tmp_path,
+                                      modes=True)
     text = pipeline_file.read_text()
     assert s3_endpoint not in text and "127.0.0.1" not in text and "testing" not in text
     stage = f"{fakesnow_database}.RAW.LANDING"
-    pipeline = load_pipeline(pipeline_file, environ=env)
 
     fakesnow_server.queries.clear()
     ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))  # the snapshot
     _assert_staged_only(fakesnow_server.queries, stage)
-    with fakesnow_server.connect(fakesnow_database, "RAW") as connection:
-        assert_target_equals_source(pipeline, root, connection)
+    # Every target, the scd2 and filtered changelog ones too, equals the source row by row.
+    ok(replicator("verify", str(pipeline_file), env=env))
     _changes(root, fresh_database, 1)
     _changes(root, fresh_database, 2)
     fakesnow_server.queries.clear()
@@ -193,7 +212,6 @@ def test_snapshot_and_stream_through_the_external_stage(fakesnow_server, fakesno
     queries = list(fakesnow_server.queries)
 
     with fakesnow_server.connect(fakesnow_database, "RAW") as connection:
-        assert_target_equals_source(pipeline, root, connection)
         counts = _counts(connection)
     items = [key for key, _ in counts["items"]]
     assert items == [1, 2, 110, 210, 241] and all(n == 1 for _, n in counts["items"])
@@ -201,6 +219,7 @@ def test_snapshot_and_stream_through_the_external_stage(fakesnow_server, fakesno
     assert counts["people"] == [(1, 1, False), (2, 1, True), (3, 1, True), (4, 1, True),
                                 (40, 1, False), (105, 1, False), (205, 1, False)]
     _assert_staged_only(queries, stage)
+    ok(replicator("verify", str(pipeline_file), env=env))
     root.close()
 
 
