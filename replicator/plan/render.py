@@ -68,8 +68,9 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
             "\n-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE")
     transforms = describe_transforms(table)
     if transforms:
-        parts.append("-- transforms, evaluated by DuckDB over each change batch before staging "
-                     "(Spark SQL translated):\n" + "\n".join(f"--   {line}" for line in transforms))
+        engine = ("Snowflake, in the staging INSERT below" if dialect.external_stage
+                  else "DuckDB over each change batch before staging")
+        parts.append(f"-- transforms, evaluated by {engine} (Spark SQL translated):\n" + "\n".join(f"--   {line}" for line in transforms))
     if chunk_read is not None:
         parts.append(_chunk_read(table, *chunk_read))
     setup = [*program.setup_program(table, dialect), *program.setup_end(dialect)]

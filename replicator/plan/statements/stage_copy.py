@@ -20,13 +20,13 @@ points at the landing root. Per batch and table, inside the batch program:
 
 Then the batch's MERGE, state row and COMMIT run as for every batch (``program.batch_tail``).
 
-Exactly once: the state row decides. ``FORCE = TRUE`` makes the COPY ignore Snowflake's load
-history: a replayed batch whose earlier attempt loaded (and committed) the raw table but
-never committed its MERGE must load the same files again, which the load history would skip
-(https://docs.snowflake.com/en/user-guide/data-load-considerations-load#load-metadata). The
-raw table is re-created at every attempt, so it holds that attempt's rows only, each file
-once; the MERGE and the state row commit together, and the lookup at the head of the batch
-skips a batch whose state row exists.
+Exactly once: the raw table and the state row decide. The raw table is re-created at every
+attempt, so it holds that attempt's COPY only, each file once; the MERGE and the state row
+commit together, and the lookup at the head of the batch skips a batch whose state row
+exists. Snowflake's load history belongs to a table, and a re-created table has none, so a
+replayed batch loads its files again whatever ``FORCE`` says
+(https://docs.snowflake.com/en/user-guide/data-load-considerations-load#load-metadata).
+``FORCE = TRUE`` is kept so the COPY never depends on that history (docs/snowflake.md).
 
 What this load does not do yet is refused by the plan (``refusals``), naming the setting:
 filters beyond ``stage_filter``'s exact subset and computed columns (their SQL is DuckDB's:
