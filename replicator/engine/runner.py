@@ -454,6 +454,7 @@ def _stream(
     from pyspark.errors import StreamingQueryException
 
     from replicator.engine.datasource import SOURCE_FORMAT, reader_options
+    from replicator.engine.stage_put import LandedUpload
 
     plan = applier.plan
     reader = reader_options(
@@ -469,6 +470,7 @@ def _stream(
         epoch=applier.epoch,
         selection_keys=[(table.selection, [k for k in table.source_key if k != SOURCE_TABLE_COLUMN])
                         for table in plan.tables if table.selection is not None],
+        upload=upload.to_json() if (upload := LandedUpload.of(pipeline)) else "",
     )
     frame = spark.readStream.format(SOURCE_FORMAT).options(**reader).load()
     writer = (

@@ -13,7 +13,7 @@ from replicator.plan import program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
 from replicator.plan.program import StagingQuery, Statement
-from replicator.plan.statements import merging
+from replicator.plan.statements import merging, stage_copy
 from replicator.plan.transpile.translator import describe_transforms
 
 
@@ -77,6 +77,10 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
     parts += [f"{_comment(s, dialect=dialect)}\n{s.sql};" for s in setup]
     staged = snapshot if dialect.external_stage else None
     if staged is not None:
+        if dialect.executors_put:
+            parts.append("-- each change file, by the executor task that landed it (engine."
+                         "landing is local; the driver reads and uploads none):\n"
+                         f"{stage_copy.put_landed(dialect.external_stage or '', '')};")
         parts.append(f"-- each batch, stream or snapshot (its change files are COPYed from "
                      f"@{dialect.external_stage}; no row passes through the driver):")
         parts += [f"{_comment(s)}\n{s.sql};"

@@ -304,9 +304,14 @@ def test_plan_refuses_what_the_external_stage_load_does_not_cover(fakesnow_serve
     assert codes == {"R311"} and "a filter" in text and "a mask on AMOUNT" in text
     assert "target.snowflake.stage" in text
 
+    # A local landing zone is fine (the executors PUT its files: engine.stage_put); an
+    # unset one (the checkpoint's) and HDFS (no local file to PUT) are not.
     local = _pipeline(fakesnow_server, "X", "/tmp/landing", stage=STAGE)
-    with pytest.raises(PlanError, match=r"engine\.landing must be the object-store location"):
-        build_plan(local, CATALOG)
+    assert pipeline_dialect(local).executors_put and build_plan(local, CATALOG).tables
+    for landing in ("", "hdfs://namenode/landing"):
+        unset = _pipeline(fakesnow_server, "X", landing, stage=STAGE)
+        with pytest.raises(PlanError, match=r"engine\.landing must be set"):
+            build_plan(unset, CATALOG)
 
 
 # Each mode the external-stage load renders (``transform.stage.external_staging``), beside

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from replicator.config import load_pipeline
-from tests.fixtures.s3_landing import BUCKET, s3_environment
+from tests.fixtures.s3_landing import BUCKET, copy_named_internal_files, s3_environment
 from tests.integration.e2e_support import (
     assert_target_equals_source,
     cli_environment,
@@ -132,7 +132,8 @@ def _changes(root: Any, database: str, round_number: int) -> None:
     root.commit()
 
 
-def _pipeline_yaml(database: str, *, modes: bool = False) -> str:
+def _pipeline_yaml(database: str, *, modes: bool = False,
+                   landing: str = "s3://" + BUCKET + "/${LANDING_PREFIX}") -> str:
     # Only variables: the endpoint and keys come from the environment (s3_environment).
     return (
         "version: 1\nname: stage-e2e\nsource:\n  mysql:\n    host: ${MYSQL_HOST}\n"
@@ -142,7 +143,7 @@ def _pipeline_yaml(database: str, *, modes: bool = False) -> str:
         '    stage: "${TARGET_DATABASE}.RAW.LANDING"\n'
         "batching: {max_rows: 300, max_delay: 500ms}\n"
         "engine:\n  master: local[2]\n  checkpoint: ${WORKDIR}/checkpoint\n"
-        "  landing: s3://" + BUCKET + "/${LANDING_PREFIX}\n"
+        f"  landing: {landing}\n"
         '  conf: {spark.sql.shuffle.partitions: "2"}\n'
         f"tables:\n  - source: {database}.items\n"
         f"  - source: {database}.people\n    deletes: soft\n"
@@ -153,21 +154,24 @@ def _pipeline_yaml(database: str, *, modes: bool = False) -> str:
 
 
 def _setup(fakesnow_server: Any, database: str, mariadb: Any, mysql_source: Any,
-           fresh_database: str, s3_endpoint: str, tmp_path: Path, *, modes: bool = False
-           ) -> tuple[Path, dict[str, str], Any]:
-    """The source tables, the stage on fakesnow, the pipeline file and its environment."""
+           fresh_database: str, s3_endpoint: str, tmp_path: Path, *, modes: bool = False,
+           local: bool = False) -> tuple[Path, dict[str, str], Any]:
+    """The source tables, the stage on fakesnow, the pipeline file and its environment.
+    ``local``: the landing zone is a local directory and the stage an internal one (the
+    executors PUT each landed file to it)."""
     prefix = f"stage-e2e/{uuid.uuid4().hex[:8]}"
     with fakesnow_server.connect(database, "RAW") as connection:
         cursor = connection.cursor()
         cursor.execute(f"CREATE DATABASE IF NOT EXISTS {database}")
         cursor.execute(f"CREATE SCHEMA IF NOT EXISTS {database}.RAW")
         # The user's one-time setup (docs/snowflake.md), without a storage integration.
-        cursor.execute(f"CREATE OR REPLACE STAGE {database}.RAW.LANDING "
-                       f"URL = 's3://{BUCKET}/{prefix}/'")
+        cursor.execute(f"CREATE OR REPLACE STAGE {database}.RAW.LANDING" + (
+            "" if local else f" URL = 's3://{BUCKET}/{prefix}/'"))
     root = mariadb.root_connection()
     _source(root, fresh_database)
     pipeline_file = tmp_path / "staged.yaml"
-    pipeline_file.write_text(_pipeline_yaml(fresh_database, modes=modes))
+    landing = {"landing": "${WORKDIR}/landing"} if local else {}
+    pipeline_file.write_text(_pipeline_yaml(fresh_database, modes=modes, **landing))
     env = {**cli_environment(fakesnow_server, database, mysql_source, tmp_path),
            **s3_environment(s3_endpoint), "LANDING_PREFIX": prefix}
     return pipeline_file, env, root
@@ -274,4 +278,39 @@ def test_runs_killed_after_the_copy_and_before_the_commit_apply_each_change_once
         "people": [(1, 1, False), (2, 1, True), (3, 1, True), (4, 1, True), (40, 1, False),
                    (105, 1, False), (205, 1, False)],
     }
+    root.close()
+
+
+def test_executors_put_a_local_landing_zone_s_files_and_the_driver_only_copies(
+        fakesnow_server, fakesnow_database, s3_endpoint, mariadb, mysql_source, fresh_database,
+        tmp_path):
+    """engine.landing local, target.snowflake.stage an internal stage: each decode and
+    snapshot task PUTs the files it landed into the stage (under their landing-relative
+    names); the driver's statements are the COPYs, never a PUT."""
+    copy_named_internal_files()
+    pipeline_file, env, root = _setup(fakesnow_server, fakesnow_database, mariadb,
+                                      mysql_source, fresh_database, s3_endpoint, tmp_path,
+                                      local=True)
+    stage = f"{fakesnow_database}.RAW.LANDING"
+    planned = ok(replicator("plan", str(pipeline_file), env=env))
+    assert f"PUT 'file://<each file the task landed>' @{stage}/" in planned.stdout
+
+    fakesnow_server.queries.clear()
+    ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))  # the snapshot
+    _changes(root, fresh_database, 1)
+    ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))  # the stream
+    queries = list(fakesnow_server.queries)
+    puts = [q for q in queries if q.lstrip().upper().startswith("PUT")]
+    landing = str(tmp_path / "landing")
+    # Every PUT is an executor's: a landed file into the internal stage, none into a table
+    # stage (the driver's own staging path).
+    # (fakesnow's stage looks like GCS to the connector, which then asks for each file's
+    # upload URL again by its base name alone: 'file://<name>'.)
+    wrong = [q for q in puts if f" @{stage}/" not in q or (
+        q.startswith("PUT 'file:///") and not q.startswith(f"PUT 'file://{landing}/"))]
+    assert puts and not wrong, wrong
+    assert any("/snapshot/" in q for q in puts) and any("/stream/" in q for q in puts)
+    copies = [q for q in queries if q.startswith("COPY INTO")]
+    assert copies and all(f"FROM @{stage}" in q and "FILES = ('" in q for q in copies)
+    ok(replicator("verify", str(pipeline_file), env=env))
     root.close()

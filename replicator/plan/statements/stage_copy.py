@@ -249,6 +249,23 @@ def refusals(table: TablePlan) -> list[tuple[str, str]]:
     return out
 
 
+def put_landed(stage: str, landing: str, path: str | None = None, local: str | None = None
+               ) -> str:
+    """The executor's upload of a landed file into ``stage`` under the same name relative to
+    it as relative to the landing root (so the driver's COPY names it as it would on an
+    object store); ``local``: the file to upload, when it is not yet at ``path`` (the same
+    base name in another folder); ``path=None``: `plan`'s placeholder. As is: Parquet
+    compresses its own pages. https://docs.snowflake.com/en/sql-reference/sql/put"""
+    if path is None:
+        local, folder = "<each file the task landed>", "<its folder under engine.landing>"
+    else:
+        relative = stage_relative(path, landing)
+        local = (local or path).removeprefix("file://")
+        folder = relative.rsplit("/", 1)[0] if "/" in relative else ""
+    return (f"PUT {_file_literal('file://' + local)} @{stage}/{folder}/ "
+            "OVERWRITE = TRUE AUTO_COMPRESS = FALSE")
+
+
 def stage_relative(path: str, landing: str) -> str:
     """A landed file's name relative to the landing root the stage points at. Landed paths
     come with or without the URI's scheme (pyarrow's file system paths drop it)."""
@@ -260,6 +277,18 @@ def stage_relative(path: str, landing: str) -> str:
     return inner[len(root) + 1:]
 
 
-__all__ = ["FILES_PLACEHOLDER", "MAX_FILES_PER_COPY", "METADATA_SOURCES", "RAW_PREFIX",
-           "copy_into_raw", "create_raw_table", "insert_staging", "raw_columns", "raw_name",
-           "raw_value", "refusals", "stage_relative"]
+__all__ = [
+    "FILES_PLACEHOLDER",
+    "MAX_FILES_PER_COPY",
+    "METADATA_SOURCES",
+    "RAW_PREFIX",
+    "copy_into_raw",
+    "create_raw_table",
+    "insert_staging",
+    "put_landed",
+    "raw_columns",
+    "raw_name",
+    "raw_value",
+    "refusals",
+    "stage_relative",
+]
