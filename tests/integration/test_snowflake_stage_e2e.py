@@ -26,8 +26,9 @@ from typing import Any
 
 import pytest
 
+from bench.fakesnow_run import copy_named_internal_files
 from replicator.config import load_pipeline
-from tests.fixtures.s3_landing import BUCKET, copy_named_internal_files, s3_environment
+from tests.fixtures.s3_landing import BUCKET, s3_environment
 from tests.integration.e2e_support import (
     assert_target_equals_source,
     cli_environment,
