@@ -360,9 +360,13 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
     source's primary key), so the last-change-per-key step is left out: ~20% of the group's
     apply measured, and the MERGE (or the INSERT of a fresh copy) keeps the last per key
     anyway should a declared key not be unique. ``columns``: only these of the staged columns
-    (default: all of them). ``source_value``: a source column's staged value in another
-    warehouse's SQL (``external_staging``; default: DuckDB's conversions and masks);
-    ``row_filter``: the filter in that SQL (default: ``filter_sql``, DuckDB's); ``instant``: how that warehouse makes an instant of microseconds since the epoch."""
+    (default: all of them).
+
+    The same statement in another warehouse's SQL (``external_staging``: Snowflake): the
+    parts whose SQL differs come from these hooks. ``source_value``: a source column's
+    staged value (default: DuckDB's conversions and masks); ``row_filter``: the filter
+    (default: ``filter_sql``, DuckDB's); ``instant``: an instant from microseconds since the
+    epoch (``Dialect.instant_from_micros``)."""
     names = set(kinds)
     key = batch_key(table)
     before = cb.before_columns(list(kinds), key)

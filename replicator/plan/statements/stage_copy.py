@@ -1,8 +1,10 @@
-"""A batch's change files COPYed from the user's external stage, and the transform step as
-Snowflake SQL over them (``target.snowflake.stage`` with an object-store ``engine.landing``).
+"""A batch's change files COPYed from the user's stage, and the transform step as Snowflake
+SQL over them (``target.snowflake.stage``).
 
-The executors write the change files (``engine.landing``) to the object store; the stage
-points at the landing root. Per batch and table, inside the batch program:
+The executors write the change files (``engine.landing``): to an object store the stage (an
+external one) points at, or to a local path, each task then PUTting its files into the
+stage (an internal one: ``put_landed``, ``engine.stage_put``) under the same relative names.
+Per batch and table, inside the batch program:
 
 1. ``CREATE OR REPLACE TRANSIENT TABLE`` the table's raw table (``_REPLICATOR_RAW_<TABLE>``):
    the change files' columns (the row image, its before-image, ``model.change_batch``'s
@@ -30,8 +32,9 @@ replayed batch loads its files again whatever ``FORCE`` says
 
 What this load does not do yet is refused by the plan (``refusals``), naming the setting:
 filters beyond ``stage_filter``'s exact subset and computed columns (their SQL is DuckDB's:
-``transform.expressions`` has no Snowflake rendering), masks of other than text columns, outbox routes, dead letters, and columns whose staged value needs a conversion beyond Snowflake's own cast of
-the Parquet value (a BIT into BINARY, a TIME into a number, ...).
+``transform.expressions`` has no Snowflake rendering), masks of other than text columns,
+outbox routes, dead letters, and columns whose staged value needs a conversion beyond
+Snowflake's own cast of the Parquet value (a BIT into BINARY, a TIME into a number, ...).
 """
 
 from __future__ import annotations
