@@ -13,7 +13,9 @@ change files were COPYed from the stage by name, ``FILES = (...)``).
 The crash test SIGKILLs a streaming run at a failpoint after the batch's COPY into the raw
 table committed and before its MERGE (``apply.after_load``), another after the MERGE and
 the state row before the COMMIT (``apply.before_commit``): each resumed run applies every
-change exactly once.
+change exactly once; on the object store, and on a local landing zone whose files the
+executors PUT into an internal stage (``engine.stage_put``), where a further test checks
+that every PUT is an executor's and the targets verify equal.
 """
 
 from __future__ import annotations
@@ -178,9 +180,11 @@ def _setup(fakesnow_server: Any, database: str, mariadb: Any, mysql_source: Any,
     return pipeline_file, env, root
 
 
-def _assert_staged_only(queries: list[str], stage: str) -> None:
-    """No PUT: every batch's files were COPYed from the stage by name."""
-    assert not [q for q in queries if q.lstrip().upper().startswith("PUT")]
+def _assert_staged_only(queries: list[str], stage: str, *, local: bool = False) -> None:
+    """No PUT of the driver's: every batch's files were COPYed from the stage by name (a
+    local landing zone's files were PUT there by the executors, ``local``)."""
+    puts = [q for q in queries if q.lstrip().upper().startswith("PUT")]
+    assert all(f" @{stage}/" in q for q in puts) if local else not puts, puts
     copies = [q for q in queries if q.lstrip().upper().startswith("COPY INTO")]
     assert copies and all(f"FROM @{stage}" in q and "FILES = ('" in q for q in copies), copies
 
@@ -228,11 +232,15 @@ def test_snapshot_and_stream_through_the_external_stage(fakesnow_server, fakesno
     root.close()
 
 
+@pytest.mark.parametrize("local", [False, True], ids=["object store", "executors put"])
 def test_runs_killed_after_the_copy_and_before_the_commit_apply_each_change_once(
         fakesnow_server, fakesnow_database, s3_endpoint, mariadb, mysql_source, fresh_database,
-        tmp_path):
+        tmp_path, local):
+    if local:
+        copy_named_internal_files()
     pipeline_file, env, root = _setup(fakesnow_server, fakesnow_database, mariadb,
-                                      mysql_source, fresh_database, s3_endpoint, tmp_path)
+                                      mysql_source, fresh_database, s3_endpoint, tmp_path,
+                                      local=local)
     stage = f"{fakesnow_database}.RAW.LANDING"
     pipeline = load_pipeline(pipeline_file, environ=env)
     ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))  # the snapshot
@@ -269,7 +277,7 @@ def test_runs_killed_after_the_copy_and_before_the_commit_apply_each_change_once
     fakesnow_server.queries.clear()
     aborted = len(fakesnow_server.sessions.aborted)
     ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
-    _assert_staged_only(fakesnow_server.queries, stage)
+    _assert_staged_only(fakesnow_server.queries, stage, local=local)
     assert len(fakesnow_server.sessions.aborted) == aborted + 1  # the killed run's
     with fakesnow_server.connect(fakesnow_database, "RAW") as connection:
         assert_target_equals_source(pipeline, root, connection)
