@@ -332,7 +332,8 @@ MODES = {
                   ColumnMapping("name", mask="redact", mask_keep_last=2),
                   ColumnMapping("status", mask="truncate", mask_length=2))),
               TablePipeline(source_database="shop", source_table="people", columns=(
-                  ColumnMapping("nick", mask="sha256", mask_salt="pepper 'ü"),))),
+                  ColumnMapping("nick", mask="sha256", mask_salt="pepper 'ü",
+                                target_type="VARCHAR(64)"),))),
     "filters": (TablePipeline(source_database="shop", source_table="items", filter=(
                     "(amount >= 0.0000000001 AND name IN ('two', 'three')) "
                     "OR id BETWEEN 20 AND 40 OR NOT (name <> 'back') OR big_neg IS NOT NULL")),

@@ -99,11 +99,18 @@ def _data_columns(table: TablePlan) -> list[PlannedColumn]:
     return list(seen.values())
 
 
+def _raw_type(column: PlannedColumn, dialect: Dialect) -> str:
+    """A masked column's raw value is the unmasked text (a declared ``type: VARCHAR(64)``
+    holds the hash, not the value); every other column's is typed as staged."""
+    if column.mask is not None:
+        return dialect.type_names["string"]
+    return dialect.staging_type_name(column.target_type)
+
+
 def raw_columns(table: TablePlan, dialect: Dialect) -> list[tuple[str, str]]:
     """(column, Snowflake type) of the raw table: the row image and its before-image, typed
     as staged (JSON as text), then the change files' internal columns."""
-    image = [(c.source_column or "", dialect.staging_type_name(c.target_type))
-             for c in _data_columns(table)]
+    image = [(c.source_column or "", _raw_type(c, dialect)) for c in _data_columns(table)]
     before = [(cb.before_column(name), type_sql) for name, type_sql in image]
     return [*image, *before, *_INTERNAL_TYPES.items()]
 
@@ -158,7 +165,7 @@ def raw_value(column: PlannedColumn, dialect: Dialect, bind: Callable[[object], 
         return source
     if column.target_type.kind == "boolean" and column.mysql_type.name in _INTEGERS:
         return f"({source} <> 0)"
-    value = f"CAST({source} AS {dialect.staging_type_name(column.target_type)})"
+    value = f"CAST({source} AS {_raw_type(column, dialect)})"
     if column.mask is None:
         return value
     # Only text reaches here (``refusals``): its text form is itself. Snowflake's LENGTH,
