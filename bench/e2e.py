@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.context import BenchContext, replicator_command
-from bench.pipelines import write_pipeline
+from bench.pipelines import SNOWFLAKE_DATABASE, SNOWFLAKE_SCHEMA, write_pipeline
 from bench.procmon import RunOutcome, cpu_seconds, run_monitored
 from bench.tables import TABLES
 from bench.workload import WorkloadResult
@@ -133,12 +133,14 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
             atomic: bool | None = None, max_rows: int | None = None,
             suffix: str = "", tables: tuple[str, ...] | None = None,
             transforms: dict[str, Any] | None = None,
-            conf: tuple[str, ...] = ()) -> dict[str, Any]:
+            conf: tuple[str, ...] = (), stage: bool = False) -> dict[str, Any]:
     """One ``replicator run --until-caught-up`` of the workload range into ``target``
     (``atomic``: target.atomic, None its default; ``max_rows``: batching.max_rows;
     ``suffix``: a pipeline of its own, when the same settings run again; ``tables``: only
     these of the workload's tables; ``transforms``: ``pipeline_yaml``'s, per table;
-    ``conf``: Spark settings KEY=VALUE, ``replicator run --conf``)."""
+    ``conf``: Spark settings KEY=VALUE, ``replicator run --conf``; ``stage``: Snowflake through
+    an internal stage the executors PUT the landed files to, the driver only COPYs:
+    ``bench.stage``)."""
     name = (f"bench-e2e-{target}" + (f"-p{decode_partitions}" if decode_partitions != "auto" else "")
             + ("" if atomic is None else f"-atomic-{str(atomic).lower()}")
             + ("" if max_rows is None else f"-{max_rows}") + suffix)
@@ -148,7 +150,7 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
         decode_partitions=decode_partitions, atomic=atomic,
         **({} if max_rows is None else {"max_rows": max_rows}),
         **({} if tables is None else {"tables": [t for t in TABLES if t.name in tables]}),
-        transforms=transforms,
+        transforms=transforms, stage=STAGE if stage else None,
     )
     env = ctx.environment()
     with contextlib.ExitStack() as stack:
@@ -158,6 +160,8 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
 
             extra, warehouse_pid = stack.enter_context(fakesnow_server(ctx.workdir))
             env.update(extra)
+            if stage:
+                create_stage(extra)
         server_cpu = cpu_seconds(ctx.server.pid or 0)
         warehouse_cpu = cpu_seconds(warehouse_pid) if warehouse_pid else 0.0
         outcome = run_monitored(
@@ -202,6 +206,38 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
         result["target_rows"] = target_rows
         result["target_matches_source"] = target_rows == source
     return result
+
+
+STAGE = f"{SNOWFLAKE_DATABASE}.{SNOWFLAKE_SCHEMA}.LANDING"
+
+
+def create_stage(environment: dict[str, str]) -> None:
+    """The user's one-time setup of an internal stage (docs/snowflake.md)."""
+    from bench.fakesnow_run import connect
+
+    with contextlib.closing(connect(environment, SNOWFLAKE_DATABASE, SNOWFLAKE_SCHEMA)) as c:
+        cursor = c.cursor()
+        cursor.execute(f"CREATE DATABASE IF NOT EXISTS {SNOWFLAKE_DATABASE}")
+        cursor.execute(f"CREATE SCHEMA IF NOT EXISTS {SNOWFLAKE_DATABASE}.{SNOWFLAKE_SCHEMA}")
+        cursor.execute(f"CREATE STAGE IF NOT EXISTS {STAGE}")
+
+
+def stage_summary(runs: dict[str, Any]) -> dict[str, Any]:
+    """Issue 32's figures: the driver's CPU share in the streaming window and the wall time
+    against DuckDB's, for the driver's staging into fakesnow and for the stage path."""
+    def figure(label: str, key: str) -> Any:
+        return (runs.get(label) or {}).get(key)
+
+    out: dict[str, Any] = {}
+    duckdb = figure("duckdb", "wall_seconds")
+    for label in ("fakesnow", "fakesnow_stage"):
+        out[label] = {"driver_cpu_share_streaming": figure(label, "driver_cpu_share_streaming"),
+                      "wall_seconds": figure(label, "wall_seconds"),
+                      "streaming_seconds": figure(label, "streaming_seconds")}
+        wall = figure(label, "wall_seconds")
+        if wall and duckdb:
+            out[label]["ratio_to_duckdb_wall"] = round(wall / duckdb, 3)
+    return out
 
 
 # issue 17's table: one computed column, one filter, one mask (salted sha256), on orders.

@@ -293,6 +293,44 @@ class _NoCommit:
         return getattr(self._inner, name)
 
 
+_internal_patched = False
+
+
+def copy_named_internal_files() -> None:
+    """fakesnow 0.12.1 COPYs ``FILES = (...)`` only from a stage with a URL: an internal
+    stage's directory has no scheme, and its ``_source_urls`` refuses it ("invalid URL
+    prefix"). Emulator only: the named files of an internal stage are joined to its
+    directory as its glob of the whole stage would list them; the PUT that put them there,
+    and the rest of the COPY, are fakesnow's own (the executor-side PUT of
+    ``engine.job.stage_put`` COPYs them by name)."""
+    global _internal_patched
+    if _internal_patched:
+        return
+    import fakesnow.copy_into as copy_into
+    from fakesnow.transforms import stage
+
+    original = copy_into._source_urls
+
+    def source_urls(source: str, files: list[str]) -> list[str]:
+        if stage.is_internal(source):
+            return [f"{source.rstrip('/')}/{name}" for name in files] or [source]
+        return original(source, files)
+
+    copy_into._source_urls = source_urls
+    _internal_patched = True
+
+
+def connect(environment: dict[str, str], database: str, schema: str) -> Any:
+    """A connection to the server ``fakesnow_server`` started (its ``connections.toml``)."""
+    import tomllib
+
+    import snowflake.connector
+
+    home = Path(environment["SNOWFLAKE_HOME"])
+    entry = tomllib.loads((home / "connections.toml").read_text())[CONNECTION]
+    return snowflake.connector.connect(**entry, database=database, schema=schema)
+
+
 def serve(port: int) -> None:
     import fakesnow.server
     import uvicorn
@@ -302,6 +340,7 @@ def serve(port: int) -> None:
     drop_primary_key()
     lock_conflicts_as_snowflake()
     md5_number_lower64()
+    copy_named_internal_files()
 
     # warning: fakesnow logs every login and query at info level
     uvicorn.run(fakesnow.server.app, host="127.0.0.1", port=port, log_level="warning")

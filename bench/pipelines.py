@@ -42,6 +42,7 @@ def pipeline_yaml(
     atomic: bool | None = None,  # target.atomic (None: the default)
     row_filter: str | None = None,  # every table's `filter:` (Spark SQL)
     transforms: Mapping[str, Mapping[str, Any]] | None = None,  # table name -> its transforms
+    stage: str | None = None,  # target.snowflake.stage, over a local engine.landing of its own
 ) -> str:
     """``transforms``: per table, ``filter`` (Spark SQL), ``masks`` (column -> the YAML of
     its ``mask:``) and ``computed`` (name -> (expression, type)), as a user writes them."""
@@ -57,7 +58,8 @@ def pipeline_yaml(
         # The [fakesnow] connection of the connections.toml bench.fakesnow_run writes.
         target_text = (
             f"  snowflake: {{connection: fakesnow, "
-            f"database: {SNOWFLAKE_DATABASE}, schema: {SNOWFLAKE_SCHEMA}}}"
+            f"database: {SNOWFLAKE_DATABASE}, schema: {SNOWFLAKE_SCHEMA}"
+            + (f", stage: {stage}" if stage else "") + "}"
         )
     else:
         raise ValueError(f"unknown target {target!r}")
@@ -79,6 +81,7 @@ def pipeline_yaml(
         f"batching: {{max_rows: {max_rows}, max_delay: {max_delay}}}",
         "engine:",
         f"  checkpoint: {_quote(str(workdir / f'{name}.checkpoint'))}",
+        *([f"  landing: {_quote(str(workdir / f'{name}.landing'))}"] if stage else []),
         *([] if decode_partitions == "auto" else [f"  decode_partitions: {int(decode_partitions)}"]),
     ]
     if engine_conf:

@@ -37,8 +37,9 @@ from bench.environment import describe
 from bench.report import RESULTS_DIR, render_table, write_charts, write_json
 from bench.tables import TABLES
 
-SECTIONS = ("decode", "profile", "e2e", "cpu", "partitions", "latency", "snapshot", "bigtxn", "recopy",
-            "pushdown", "startup", "idle", "transforms", "transforms_e2e", "peer", "atomic")
+SECTIONS = ("decode", "profile", "e2e", "cpu", "partitions", "latency", "snapshot", "bigtxn",
+            "recopy", "pushdown", "startup", "idle", "transforms", "transforms_e2e", "peer",
+            "atomic", "stage")
 # The server for the benchmark: a bigger buffer pool than the test default so the 1M-row
 # table is not disk-bound.
 SERVER_ARGS = ("--innodb-buffer-pool-size=512M",)
@@ -203,7 +204,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             ctx = BenchContext(server, workdir, sizes)
             generated = None
             if {"decode", "profile", "e2e", "cpu", "partitions", "peer", "atomic",
-                "transforms_e2e"} & set(sections):
+                "transforms_e2e", "stage"} & set(sections):
                 print(f"bench: generating {sizes.changes:,} changes ...", file=sys.stderr, flush=True)
                 generated = workload.generate(server.socket, "bench", sizes.changes, seed=args.seed)
                 results["workload"] = generated.to_json()
@@ -266,6 +267,19 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
                 _section(results, "transforms_e2e", lambda: run_transforms_e2e(
                     ctx, generated, rounds=args.transforms_rounds))
+            if "stage" in sections and generated is not None:
+                from bench.e2e import run_e2e, stage_summary
+
+                # The stage path (executors PUT, the driver only COPYs) beside the driver's
+                # staging into fakesnow and DuckDB, on the same range (issue 32's targets).
+                results.setdefault("e2e", {})
+                for target, label in (("duckdb", "duckdb"), ("snowflake", "fakesnow")):
+                    if label not in results["e2e"]:
+                        _section(results["e2e"], label,
+                                 lambda t=target: run_e2e(ctx, generated, t, library_rate))
+                _section(results["e2e"], "fakesnow_stage", lambda: run_e2e(
+                    ctx, generated, "snowflake", library_rate, stage=True, suffix="-stage"))
+                results["stage"] = stage_summary(results["e2e"])
             if "latency" in sections:
                 from bench.latency import run_latency
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from replicator.model.pipeline import Pipeline
     from replicator.plan import Dialect, Plan, TablePlan
     from replicator.plan.problems import PlanProblem
+    from replicator.plan.program import StagingQuery
 
 COMMAND_SETTINGS = {"help": "Print the DDL and MERGE SQL the pipeline will run, per table."}
 
@@ -93,6 +94,12 @@ def command(
     # The pipeline's own target: target.snowflake.stage changes its batch program.
     sql_dialect = get_dialect(dialect.value) if dialect else pipeline_dialect(pipeline)
     tables = _select_tables(plan, table)
+
+    def staging(table_plan: TablePlan) -> StagingQuery | None:  # an atomic batch's, staged
+        from replicator.transform import snapshot_staging  # off validate's start-up
+
+        return snapshot_staging(table_plan, catalog, sql_dialect)
+
     if offline:
         render.info("offline: columns and types come from the YAML's source_type only")
     if ddl is not None:
@@ -107,7 +114,7 @@ def command(
             "atomic": pipeline.target.atomic,
             # target.atomic: what a stream batch that changed several tables runs.
             "atomic_batch": [{"purpose": s.purpose, "sql": s.sql}
-                             for s in atomic_statements(tables, sql_dialect)]
+                             for s in atomic_statements(tables, sql_dialect, staging)]
             if pipeline.target.atomic and len(tables) > 1 else [],
         }
         render.print_text(json.dumps(document, indent=2, ensure_ascii=False))
@@ -123,7 +130,7 @@ def command(
                                     snapshot_staging(table_plan, catalog, sql_dialect),
                                     chunk_select_preview(plan.tables, table_plan, catalog)))
     if pipeline.target.atomic and len(tables) > 1:
-        render.print_sql(render_atomic_sql(tables, sql_dialect))
+        render.print_sql(render_atomic_sql(tables, sql_dialect, staging))
 
 
 def _print_ddl_preview(pipeline: Pipeline, catalog: Catalog, plan: Plan, ddl: str,

@@ -47,6 +47,7 @@ from replicator.engine.follow.routing import SourcesToCopy
 from replicator.engine.follow.schema_changes import KeyChanged
 from replicator.engine.job.errors import driver_error, quiet_task_failures, recover
 from replicator.engine.job.session import SessionStart, register_sources
+from replicator.engine.job.stage_put import LandedUpload
 from replicator.engine.recopy import Recopier, queue
 from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
 from replicator.engine.start import (
@@ -469,6 +470,7 @@ def _stream(
         epoch=applier.epoch,
         selection_keys=[(table.selection, [k for k in table.source_key if k != SOURCE_TABLE_COLUMN])
                         for table in plan.tables if table.selection is not None],
+        upload=upload.to_json() if (upload := LandedUpload.of(pipeline)) else "",
     )
     frame = spark.readStream.format(SOURCE_FORMAT).options(**reader).load()
     writer = (

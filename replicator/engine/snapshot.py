@@ -29,6 +29,7 @@ from urllib.parse import quote
 from replicator.engine import failpoints
 from replicator.engine.job.errors import carry_errors, driver_error
 from replicator.engine.job.landing import landing_root
+from replicator.engine.job.stage_put import LandedUpload
 from replicator.engine.state.checkpoint import (
     COPY_SPAN,
     SLOT_SPAN,
@@ -114,16 +115,21 @@ def _remove(path: str) -> None:
         filesystem.delete_file(inner)
 
 
-def write_chunk_file(source: MySQLSource, task: ChunkTask, position: BinlogPosition) -> int:
+def write_chunk_file(source: MySQLSource, task: ChunkTask, position: BinlogPosition,
+                     upload: LandedUpload | None = None) -> int:
     """Executor side: read one chunk into Arrow and land it as Parquet (written under a
     temporary name and moved, so a file the driver sees is whole; on object stores the
-    upload itself appears whole). Returns its rows."""
+    upload itself appears whole). ``upload``: PUT to the stage before the move (the driver
+    COPYs a chunk as soon as it sees it), from a scratch folder (PUT keeps base names).
+    Returns its rows."""
     import pyarrow.parquet as pq
 
     with carry_errors():
         filesystem, target = _filesystem(task.path)
         filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
-        scratch = target + ".tmp"
+        folder, name = target.rsplit("/", 1)
+        scratch = f"{folder}/_uploading/{name}" if upload is not None else target + ".tmp"
+        filesystem.create_dir(scratch.rsplit("/", 1)[0], recursive=True)
         rows = 0
         writer = None
         try:
@@ -138,6 +144,8 @@ def write_chunk_file(source: MySQLSource, task: ChunkTask, position: BinlogPosit
         finally:
             if writer is not None:
                 writer.close()
+        if upload is not None:
+            upload.put([task.path], local=scratch)
         filesystem.move(scratch, target)
         return rows
 
@@ -149,10 +157,11 @@ class _ReadJob:
     GROUP = "replicator-snapshot"
 
     def __init__(self, spark: Any, source: MySQLSource, tasks: list[ChunkTask],
-                 position: BinlogPosition) -> None:
+                 position: BinlogPosition, upload: LandedUpload | None = None) -> None:
         self.spark = spark
         self.failure: BaseException | None = None
         self.done = threading.Event()
+        self.upload = upload  # each task PUTs its chunk file (engine.job.stage_put)
         self._thread = threading.Thread(target=self._run, args=(source, tasks, position),
                                         name="snapshot-read", daemon=True)
         self._thread.start()
@@ -162,8 +171,9 @@ class _ReadJob:
             if tasks:
                 context = self.spark.sparkContext
                 context.setJobGroup(self.GROUP, "snapshot chunks", interruptOnCancel=True)
+                upload = self.upload
                 (context.parallelize(tasks, len(tasks))
-                 .map(lambda task: write_chunk_file(source, task, position))
+                 .map(lambda task: write_chunk_file(source, task, position, upload))
                  .collect())
         except BaseException as failure:  # reported by the driver's loop
             self.failure = failure
@@ -408,7 +418,8 @@ def run_snapshot(
             _remove(path(copy, index))
             tasks.append(ChunkTask(copy.source_table, copy.chunks[index], path(copy, index),
                                    copy.predicate))
-    job = _ReadJob(spark, applier.pipeline.source, tasks, position)
+    job = _ReadJob(spark, applier.pipeline.source, tasks, position,
+                   LandedUpload.of(applier.pipeline))
     try:
         for copy in copies:
             for group in copy.groups():

@@ -111,12 +111,14 @@ def _check_external_stage(pipeline: Pipeline, tables: Sequence[TablePlan],
         return
     at = ("target", "snowflake", "stage")
     landing = pipeline.engine.landing or ""
-    if "://" not in landing or landing.split("://", 1)[0].lower() in ("file", "hdfs"):
+    # A local landing zone: the stage is an internal one the executors PUT each file to.
+    if not landing or landing.split("://", 1)[0].lower() == "hdfs":
         problems.add(
-            f"target.snowflake.stage: engine.landing must be the object-store location the "
-            f"stage points at (s3://, gs://, azure://), not {landing or 'the checkpoint directory'}",
-            hint="set engine.landing to the stage's URL (docs/snowflake.md), or remove "
-            "target.snowflake.stage", code="R311", at=at)
+            f"target.snowflake.stage: engine.landing must be set, to the object-store location "
+            f"the stage points at (s3://, gs://, azure://) or to a local path whose files the "
+            f"executors PUT to the stage, not {landing or 'the checkpoint directory'}",
+            hint="set engine.landing (docs/snowflake.md), or remove target.snowflake.stage",
+            code="R311", at=at)
     for table in tables:
         for what, setting in stage_copy.refusals(table):
             problems.add(

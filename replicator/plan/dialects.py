@@ -56,6 +56,12 @@ class Dialect:
     # table and the transform step runs as Snowflake SQL over that table
     # (``statements.stage_copy``), so no row passes through the driver.
     external_stage: str | None = None
+    # With a local engine.landing the stage is internal: the executor task that lands a
+    # file PUTs it there (``stage_copy.put_landed``), and the driver only COPYs.
+    executors_put: bool = False
+    # An instant from microseconds since the epoch, as the transform step types its
+    # timestamps where the warehouse stages (``transform.stage.statement``).
+    instant_from_micros: str = "timezone('UTC', make_timestamp({}))"
     # How a batch's transaction starts: an explicit statement, or (None) the first statement
     # opens it (a Snowflake connection with autocommit off: every statement does).
     begin_transaction: str | None = "BEGIN TRANSACTION"
@@ -139,6 +145,9 @@ SNOWFLAKE = Dialect(
         "json": "VARIANT",
     },
     json_from_text="PARSE_JSON({})",
+    # Scale 6: the number counts microseconds; a TIMESTAMP_TZ is an instant whatever its zone.
+    # https://docs.snowflake.com/en/sql-reference/functions/to_timestamp
+    instant_from_micros="TO_TIMESTAMP_TZ({}, 6)",
     current_timestamp="CURRENT_TIMESTAMP()",
     # Snowflake takes `ADD COLUMN a T1, b T2`, fakesnow (DuckDB underneath) does not: one
     # column per statement runs on both, and added columns are rare.
@@ -191,12 +200,20 @@ DUCKDB = Dialect(
 DIALECTS: Mapping[str, Dialect] = {"snowflake": SNOWFLAKE, "duckdb": DUCKDB}
 
 
+def landed_locally(landing: str | None) -> bool:
+    """Whether ``engine.landing`` is a local path: then ``target.snowflake.stage`` names an
+    internal stage, and the executor task that lands a file PUTs it there
+    (``statements.stage_copy.put_landed``)."""
+    return bool(landing) and ("://" not in (landing or "") or (landing or "").startswith("file://"))
+
+
 def pipeline_dialect(pipeline: Pipeline) -> Dialect:
     """The dialect of the pipeline's target, with what its configuration adds: Snowflake
     with ``target.snowflake.stage`` reads change files from that external stage."""
     warehouse = pipeline.target.warehouse
     if isinstance(warehouse, SnowflakeTarget) and warehouse.stage:
-        return replace(SNOWFLAKE, external_stage=warehouse.stage)
+        return replace(SNOWFLAKE, external_stage=warehouse.stage,
+                       executors_put=landed_locally(pipeline.engine.landing))
     return get_dialect(pipeline.target.kind)
 
 

@@ -106,16 +106,6 @@ class StagingQuery:
     params: tuple[Any, ...] = ()
 
 
-def external_staging(table: TablePlan, dialect: Dialect) -> StagingQuery | None:
-    """With an external stage (``Dialect.external_stage``): the staging INSERT over the raw
-    table the batch's change files are COPYed into (``stage_copy``), the same for stream
-    batches and snapshot chunk groups; None where the table needs what it cannot do yet
-    (the plan refuses such a table: ``stage_copy.refusals``)."""
-    if dialect.external_stage is None or stage_copy.refusals(table):
-        return None
-    return StagingQuery(stage_copy.insert_staging(table, dialect))
-
-
 # -- setup ------------------------------------------------------------------------------------
 
 
@@ -309,7 +299,8 @@ def load_statements(
     if files is not None and not files:
         return []
     if query is not None and dialect.external_stage:
-        # ``query`` is stage_copy's INSERT (the files are named in the COPY, not bound).
+        # ``query`` is the INSERT from the raw table (``transform.stage.external_staging``;
+        # the files are named in the COPY, not bound).
         return [Statement("empty the raw table, in the plan's layout",
                           stage_copy.create_raw_table(table, dialect)),
                 *(Statement("load the batch's change files from the external stage, by name",
@@ -536,7 +527,6 @@ __all__ = [
     "batch_program",
     "batch_tail",
     "column_changes",
-    "external_staging",
     "fresh_copy",
     "load_commit",
     "load_statements",

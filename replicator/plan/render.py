@@ -7,21 +7,22 @@ one batch, with a placeholder where the batch's Parquet files go.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import replicator.plan.program as program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
 from replicator.plan.program import StagingQuery, Statement
-from replicator.plan.statements import merging
+from replicator.plan.statements import merging, stage_copy
 from replicator.plan.transpile.translator import describe_transforms
 
 
 def table_statements(table: TablePlan, dialect: Dialect,
                      snapshot: StagingQuery | None = None) -> list[Statement]:
     """In execution order: the setup, then one batch (then one snapshot batch whose chunk
-    files the warehouse stages, ``snapshot``: ``transform.snapshot_staging``)."""
-    staged = program.external_staging(table, dialect)
+    files the warehouse stages, ``snapshot``: ``transform.snapshot_staging``; with an
+    external stage, every batch's: ``transform.stage.external_staging``)."""
+    staged = snapshot if dialect.external_stage else None
     return [
         *program.setup_program(table, dialect),
         *program.setup_end(dialect),
@@ -67,14 +68,19 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
             "\n-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE")
     transforms = describe_transforms(table)
     if transforms:
-        parts.append("-- transforms, evaluated by DuckDB over each change batch before staging "
-                     "(Spark SQL translated):\n" + "\n".join(f"--   {line}" for line in transforms))
+        engine = ("Snowflake, in the staging INSERT below" if dialect.external_stage
+                  else "DuckDB over each change batch before staging")
+        parts.append(f"-- transforms, evaluated by {engine} (Spark SQL translated):\n" + "\n".join(f"--   {line}" for line in transforms))
     if chunk_read is not None:
         parts.append(_chunk_read(table, *chunk_read))
     setup = [*program.setup_program(table, dialect), *program.setup_end(dialect)]
     parts += [f"{_comment(s, dialect=dialect)}\n{s.sql};" for s in setup]
-    staged = program.external_staging(table, dialect)
+    staged = snapshot if dialect.external_stage else None
     if staged is not None:
+        if dialect.executors_put:
+            parts.append("-- each change file, by the executor task that landed it (engine."
+                         "landing is local; the driver reads and uploads none):\n"
+                         f"{stage_copy.put_landed(dialect.external_stage or '', '')};")
         parts.append(f"-- each batch, stream or snapshot (its change files are COPYed from "
                      f"@{dialect.external_stage}; no row passes through the driver):")
         parts += [f"{_comment(s)}\n{s.sql};"
@@ -96,20 +102,25 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
     return "\n\n".join(parts) + "\n"
 
 
-def atomic_statements(tables: Sequence[TablePlan], dialect: Dialect) -> list[Statement]:
+def atomic_statements(tables: Sequence[TablePlan], dialect: Dialect,
+                      staging: Callable[[TablePlan], StagingQuery | None] | None = None
+                      ) -> list[Statement]:
     """The program of a stream batch that changed several tables (``target.atomic``): ONE
-    transaction; a batch runs it for the tables it changed, in this order."""
+    transaction; a batch runs it for the tables it changed, in this order. ``staging``:
+    with an external stage, each table's staging query (``transform.snapshot_staging``)."""
     return program.atomic_program(
-        [program.AtomicPart(table, query=program.external_staging(table, dialect))
+        [program.AtomicPart(table, query=staging(table) if staging and dialect.external_stage
+                            else None)
          for table in tables], dialect)
 
 
-def render_atomic_sql(tables: Sequence[TablePlan], dialect: Dialect) -> str:
+def render_atomic_sql(tables: Sequence[TablePlan], dialect: Dialect,
+                      staging: Callable[[TablePlan], StagingQuery | None] | None = None) -> str:
     """``atomic_statements`` as a SQL script (after the tables' own scripts)."""
     head = ("-- target.atomic: each stream batch that changed several of these tables runs "
             "ONE transaction for all of them\n-- (instead of the per-table batch above; a "
             "batch of one table, and snapshot batches, run that one):")
-    body = [f"{_comment(s, atomic=True)}\n{s.sql};" for s in atomic_statements(tables, dialect)]
+    body = [f"{_comment(s, atomic=True)}\n{s.sql};" for s in atomic_statements(tables, dialect, staging)]
     return "\n\n".join([head, *body]) + "\n"
 
 

@@ -287,7 +287,9 @@ class SnowflakeSink(SQLSink):
         # over engine.landing (plan.statements.stage_copy), named relative to the landing.
         self.dialect = pipeline_dialect(pipeline)
         if self.dialect.external_stage:
-            self.stage_root = pipeline.engine.landing
+            landing = pipeline.engine.landing or ""
+            # A local landing zone as the executors resolve it (``engine.landing``).
+            self.stage_root = landing if "://" in landing else os.path.abspath(landing)
         # Only a session this sink opened is re-opened after a transient error.
         self._pipeline = pipeline if connection is None else None
         if connection is None:
@@ -353,3 +355,37 @@ def _connect(pipeline: Pipeline) -> Any:
         return snowflake.connector.connect(**parameters)
     except snowflake.connector.errors.Error as exc:
         raise _sink_error(exc, f"connect to account {parameters.get('account')!r}") from None
+
+
+# Executor side (``engine.job.stage_put``): one connection per Python worker process and target,
+# reused by its later tasks (a login per landed file would cost more than its PUT).
+_EXECUTOR_CONNECTIONS: dict[tuple[SnowflakeTarget, str, str], Any] = {}
+
+
+def put_from_executor(target: SnowflakeTarget, pipeline_name: str,
+                      identifier_case: IdentifierCase, statements: list[str]) -> None:
+    """Run PUT statements (``stage_copy.put_landed``) from an executor task. ``target``
+    carries no secret: the credential comes from where the connector itself looks on the
+    executor's host (the named connection in ``connections.toml``, ``SNOWFLAKE_*``
+    variables, a private key file), as for the driver; none travels with the task."""
+    import snowflake.connector
+
+    key = (target, pipeline_name, identifier_case)
+    connection = _EXECUTOR_CONNECTIONS.get(key)
+    if connection is None or connection.is_closed():
+        parameters = connection_parameters(target, pipeline_name,
+                                           named=_named_connection(target.connection),
+                                           identifier_case=identifier_case)
+        try:
+            connection = snowflake.connector.connect(**parameters)
+        except snowflake.connector.errors.Error as exc:
+            raise _sink_error(exc, f"connect to account {parameters.get('account')!r} from "
+                              "an executor (to PUT landed files)") from None
+        _EXECUTOR_CONNECTIONS[key] = connection
+    cursor = connection.cursor()
+    for sql in statements:
+        try:
+            cursor.execute(sql)
+        except snowflake.connector.errors.Error as exc:
+            _EXECUTOR_CONNECTIONS.pop(key, None)
+            raise _sink_error(exc, "PUT a landed file to the stage") from None

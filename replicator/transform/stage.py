@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING, Any
 from replicator.errors import PlanError, SinkError
 from replicator.model import change_batch as cb
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN
+from replicator.plan.dialects import DUCKDB
 from replicator.plan.model import STAGE_CHANGE_SEQ, STAGE_OP, STAGE_SEQ, STAGE_TS, STAGE_VALID_TO
-from replicator.plan.program import StagingQuery, external_staging
+from replicator.plan.program import StagingQuery
+from replicator.plan.statements import stage_copy, stage_filter
 from replicator.plan.statements.stage_copy import METADATA_SOURCES
 from replicator.sink.adapt import adapt_events
 from replicator.sink.staging import stage_changes, staging_schema
@@ -47,7 +49,7 @@ from replicator.transform.expressions import (
 from replicator.transform.outbox import route_batch
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     import pyarrow as pa
 
@@ -123,6 +125,29 @@ def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialec
     wide = any(pa.types.is_decimal256(field.type) for field in schemas[0])
     return _file_query(table, tuple((f.name, source_kind(f.type)) for f in schemas[0]), wide,
                        dialect, snapshot)
+
+
+def external_staging(table: TablePlan, dialect: Dialect) -> StagingQuery | None:
+    """With an external stage (``Dialect.external_stage``): ``statement`` rendered for
+    Snowflake over the raw table the batch's change files are COPYed into
+    (``stage_copy``), as the INSERT into staging; the same for stream batches and snapshot
+    chunk groups (the last change per key is kept for both). What differs from DuckDB's
+    rendering is the dialect's: the staged values are Snowflake's casts of the raw columns
+    (``stage_copy.raw_value``, typed as staged) and instants are built by
+    ``Dialect.instant_from_micros``. None where the plan refuses the table
+    (``stage_copy.refusals``)."""
+    if dialect.external_stage is None or stage_copy.refusals(table):
+        return None
+    # The raw table's columns are all the statement reads (no computed column; the filter
+    # is ``stage_filter``'s, over those columns).
+    kinds = {name: "string" for name, _ in stage_copy.raw_columns(table, dialect)}
+    params = Params()
+    sql = statement(table, {**kinds, _ORD: "int"}, params,
+                    batch=f"SELECT *, 0 AS {q(_ORD)} FROM {stage_copy.raw_name(table, dialect)}",
+                    source_value=lambda column: stage_copy.raw_value(column, dialect, params.bind),
+                    row_filter=lambda: stage_filter.filter_sql(table, params.bind),
+                    instant=dialect.instant_from_micros)
+    return StagingQuery(stage_copy.insert_staging(table, dialect, sql), tuple(params))
 
 
 def _file_query(table: TablePlan, layout: tuple[tuple[str, str], ...], wide: bool,
@@ -320,7 +345,10 @@ def _failing_row(batch: pa.Table, sql: str, params: tuple[Any, ...]) -> dict[str
 
 def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
               batch: str | None = None, reads: bool = False,
-              columns: Sequence[PlannedColumn] | None = None) -> str:
+              columns: Sequence[PlannedColumn] | None = None,
+              source_value: Callable[[PlannedColumn], str] | None = None,
+              row_filter: Callable[[], str | None] | None = None,
+              instant: str = DUCKDB.instant_from_micros) -> str:
     """The DuckDB statement staging a change batch whose columns have these batch kinds
     (``transform.columns.source_kind``); the batch is the view ``batch``. ``STAGE_SEQ``
     counts from 0 (``first_seq`` is added to the result).
@@ -332,7 +360,13 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
     source's primary key), so the last-change-per-key step is left out: ~20% of the group's
     apply measured, and the MERGE (or the INSERT of a fresh copy) keeps the last per key
     anyway should a declared key not be unique. ``columns``: only these of the staged columns
-    (default: all of them)."""
+    (default: all of them).
+
+    The same statement in another warehouse's SQL (``external_staging``: Snowflake): the
+    parts whose SQL differs come from these hooks. ``source_value``: a source column's
+    staged value (default: DuckDB's conversions and masks); ``row_filter``: the filter
+    (default: ``filter_sql``, DuckDB's); ``instant``: an instant from microseconds since the
+    epoch (``Dialect.instant_from_micros``)."""
     names = set(kinds)
     key = batch_key(table)
     before = cb.before_columns(list(kinds), key)
@@ -362,7 +396,7 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
         last = (f"SELECT * FROM split QUALIFY row_number() OVER (PARTITION BY {partition} "
                 f"ORDER BY {descending}) = 1")
 
-    judged_columns = _judged_columns(table, kinds)
+    judged_columns = _judged_columns(table, kinds, row_filter)
     computed = table.computed_columns
     final_op = f"CASE WHEN {op} <> 'd' AND NOT {q(_PASS)} THEN 'd' ELSE {op} END"
     # Every change: inserts, reads and deletes of rows the filter never matched are dropped;
@@ -379,11 +413,12 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
     selected = []
     computed_index = {column: index for index, column in enumerate(computed)}
     for column in table.staged_columns if columns is None else columns:
-        selected.append(f"{_staged(column, kinds, names, computed_index, params)} AS {q(column.staging_name)}")
+        value = _staged(column, kinds, names, computed_index, params, source_value)
+        selected.append(f"{value} AS {q(column.staging_name)}")
     selected.append(f"{q(_FINAL_OP)} AS {q(STAGE_OP)}")
     # Microseconds since the epoch; typed here only where the warehouse stages (the driver's
     # Arrow cast is cheaper than DuckDB's for its own path).
-    micros = (lambda sql: f"timezone('UTC', make_timestamp({sql}))") if batch else (lambda sql: sql)
+    micros = (lambda sql: instant.format(sql)) if batch else (lambda sql: sql)
     if table.mode == "scd2":
         selected.append(f"{micros(q(_VALID_FROM) + ' * 1000')} AS {q(STAGE_TS)}")
         selected.append(f"{micros(q(_VALID_TO) + ' * 1000')} AS {q(STAGE_VALID_TO)}")
@@ -398,10 +433,14 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
     return f"WITH {with_}\nSELECT {', '.join(selected)}\nFROM {ctes[-1][0]}{ordered}"
 
 
-def _judged_columns(table: TablePlan, kinds: dict[str, str]) -> list[str]:
+def _judged_columns(table: TablePlan, kinds: dict[str, str],
+                    row_filter: Callable[[], str | None] | None = None) -> list[str]:
     """The row images' columns, whether each passes the filter, and the computed values."""
     judged_columns = ["*"]
-    filter_text = filter_sql(table, kinds) if table.filter else None
+    if row_filter is not None:
+        filter_text = row_filter()
+    else:
+        filter_text = filter_sql(table, kinds) if table.filter else None
     judged_columns.append(f"coalesce(({filter_text}), FALSE) AS {q(_PASS)}" if filter_text
                           else f"TRUE AS {q(_PASS)}")
     for index, column in enumerate(table.computed_columns):
@@ -434,9 +473,14 @@ def _scd2_ctes(table: TablePlan, names: set[str]) -> list[tuple[str, str]]:
                else q(c.image_key) if c.image_key in names else "NULL"
                for c in table.tracked_columns]
     op, final = q(cb.OP), q(_FINAL_OP)
-    # change_seq(): binlog position as sortable text; a snapshot read (r) sorts first.
-    seq = (f"printf('%010d.%020d.%d%010d', {q(cb.FILE_SEQ)}, {q(cb.POS)}, "
-           f"CASE WHEN {op} = 'r' THEN 0 ELSE 1 END, {q(cb.ROW_INDEX)})")
+    # change_seq(): binlog position as sortable text ('%010d.%020d.%d%010d'); a snapshot
+    # read (r) sorts first. lpad and || rather than printf: one form DuckDB and Snowflake
+    # both run (the numbers are never negative nor wider than their padding).
+    def padded(name: str, width: int) -> str:
+        return f"lpad(CAST({q(name)} AS VARCHAR), {width}, '0')"
+
+    seq = (f"({padded(cb.FILE_SEQ, 10)} || '.' || {padded(cb.POS, 20)} || '.' || "
+           f"CASE WHEN {op} = 'r' THEN '0' ELSE '1' END || {padded(cb.ROW_INDEX, 10)})")
     lags = "".join(f", lag({c}) OVER {window} AS {q(_N + '_prev_' + str(i))}, "
                    f"lead({c}) OVER {window} AS {q(_N + '_next_' + str(i))}"
                    for i, c in enumerate(tracked))
@@ -464,7 +508,8 @@ def _scd2_ctes(table: TablePlan, names: set[str]) -> list[tuple[str, str]]:
 
 
 def _staged(column: PlannedColumn, kinds: dict[str, str], names: set[str],
-            computed_index: dict[PlannedColumn, int], params: Params) -> str:
+            computed_index: dict[PlannedColumn, int], params: Params,
+            source_value: Callable[[PlannedColumn], str] | None = None) -> str:
     if column.role == "data":
         if column in computed_index:
             sql = q(_COMPUTED + str(computed_index[column]))
@@ -474,6 +519,8 @@ def _staged(column: PlannedColumn, kinds: dict[str, str], names: set[str],
             source = SOURCE_TABLE_COLUMN  # routed: added by the split step
         elif source not in names:
             return "NULL"  # a column this batch does not carry (added to the plan since)
+        if source_value is not None:
+            return source_value(column)
         return staged_value(q(source), kinds.get(source, "string"), column, params)
     metadata = column.target_column.upper()
     if metadata == "_OP":

@@ -5,14 +5,17 @@ with ``engine.landing`` on S3 (moto's server, ``tests.fixtures.s3_landing``) and
 The S3 endpoint and keys reach the CLI, its Spark driver and its Python workers through the
 standard AWS variables only (``s3_environment``); the YAML names no endpoint and no key.
 Snapshot, then a stream of inserts, updates (a key move among them) and deletes, into a
-merged table of awkward values and a soft-delete table: the target equals the source row by
-row, every statement of the run went through fakesnow's query log, and none was a PUT (the
+merged table of awkward values, a soft-delete table, an scd2 table (key moves) and a
+filtered changelog table: every target equals the source row by row (``replicator
+verify``), every statement of the run went through fakesnow's query log, and none was a PUT (the
 change files were COPYed from the stage by name, ``FILES = (...)``).
 
 The crash test SIGKILLs a streaming run at a failpoint after the batch's COPY into the raw
 table committed and before its MERGE (``apply.after_load``), another after the MERGE and
 the state row before the COMMIT (``apply.before_commit``): each resumed run applies every
-change exactly once.
+change exactly once; on the object store, and on a local landing zone whose files the
+executors PUT into an internal stage (``engine.job.stage_put``), where a further test checks
+that every PUT is an executor's and the targets verify equal.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from bench.fakesnow_run import copy_named_internal_files
 from replicator.config import load_pipeline
 from tests.fixtures.s3_landing import BUCKET, s3_environment
 from tests.integration.e2e_support import (
@@ -56,6 +60,9 @@ SCHEMA = (
         ratio DOUBLE NULL
     )""",
     "CREATE TABLE people (id INT PRIMARY KEY, nick VARCHAR(50) NULL)",
+    # The other modes' tables (the first test's pipeline only).
+    "CREATE TABLE notes (id INT PRIMARY KEY, body VARCHAR(50) NULL, n INT NULL)",
+    "CREATE TABLE events (id INT PRIMARY KEY, kind VARCHAR(20) NULL, amount DECIMAL(10,2) NULL)",
 )
 ITEM_COLUMNS = ("id", "title", "amount", "happened_at", "recorded_at", "duration", "big",
                 "payload", "raw", "mood", "tags", "is_active", "born", "ratio")
@@ -86,6 +93,10 @@ def _source(root: Any, database: str) -> None:
         cursor.executemany(f"INSERT INTO items ({', '.join(ITEM_COLUMNS)}) VALUES ({marks})",
                            ITEMS)
         cursor.executemany("INSERT INTO people VALUES (%s, %s)", PEOPLE)
+        cursor.executemany("INSERT INTO notes VALUES (%s, %s, %s)",
+                           [(1, "one", 1), (2, "two", 2), (3, None, None)])
+        cursor.executemany("INSERT INTO events VALUES (%s, %s, %s)",
+                           [(1, "click", "1.50"), (2, "spam", "0.00"), (3, "view", None)])
     root.commit()
 
 
@@ -114,10 +125,18 @@ def _changes(root: Any, database: str, round_number: int) -> None:
         cursor.execute("DELETE FROM people WHERE id = %s", (2 if round_number == 1 else 3,))
         if round_number == 1:
             cursor.execute("UPDATE people SET id = 40 WHERE id = 4")  # a key move, soft side
+        cursor.execute("UPDATE notes SET body = %s, n = n + 1 WHERE id = 1",
+                       (f"one {round_number}",))
+        cursor.execute("UPDATE notes SET id = %s WHERE id = %s",
+                       (base + 2, 2 if round_number == 1 else 102))
+        cursor.execute("INSERT INTO events VALUES (%s, 'spam', 9.99), (%s, 'click', %s)",
+                       (base + 1, base + 2, f"{round_number}.25"))
+        cursor.execute("UPDATE events SET kind = 'spam' WHERE id = %s", (round_number,))
     root.commit()
 
 
-def _pipeline_yaml(database: str) -> str:
+def _pipeline_yaml(database: str, *, modes: bool = False,
+                   landing: str = "s3://" + BUCKET + "/${LANDING_PREFIX}") -> str:
     # Only variables: the endpoint and keys come from the environment (s3_environment).
     return (
         "version: 1\nname: stage-e2e\nsource:\n  mysql:\n    host: ${MYSQL_HOST}\n"
@@ -127,36 +146,45 @@ def _pipeline_yaml(database: str) -> str:
         '    stage: "${TARGET_DATABASE}.RAW.LANDING"\n'
         "batching: {max_rows: 300, max_delay: 500ms}\n"
         "engine:\n  master: local[2]\n  checkpoint: ${WORKDIR}/checkpoint\n"
-        "  landing: s3://" + BUCKET + "/${LANDING_PREFIX}\n"
+        f"  landing: {landing}\n"
         '  conf: {spark.sql.shuffle.partitions: "2"}\n'
         f"tables:\n  - source: {database}.items\n"
-        f"  - source: {database}.people\n    deletes: soft\n")
+        f"  - source: {database}.people\n    deletes: soft\n"
+        + (f"  - source: {database}.notes\n    mode: scd2\n"
+           f"  - source: {database}.events\n    mode: changelog\n"
+           "    filter: \"kind <> 'spam' AND (amount >= 1 OR amount IS NULL)\"\n"
+           if modes else ""))
 
 
 def _setup(fakesnow_server: Any, database: str, mariadb: Any, mysql_source: Any,
-           fresh_database: str, s3_endpoint: str, tmp_path: Path
-           ) -> tuple[Path, dict[str, str], Any]:
-    """The source tables, the stage on fakesnow, the pipeline file and its environment."""
+           fresh_database: str, s3_endpoint: str, tmp_path: Path, *, modes: bool = False,
+           local: bool = False) -> tuple[Path, dict[str, str], Any]:
+    """The source tables, the stage on fakesnow, the pipeline file and its environment.
+    ``local``: the landing zone is a local directory and the stage an internal one (the
+    executors PUT each landed file to it)."""
     prefix = f"stage-e2e/{uuid.uuid4().hex[:8]}"
     with fakesnow_server.connect(database, "RAW") as connection:
         cursor = connection.cursor()
         cursor.execute(f"CREATE DATABASE IF NOT EXISTS {database}")
         cursor.execute(f"CREATE SCHEMA IF NOT EXISTS {database}.RAW")
         # The user's one-time setup (docs/snowflake.md), without a storage integration.
-        cursor.execute(f"CREATE OR REPLACE STAGE {database}.RAW.LANDING "
-                       f"URL = 's3://{BUCKET}/{prefix}/'")
+        cursor.execute(f"CREATE OR REPLACE STAGE {database}.RAW.LANDING" + (
+            "" if local else f" URL = 's3://{BUCKET}/{prefix}/'"))
     root = mariadb.root_connection()
     _source(root, fresh_database)
     pipeline_file = tmp_path / "staged.yaml"
-    pipeline_file.write_text(_pipeline_yaml(fresh_database))
+    landing = {"landing": "${WORKDIR}/landing"} if local else {}
+    pipeline_file.write_text(_pipeline_yaml(fresh_database, modes=modes, **landing))
     env = {**cli_environment(fakesnow_server, database, mysql_source, tmp_path),
            **s3_environment(s3_endpoint), "LANDING_PREFIX": prefix}
     return pipeline_file, env, root
 
 
-def _assert_staged_only(queries: list[str], stage: str) -> None:
-    """No PUT: every batch's files were COPYed from the stage by name."""
-    assert not [q for q in queries if q.lstrip().upper().startswith("PUT")]
+def _assert_staged_only(queries: list[str], stage: str, *, local: bool = False) -> None:
+    """No PUT of the driver's: every batch's files were COPYed from the stage by name (a
+    local landing zone's files were PUT there by the executors, ``local``)."""
+    puts = [q for q in queries if q.lstrip().upper().startswith("PUT")]
+    assert all(f" @{stage}/" in q for q in puts) if local else not puts, puts
     copies = [q for q in queries if q.lstrip().upper().startswith("COPY INTO")]
     assert copies and all(f"FROM @{stage}" in q and "FILES = ('" in q for q in copies), copies
 
@@ -175,17 +203,17 @@ def test_snapshot_and_stream_through_the_external_stage(fakesnow_server, fakesno
                                                         s3_endpoint, mariadb, mysql_source,
                                                         fresh_database, tmp_path):
     pipeline_file, env, root = _setup(fakesnow_server, fakesnow_database, mariadb,
-                                      mysql_source, fresh_database, s3_endpoint, tmp_path)
+                                      mysql_source, fresh_database, s3_endpoint, tmp_path,
+                                      modes=True)
     text = pipeline_file.read_text()
     assert s3_endpoint not in text and "127.0.0.1" not in text and "testing" not in text
     stage = f"{fakesnow_database}.RAW.LANDING"
-    pipeline = load_pipeline(pipeline_file, environ=env)
 
     fakesnow_server.queries.clear()
     ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))  # the snapshot
     _assert_staged_only(fakesnow_server.queries, stage)
-    with fakesnow_server.connect(fakesnow_database, "RAW") as connection:
-        assert_target_equals_source(pipeline, root, connection)
+    # Every target, the scd2 and filtered changelog ones too, equals the source row by row.
+    ok(replicator("verify", str(pipeline_file), env=env))
     _changes(root, fresh_database, 1)
     _changes(root, fresh_database, 2)
     fakesnow_server.queries.clear()
@@ -193,7 +221,6 @@ def test_snapshot_and_stream_through_the_external_stage(fakesnow_server, fakesno
     queries = list(fakesnow_server.queries)
 
     with fakesnow_server.connect(fakesnow_database, "RAW") as connection:
-        assert_target_equals_source(pipeline, root, connection)
         counts = _counts(connection)
     items = [key for key, _ in counts["items"]]
     assert items == [1, 2, 110, 210, 241] and all(n == 1 for _, n in counts["items"])
@@ -201,14 +228,19 @@ def test_snapshot_and_stream_through_the_external_stage(fakesnow_server, fakesno
     assert counts["people"] == [(1, 1, False), (2, 1, True), (3, 1, True), (4, 1, True),
                                 (40, 1, False), (105, 1, False), (205, 1, False)]
     _assert_staged_only(queries, stage)
+    ok(replicator("verify", str(pipeline_file), env=env))
     root.close()
 
 
+@pytest.mark.parametrize("local", [False, True], ids=["object store", "executors put"])
 def test_runs_killed_after_the_copy_and_before_the_commit_apply_each_change_once(
         fakesnow_server, fakesnow_database, s3_endpoint, mariadb, mysql_source, fresh_database,
-        tmp_path):
+        tmp_path, local):
+    if local:
+        copy_named_internal_files()
     pipeline_file, env, root = _setup(fakesnow_server, fakesnow_database, mariadb,
-                                      mysql_source, fresh_database, s3_endpoint, tmp_path)
+                                      mysql_source, fresh_database, s3_endpoint, tmp_path,
+                                      local=local)
     stage = f"{fakesnow_database}.RAW.LANDING"
     pipeline = load_pipeline(pipeline_file, environ=env)
     ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))  # the snapshot
@@ -245,7 +277,7 @@ def test_runs_killed_after_the_copy_and_before_the_commit_apply_each_change_once
     fakesnow_server.queries.clear()
     aborted = len(fakesnow_server.sessions.aborted)
     ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))
-    _assert_staged_only(fakesnow_server.queries, stage)
+    _assert_staged_only(fakesnow_server.queries, stage, local=local)
     assert len(fakesnow_server.sessions.aborted) == aborted + 1  # the killed run's
     with fakesnow_server.connect(fakesnow_database, "RAW") as connection:
         assert_target_equals_source(pipeline, root, connection)
@@ -255,4 +287,39 @@ def test_runs_killed_after_the_copy_and_before_the_commit_apply_each_change_once
         "people": [(1, 1, False), (2, 1, True), (3, 1, True), (4, 1, True), (40, 1, False),
                    (105, 1, False), (205, 1, False)],
     }
+    root.close()
+
+
+def test_executors_put_a_local_landing_zone_s_files_and_the_driver_only_copies(
+        fakesnow_server, fakesnow_database, s3_endpoint, mariadb, mysql_source, fresh_database,
+        tmp_path):
+    """engine.landing local, target.snowflake.stage an internal stage: each decode and
+    snapshot task PUTs the files it landed into the stage (under their landing-relative
+    names); the driver's statements are the COPYs, never a PUT."""
+    copy_named_internal_files()
+    pipeline_file, env, root = _setup(fakesnow_server, fakesnow_database, mariadb,
+                                      mysql_source, fresh_database, s3_endpoint, tmp_path,
+                                      local=True)
+    stage = f"{fakesnow_database}.RAW.LANDING"
+    planned = ok(replicator("plan", str(pipeline_file), env=env))
+    assert f"PUT 'file://<each file the task landed>' @{stage}/" in planned.stdout
+
+    fakesnow_server.queries.clear()
+    ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))  # the snapshot
+    _changes(root, fresh_database, 1)
+    ok(replicator("run", str(pipeline_file), "--until-caught-up", env=env))  # the stream
+    queries = list(fakesnow_server.queries)
+    puts = [q for q in queries if q.lstrip().upper().startswith("PUT")]
+    landing = str(tmp_path / "landing")
+    # Every PUT is an executor's: a landed file into the internal stage, none into a table
+    # stage (the driver's own staging path).
+    # (fakesnow's stage looks like GCS to the connector, which then asks for each file's
+    # upload URL again by its base name alone: 'file://<name>'.)
+    wrong = [q for q in puts if f" @{stage}/" not in q or (
+        q.startswith("PUT 'file:///") and not q.startswith(f"PUT 'file://{landing}/"))]
+    assert puts and not wrong, wrong
+    assert any("/snapshot/" in q for q in puts) and any("/stream/" in q for q in puts)
+    copies = [q for q in queries if q.startswith("COPY INTO")]
+    assert copies and all(f"FROM @{stage}" in q and "FILES = ('" in q for q in copies)
+    ok(replicator("verify", str(pipeline_file), env=env))
     root.close()

@@ -336,9 +336,13 @@ class BatchApplier(SchemaFollower):
         process (big batches keep their slices: their memory and failpoints are the
         driver's). None where the driver stages them."""
         truncates = self._truncates.get(table_plan.target_parts, [])
-        simple = (len({row["table"].lower() for row in files}) == 1 and not table_plan.routed
+        # An external stage's COPY matches each file's columns by name: the files of several
+        # source tables (a routed target's) load as one; DuckDB reads one layout.
+        by_name = getattr(getattr(self.sink, "dialect", None), "external_stage", None)
+        one_source = len({row["table"].lower() for row in files}) == 1 and not table_plan.routed
+        simple = ((one_source or bool(by_name))
                   and self._whole(table_plan, files) and not self._fills(table_plan, files)
-                  and self._cut.get(table_plan.source_name.lower()) is None
+                  and all(self._cut_of(table_plan, row["table"]) is None for row in files)
                   and not (truncates and table_plan.mode == "scd2"))  # truncate_deletes
         paths = [row["path"] for row in files]
         staging = self.warehouse_staging(table_plan, paths, snapshot=False) if simple else None

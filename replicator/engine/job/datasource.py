@@ -66,6 +66,7 @@ OPT_MAX_ROWS = "max_rows"
 OPT_PARTITIONS = "decode_partitions"
 OPT_LANDING = "landing"  # engine.landing, resolved (landing_root)
 OPT_EPOCH = "epoch"  # the run's epoch: part of the landed files' names
+OPT_UPLOAD = "upload"  # engine.job.stage_put.LandedUpload JSON (no secret), or empty
 OPT_SELECTION_KEYS = "selection_keys"  # JSON [[TableSelection JSON, [key columns]], ...]
 
 
@@ -81,12 +82,14 @@ def reader_options(
     landing: str,
     epoch: int = 0,
     selection_keys: Sequence[tuple[TableSelection, Sequence[str]]] = (),
+    upload: str = "",
 ) -> dict[str, str]:
     """The options of ``spark.readStream.format(SOURCE_FORMAT)`` for one pipeline.
 
     ``landing`` (a resolved ``engine.landing``): where executors write the change batches.
     ``keys`` and ``selection_keys``: the key columns whose pre-update values the change
-    batches carry, by table and by selection."""
+    batches carry, by table and by selection. ``upload``: where each task PUTs the files
+    it lands (``engine.job.stage_put``), or empty."""
     fields = asdict(source)
     fields.pop("password", None)
     fields.pop("start", None)  # the start is resolved: OPT_START
@@ -103,6 +106,7 @@ def reader_options(
         OPT_EPOCH: str(epoch),
         OPT_SELECTION_KEYS: json.dumps([[selection.to_json(), list(columns)]
                                         for selection, columns in selection_keys]),
+        OPT_UPLOAD: upload,
     }
 
 
@@ -243,6 +247,7 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for selection, columns in json.loads(self.options.get(OPT_SELECTION_KEYS) or "[]")]
         self.landing = self.options[OPT_LANDING]
         self.epoch = int(self.options.get(OPT_EPOCH, "0") or 0)
+        self.upload = self.options.get(OPT_UPLOAD, "")
         self._until: BinlogPosition | None = None  # set by prepareForTriggerAvailableNow
         self._planned: _Lookahead | None = None  # the planner's, made on first use
 
@@ -330,6 +335,11 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             keys=KeyColumns(self.keys, self.selection_keys),
             server_id=self.server_id + partition.index, root=self.landing,
             epoch=self.epoch, part=partition.index)
+        if self.upload:  # the driver only COPYs them (engine.job.stage_put)
+            from replicator.engine.job.stage_put import LandedUpload
+
+            LandedUpload.from_json(self.upload).put(
+                [row["path"] for row in manifest if row["kind"] == "rows"])
         give_back_memory()
         if manifest:
             yield manifest_batch(manifest)

@@ -1,8 +1,10 @@
-"""A batch's change files COPYed from the user's external stage, and the transform step as
-Snowflake SQL over them (``target.snowflake.stage`` with an object-store ``engine.landing``).
+"""A batch's change files COPYed from the user's stage, and the transform step as Snowflake
+SQL over them (``target.snowflake.stage``).
 
-The executors write the change files (``engine.landing``) to the object store; the stage
-points at the landing root. Per batch and table, inside the batch program:
+The executors write the change files (``engine.landing``): to an object store the stage (an
+external one) points at, or to a local path, each task then PUTting its files into the
+stage (an internal one: ``put_landed``, ``engine.job.stage_put``) under the same relative names.
+Per batch and table, inside the batch program:
 
 1. ``CREATE OR REPLACE TRANSIENT TABLE`` the table's raw table (``_REPLICATOR_RAW_<TABLE>``):
    the change files' columns (the row image, its before-image, ``model.change_batch``'s
@@ -12,36 +14,40 @@ points at the landing root. Per batch and table, inside the batch program:
 2. ``COPY INTO`` it ``FROM @stage FILES = (...)``: exactly the batch's files, by name
    (relative to the stage's location), by column name (a file written before a column was
    added loads NULL for it), at most 1000 names per statement (Snowflake's limit).
-3. ``INSERT INTO`` the staging table the transform step over the raw rows: an update that
-   moved the key becomes a delete of the old key and an insert of the new one, then the last
-   change per key by binlog order ``(file seq, pos, row index)``, the delete half first
-   (``QUALIFY ROW_NUMBER()``), metadata columns, ``STAGE_SEQ`` in binlog order.
+3. ``INSERT INTO`` the staging table the transform step over the raw rows: the one
+   statement DuckDB runs over a batch (``transform.stage.statement``: key moves, the last
+   change per key or every change, scd2 versions, metadata, ``STAGE_SEQ``), rendered for
+   Snowflake (``transform.stage.external_staging``) with this module's ``raw_value`` as
+   the staged value of a source column.
 
 Then the batch's MERGE, state row and COMMIT run as for every batch (``program.batch_tail``).
 
-Exactly once: the state row decides. ``FORCE = TRUE`` makes the COPY ignore Snowflake's load
-history: a replayed batch whose earlier attempt loaded (and committed) the raw table but
-never committed its MERGE must load the same files again, which the load history would skip
-(https://docs.snowflake.com/en/user-guide/data-load-considerations-load#load-metadata). The
-raw table is re-created at every attempt, so it holds that attempt's rows only, each file
-once; the MERGE and the state row commit together, and the lookup at the head of the batch
-skips a batch whose state row exists.
+Exactly once: the raw table and the state row decide. The raw table is re-created at every
+attempt, so it holds that attempt's COPY only, each file once; the MERGE and the state row
+commit together, and the lookup at the head of the batch skips a batch whose state row
+exists. Snowflake's load history belongs to a table, and a re-created table has none, so a
+replayed batch loads its files again whatever ``FORCE`` says
+(https://docs.snowflake.com/en/user-guide/data-load-considerations-load#load-metadata).
+``FORCE = TRUE`` is kept so the COPY never depends on that history (docs/snowflake.md).
 
 What this load does not do yet is refused by the plan (``refusals``), naming the setting:
-the other modes, filters, computed columns, masks, outbox routes, routed targets, dead
-letters, and columns whose staged value needs a conversion beyond Snowflake's own cast of
-the Parquet value (a BIT into BINARY, a TIME into a number, ...).
+filters beyond ``stage_filter``'s exact subset and computed columns (their SQL is DuckDB's:
+``transform.expressions`` has no Snowflake rendering), masks of other than text columns,
+outbox routes, dead letters, and columns whose staged value needs a conversion beyond
+Snowflake's own cast of the Parquet value (a BIT into BINARY, a TIME into a number, ...).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from replicator.model import change_batch as cb
 from replicator.plan.dialects import Dialect
 from replicator.plan.identifiers import qualified_name
-from replicator.plan.model import STAGE_OP, STAGE_SEQ, STAGE_TS, PlannedColumn, TablePlan
+from replicator.plan.model import PlannedColumn, TablePlan
+from replicator.plan.statements import stage_filter
 from replicator.plan.statements.names import q, staging_name, staging_namespace
+from replicator.plan.statements.tables import staging_columns
 
 RAW_PREFIX = "_REPLICATOR_RAW_"
 # Snowflake's limit on the names in one COPY's FILES list.
@@ -63,8 +69,6 @@ _INTERNAL_TYPES = {
     cb.POS: "NUMBER(19,0)", cb.ROW_INDEX: "NUMBER(19,0)", cb.TS_MS: "NUMBER(19,0)",
     cb.GTID: "VARCHAR", cb.TRANSACTION_ID: "VARCHAR", cb.TABLE: "VARCHAR",
 }
-_SUB = cb.INTERNAL_PREFIX + "sub"  # 0: the delete half of a key move, 1: every other change
-_ORDER = (cb.FILE_SEQ, cb.POS, cb.ROW_INDEX, _SUB)
 
 # MySQL type name -> the target kinds its change-file value reaches by Snowflake's own cast
 # of the Parquet value (``source.arrow_types`` gives the file's type), exactly as the
@@ -89,16 +93,24 @@ def _data_columns(table: TablePlan) -> list[PlannedColumn]:
     """The staged columns read from a source column, one per source column."""
     seen: dict[str, PlannedColumn] = {}
     for column in table.staged_columns:
-        if column.role == "data" and column.source_column and column.source_column not in seen:
+        if column.role == "data" and column.source_column and column.source_column not in seen \
+                and column.mysql_type is not None:  # not a routed table's _SOURCE_TABLE
             seen[column.source_column] = column
     return list(seen.values())
+
+
+def _raw_type(column: PlannedColumn, dialect: Dialect) -> str:
+    """A masked column's raw value is the unmasked text (a declared ``type: VARCHAR(64)``
+    holds the hash, not the value); every other column's is typed as staged."""
+    if column.mask is not None:
+        return dialect.type_names["string"]
+    return dialect.staging_type_name(column.target_type)
 
 
 def raw_columns(table: TablePlan, dialect: Dialect) -> list[tuple[str, str]]:
     """(column, Snowflake type) of the raw table: the row image and its before-image, typed
     as staged (JSON as text), then the change files' internal columns."""
-    image = [(c.source_column or "", dialect.staging_type_name(c.target_type))
-             for c in _data_columns(table)]
+    image = [(c.source_column or "", _raw_type(c, dialect)) for c in _data_columns(table)]
     before = [(cb.before_column(name), type_sql) for name, type_sql in image]
     return [*image, *before, *_INTERNAL_TYPES.items()]
 
@@ -142,57 +154,45 @@ def copy_into_raw(table: TablePlan, dialect: Dialect, files: Sequence[str] | Non
     ]
 
 
-def _staged(column: PlannedColumn, dialect: Dialect) -> str:
-    """A staged column's value over the ``last`` rows (``refusals`` left only these cases)."""
-    if column.role == "data":
-        source = q(column.source_column or "")
-        if column.target_type.kind == "boolean" and column.mysql_type is not None \
-                and column.mysql_type.name in _INTEGERS:
-            return f"({source} <> 0)"
-        return f"CAST({source} AS {dialect.staging_type_name(column.target_type)})"
-    metadata = column.target_column.upper()
-    if metadata == "_OP":
-        return q(cb.OP)
-    if metadata == "_DELETED":
-        return f"({q(cb.OP)} = 'd')"
-    return q(METADATA_SOURCES[metadata])
+def raw_value(column: PlannedColumn, dialect: Dialect, bind: Callable[[object], str]) -> str:
+    """A data column's staged value from its raw column (typed as staged: ``refusals`` left
+    only columns whose value Snowflake's cast of the Parquet value makes; a TINYINT(1) as
+    BOOLEAN is non-zero), then masked as ``transform.columns.staged_value`` masks a text
+    value (``bind``: a mask's salt is a bind parameter). The transform step's
+    ``source_value`` on this path."""
+    source = q(column.source_column or "")
+    if column.mysql_type is None:  # a routed table's _SOURCE_TABLE: the split step adds it
+        return source
+    if column.target_type.kind == "boolean" and column.mysql_type.name in _INTEGERS:
+        return f"({source} <> 0)"
+    value = f"CAST({source} AS {_raw_type(column, dialect)})"
+    if column.mask is None:
+        return value
+    # Only text reaches here (``refusals``): its text form is itself. Snowflake's LENGTH,
+    # SUBSTR and RIGHT count characters, as DuckDB's do; SHA2 and MD5 hash the UTF-8 bytes
+    # and return lower-case hex, as DuckDB's sha256 and md5.
+    if column.mask == "null":
+        return "NULL"
+    if column.mask == "truncate":
+        return f"SUBSTR({value}, 1, {column.mask_length or 0})"
+    if column.mask == "redact":
+        if not column.mask_keep_last:
+            return f"CASE WHEN {source} IS NOT NULL THEN '***' END"
+        keep = column.mask_keep_last
+        return (f"CASE WHEN LENGTH({value}) <= {keep} THEN REPEAT('*', LENGTH({value})) "
+                f"ELSE REPEAT('*', LENGTH({value}) - {keep}) || RIGHT({value}, {keep}) END")
+    if column.mask_salt:
+        value = f"(CAST({bind(column.mask_salt)} AS VARCHAR) || {value})"
+    return f"SHA2({value}, 256)" if column.mask == "sha256" else f"MD5({value})"
 
 
-def insert_staging(table: TablePlan, dialect: Dialect) -> str:
-    """Staging from the raw table: the transform step of a merged table in Snowflake SQL.
-    ``split``: a key move is a delete of the old row (its before-image) ordered just before
-    the insert of the new one; ``last``: the last change per key in binlog order (a group
-    of snapshot chunks has one read per key: it keeps each); then the staged columns."""
-    image = [c.source_column or "" for c in _data_columns(table)]
-    internal = list(_INTERNAL_TYPES)
-    raw = raw_name(table, dialect)
-    op = q(cb.OP)
-    moved = " OR ".join(f"{q(cb.before_column(name))} IS NOT NULL"
-                        for name in image) or "FALSE"
-    rest = ", ".join(q(name) for name in internal if name != cb.OP)
-    after = (", ".join(q(name) for name in image) + f", CASE WHEN {op} = 'u' AND ({moved}) "
-             f"THEN 'c' ELSE {op} END AS {op}, {rest}, 1 AS {q(_SUB)}")
-    before = (", ".join(f"{q(cb.before_column(name))} AS {q(name)}" for name in image)
-              + f", 'd' AS {op}, {rest}, 0 AS {q(_SUB)}")
-    partition = ", ".join(q(k) for k in table.source_key)
-    newest_first = ", ".join(f"{q(c)} DESC" for c in _ORDER)
-    in_order = ", ".join(q(c) for c in _ORDER)
-    staged = [(c.staging_name, _staged(c, dialect)) for c in table.staged_columns]
-    staged += [(STAGE_OP, op),
-               (STAGE_TS, f"TO_TIMESTAMP_TZ({q(cb.TS_MS)}, 3)"),
-               (STAGE_SEQ, f"ROW_NUMBER() OVER (ORDER BY {in_order}) - 1")]
-    return (
-        f"INSERT INTO {staging_name(table, dialect)} ({', '.join(q(n) for n, _ in staged)})\n"
-        f"SELECT {', '.join(sql for _, sql in staged)}\n"
-        "FROM (\n"
-        "  SELECT * FROM (\n"
-        f"    SELECT {after} FROM {raw}\n"
-        "    UNION ALL\n"
-        f"    SELECT {before} FROM {raw} WHERE {op} = 'u' AND ({moved})\n"
-        "  ) AS split\n"
-        f"  QUALIFY ROW_NUMBER() OVER (PARTITION BY {partition} ORDER BY {newest_first}) = 1\n"
-        ") AS last"
-    )
+def insert_staging(table: TablePlan, dialect: Dialect, select: str) -> str:
+    """Staging from ``select`` (the transform step rendered for Snowflake over the raw
+    table: ``transform.stage.external_staging``), its columns taken by name: Snowflake's
+    INSERT matches by position only."""
+    columns = ", ".join(q(name) for name, _ in staging_columns(table))
+    return (f"INSERT INTO {staging_name(table, dialect)} ({columns})\n"
+            f"SELECT {columns} FROM (\n{select}\n) AS staged")
 
 
 def _reaches(column: PlannedColumn) -> bool:
@@ -220,38 +220,60 @@ def _reaches(column: PlannedColumn) -> bool:
                                  ("boolean", "boolean")}
 
 
+def _masks(column: PlannedColumn) -> bool:
+    """Whether ``raw_value`` masks the column: a text column into text (its text form is
+    itself; other kinds print by DuckDB's ``text_form``, not rendered for Snowflake)."""
+    return (column.mysql_type is not None and column.mysql_type.name in _TEXT
+            and column.mysql_type.name != "time" and column.target_type.kind == "string"
+            and column.mask in ("null", "truncate", "redact", "sha256", "md5"))
+
+
 def refusals(table: TablePlan) -> list[tuple[str, str]]:
     """(what, the setting) the external-stage load cannot do for this table yet; empty: it
     can. Each is refused by the plan rather than done another way."""
     out = []
-    if table.mode != "merge":
-        out.append((f"mode: {table.mode}", "mode"))
-    if table.log_table:
-        out.append(("log_table: true", "log_table"))
     if table.outbox is not None:
         out.append(("an outbox route", "outbox"))
-    if table.selection is not None:
-        out.append(("a `sources:` target", "sources"))
-    if table.filter:
-        out.append(("a filter", "filter"))
+    if table.filter and stage_filter.filter_sql(table, lambda _: "?") is None:
+        out.append(("a filter outside what Snowflake decides exactly as Spark "
+                    "(docs/snowflake.md)", "filter"))
     if table.on_error == "dead_letter":
         out.append(("on_error: dead_letter", "on_error"))
     if not table.source_key:
         out.append(("a table without a key", "key"))
     for column in table.staged_columns:
+        if column.role == "data" and column.mysql_type is None and table.routed:
+            continue  # _SOURCE_TABLE: the change's table name (``raw_value``)
         if column.role != "data":
             if column.target_column.upper() not in (*METADATA_SOURCES, "_OP", "_DELETED"):
                 out.append((f"metadata column {column.target_column}", "metadata"))
             continue
         if column.expression is not None:
             out.append((f"computed column {column.target_column}", "columns"))
-        elif column.mask is not None:
+        elif column.mask is not None and not _masks(column):
             out.append((f"a mask on {column.target_column}", "columns"))
         elif not _reaches(column):
             mysql = column.mysql_type.name if column.mysql_type else "?"
             out.append((f"column {column.source_column} ({mysql} as "
                         f"{column.target_type.describe()})", "columns"))
     return out
+
+
+def put_landed(stage: str, landing: str, path: str | None = None, local: str | None = None
+               ) -> str:
+    """The executor's upload of a landed file into ``stage`` under the same name relative to
+    it as relative to the landing root (so the driver's COPY names it as it would on an
+    object store); ``local``: the file to upload, when it is not yet at ``path`` (the same
+    base name in another folder); ``path=None``: `plan`'s placeholder. As is: Parquet
+    compresses its own pages. https://docs.snowflake.com/en/sql-reference/sql/put"""
+    if path is None:
+        local, folder = "<each file the task landed>", "<its folder under engine.landing>"
+    else:
+        relative = stage_relative(path, landing)
+        local = (local or path).removeprefix("file://")
+        folder = relative.rsplit("/", 1)[0] if "/" in relative else ""
+    return (f"PUT {_file_literal('file://' + local)} @{stage}/{folder}/ "
+            "OVERWRITE = TRUE AUTO_COMPRESS = FALSE")
 
 
 def stage_relative(path: str, landing: str) -> str:
@@ -265,6 +287,18 @@ def stage_relative(path: str, landing: str) -> str:
     return inner[len(root) + 1:]
 
 
-__all__ = ["FILES_PLACEHOLDER", "MAX_FILES_PER_COPY", "METADATA_SOURCES", "RAW_PREFIX",
-           "copy_into_raw", "create_raw_table", "insert_staging", "raw_columns", "raw_name",
-           "refusals", "stage_relative"]
+__all__ = [
+    "FILES_PLACEHOLDER",
+    "MAX_FILES_PER_COPY",
+    "METADATA_SOURCES",
+    "RAW_PREFIX",
+    "copy_into_raw",
+    "create_raw_table",
+    "insert_staging",
+    "put_landed",
+    "raw_columns",
+    "raw_name",
+    "raw_value",
+    "refusals",
+    "stage_relative",
+]
