@@ -1,7 +1,7 @@
 -- lab.awkward -> main.awkward (snowflake)
 
 -- snapshot: each chunk is read from MySQL with (? = the chunk's key bounds):
---   SELECT `id`, CAST(`amount` AS CHAR) AS `amount`, CAST(`happened_at` AS CHAR) AS `happened_at`, CAST(`recorded_at` AS CHAR) AS `recorded_at`, CAST(`duration` AS CHAR) AS `duration`, `big_counter`, `payload`, `raw_bytes`, `mood`, `tags`, CAST(`flag` AS UNSIGNED) AS `flag`, CAST(`flags8` AS UNSIGNED) AS `flags8`, `model_year`, `is_active`, CAST(`ratio_f` AS CHAR) AS `ratio_f`, `ratio_d`, `title`, `first name`, `order` FROM `lab`.`awkward`
+--   SELECT `id`, CAST(`amount` AS CHAR) AS `amount`, CAST(`happened_at` AS CHAR) AS `happened_at`, CAST(`recorded_at` AS CHAR) AS `recorded_at`, CAST(`duration` AS CHAR) AS `duration`, `big_counter`, `payload`, `raw_bytes`, `mood`, `tags`, CAST(`flag` AS UNSIGNED) AS `flag`, CAST(`flags8` AS UNSIGNED) AS `flags8`, `model_year`, `is_active`, CAST(`ratio_f` AS DOUBLE) AS `ratio_f`, `ratio_d`, `title`, `first name`, `order` FROM `lab`.`awkward`
 
 -- create target table
 CREATE TABLE IF NOT EXISTS "main"."awkward" (
