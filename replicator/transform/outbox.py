@@ -1,116 +1,505 @@
 """Outbox routes, columnar: the outbox table's change batch -> the route's change batch.
 
 An outbox route's events are the inserts and snapshot reads of outbox rows whose type column
-names the route; each event's columns are JSON paths into its payload, converted exactly to
-the column's type (``sink.outbox`` holds the rules, docs/modes.md#outbox). Here that is done
-over the whole Arrow batch at once, never per row:
+names the route; each event's columns are JSON paths into its payload (or columns of the
+outbox row), converted exactly to the column's type or not at all (docs/modes.md#outbox holds
+the rules). All of it runs over the whole batch at once, never per row:
 
 - the route's rows are picked with Arrow compute (op ``c``/``r``, the type column);
-- their payloads become one newline-delimited buffer that Arrow's JSON reader parses with an
-  explicit schema built from the route's paths and types (``route_schema``): integers as
-  int64, DECIMAL(p,s) as decimal128(38,s) (numbers exact, from their text), FLOAT as float64,
-  text as string, booleans as bool;
-- the result is a change batch of the route (its columns, the outbox row's internal columns,
-  ``d`` where ``delete_when`` is true) that ``transform.stage_batch`` stages like any table's.
+- ONE DuckDB statement (``_statement``) checks each payload (valid JSON: DuckDB's reader, less
+  what it accepts beyond RFC 8259: NaN, Infinity, trailing commas), reads each path's JSON
+  type (``json_type``) and value, and converts it by the column's rules: each column yields
+  its value and, where the value breaks a rule, the reason (NULL where it converts);
+- numbers keep every digit: DuckDB's JSON reader holds a fractional number as a DOUBLE, so
+  where one is read (or an object or array is written out as JSON text), the payload is first
+  *marked*: every number token becomes a string ``"N<its text>"`` and every string one
+  ``"S<its text>"`` (``ob_mark``, a tokenizer over the JSON text), read at the marked path, and
+  JSON text is unmarked again (``ob_unmark``); exact decimal arithmetic then runs on the
+  digits as text (``ob_parts``: sign, coefficient, exponent);
+- a row whose payload or value breaks a rule stops the batch with ``OutboxError``: the first
+  such row in batch order is found from the reason columns (Arrow compute), and only that
+  one row is read back to name it, its route, column, path and value.
 
-Arrow's reader is stricter than the per-row rules (a JSON ``1.0`` is no int64, ``"42"`` no
-number, a value with more decimals than the scale fails to parse), never looser where it
-matters: whatever it cannot read exactly, and every batch that holds a value the per-row
-rules refuse or read differently (a NULL key, a number out of the column's range, a string
-too long, NaN/Infinity, a BOM, a payload over several lines, ...), makes ``route_batch``
-return None, and the batch takes the per-row path (``sink.outbox.flatten_outbox``), which
-gives the same values and, for a bad row, its precise error. A differential test
-(tests/unit/test_outbox_columnar.py) holds the two paths equal.
+The result is a change batch of the route (its columns typed, the outbox row's internal
+columns, ``d`` where ``delete_when`` is truthy) that ``transform.stage_batch`` stages like any
+table's change batch.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from decimal import Decimal
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from replicator.errors import SinkError
 from replicator.model import change_batch as cb
-from replicator.model.jsonpath import parse_path
+from replicator.model.jsonpath import MISSING, evaluate, parse_path
+from replicator.transform.columns import convert, q, source_kind
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from replicator.plan.model import TablePlan
-
-# Target kinds Arrow's JSON reader converts as the per-row rules do (when it succeeds); a DATE
-# is read as text and cast (Arrow's reader has no date from a JSON string).
-_KINDS = frozenset({"integer", "decimal", "float", "string", "boolean", "date", "timestamp",
-                    "timestamp_tz"})
-_DATE_TEXT = r"^\d{4}-\d{2}-\d{2}$"  # the per-row rule, without its strip (else: per row)
-# A payload the reader would take and the per-row parser would not: NaN or an infinity as a
-# value (rapidjson accepts them), a byte order mark, a line break (one payload per line).
-_SUSPECT = r"[:,\[]\s*-?(NaN|Inf)|\x{feff}|[\r\n]"
-_INT64 = (-(2**63), 2**63 - 1)
+    from replicator.plan.model import OutboxPlan, PlannedColumn, TablePlan
+    from replicator.plan.types import TargetType
 
 
-def _arrow_type(target: Any) -> pa.DataType | None:
-    import pyarrow as pa
+class OutboxError(SinkError):
+    """An outbox row that cannot become an event of its route (stops the pipeline)."""
 
-    kind = target.kind
-    if kind == "integer":
-        return pa.int64()
-    if kind == "decimal":
-        scale = target.scale or 0
-        return pa.decimal128(38, scale) if scale <= 38 else None
-    if kind == "timestamp":  # an offset is converted to UTC, as per row
-        return pa.timestamp("us")
-    if kind == "timestamp_tz":  # text without an offset is UTC, as per row
-        return pa.timestamp("us", tz="UTC")
-    return {"float": pa.float64(), "string": pa.string(), "boolean": pa.bool_(),
-            "date": pa.string()}.get(kind)
+
+# Python's str.strip() whitespace (str.isspace), which the rules' "text" trims.
+_WS = r"[\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]"
+_STRING = r'"(?:[^"\\]|\\.)*"'
+_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+_INTEGER = r"-?(?:0|[1-9][0-9]*)"
+# What DuckDB's JSON reader accepts beyond RFC 8259 (outside strings): NaN and infinities,
+# a trailing comma.
+_LENIENT = r"(?i:nan|inf)|,[ \t\n\r]*[\]}]"
+# ISO 8601 as Python's datetime.fromisoformat (3.11) reads it: a date, then any one character
+# and a time (HH[:MM[:SS[.f+]]] or HH[MM[SS[.f+]]]), then Z or an offset of the same form.
+_CLOCK = (r"(?:([0-9]{2})(?::([0-9]{2})(?::([0-9]{2})(?:[.,]([0-9]+))?)?)?"
+          r"|([0-9]{2})([0-9]{2})(?:([0-9]{2})(?:[.,]([0-9]+))?)?)")
+_STAMP = (rf"^([0-9]{{4}})-([0-9]{{2}})-([0-9]{{2}})(?:(?s:.){_CLOCK}(?:(Z)|([+-]){_CLOCK})?)?$")
+_STAMP_PARTS = ["y", "mo", "d", "h", "mi", "s", "f", "h2", "mi2", "s2", "f2", "z", "sign",
+                "oh", "om", "os", "of", "oh2", "om2", "os2", "of2"]
+
+# Scalar macros, installed once per DuckDB connection (``install``).
+MACROS = (
+    f"CREATE OR REPLACE TEMP MACRO ob_strip(s) AS regexp_replace(s, '^{_WS}+|{_WS}+$', '', 'g')",
+    # A number's text -> its parts; ``e`` clamped so that 1e999999999 stays arithmetic.
+    "CREATE OR REPLACE TEMP MACRO ob_parts(nt) AS regexp_extract(nt, "
+    r"'^(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$', ['sg', 'i', 'f', 'e'])",
+    "CREATE OR REPLACE TEMP MACRO ob_exp(e) AS CASE WHEN e = '' THEN 0 "
+    "WHEN length(ltrim(e, '+-0')) > 12 THEN CASE WHEN e[1] = '-' THEN -1000000000000 "
+    "ELSE 1000000000000 END ELSE CAST(e AS BIGINT) END",
+    # The value is (-1)^sg * coef * 10^q, coef without leading or trailing zeros ('' = 0).
+    "CREATE OR REPLACE TEMP MACRO ob_coef(p) AS trim(p.i || p.f, '0')",
+    "CREATE OR REPLACE TEMP MACRO ob_q(p) AS ob_exp(p.e) - length(p.f) "
+    "+ length(p.i || p.f) - length(rtrim(p.i || p.f, '0'))",
+    # lpad that never truncates (DuckDB's does)
+    "CREATE OR REPLACE TEMP MACRO ob_lpad(x, n) AS CASE WHEN length(x) >= n THEN x "
+    "ELSE lpad(x, CAST(n AS INTEGER), '0') END",
+    "CREATE OR REPLACE TEMP MACRO ob_point(digits, scale) AS "
+    "left(digits, length(digits) - scale) || '.' || right(digits, scale)",
+    # Python's format(Decimal(text), 'f') (every digit, never an exponent), or str(int).
+    "CREATE OR REPLACE TEMP MACRO ob_plain(nt, p) AS CASE "
+    "WHEN p.f = '' AND p.e = '' THEN CASE WHEN nt = '-0' THEN '0' ELSE nt END "
+    "WHEN ob_exp(p.e) - length(p.f) >= 0 THEN p.sg || CASE WHEN ltrim(p.i || p.f, '0') = '' THEN '0' "
+    "ELSE ltrim(p.i || p.f, '0') || repeat('0', ob_exp(p.e) - length(p.f)) END "
+    "ELSE p.sg || ob_point(ob_lpad(coalesce(nullif(ltrim(p.i || p.f, '0'), ''), '0'), "
+    "length(p.f) - ob_exp(p.e) + 1), length(p.f) - ob_exp(p.e)) END",
+    # Every number token -> "N<text>", every string token -> "S<text>" (keys too).
+    "CREATE OR REPLACE TEMP MACRO ob_mark(d) AS array_to_string(list_transform("
+    f"regexp_extract_all(d, '{_STRING}|-?[0-9][0-9.eE+-]*|[^\"0-9-]+'), lambda x: CASE "
+    "WHEN x[1] = '\"' THEN '\"S' || x[2:] WHEN x[1] = '-' OR x[1] BETWEEN '0' AND '9' "
+    "THEN '\"N' || x || '\"' ELSE x END), '')",
+    # yyjson writes \\u001F, Python \\u001f.
+    "CREATE OR REPLACE TEMP MACRO ob_lower_escapes(s) AS CASE WHEN contains(s, '\\u') THEN "
+    r"array_to_string(list_transform(regexp_extract_all(s, '\\u[0-9A-Fa-f]{4}|\\.|[^\\]+'), "
+    "lambda y: CASE WHEN y[1:2] = '\\u' THEN lower(y) ELSE y END), '') ELSE s END",
+    # Marked JSON text -> Python's json.dumps(ensure_ascii=False, separators=(',', ':')).
+    "CREATE OR REPLACE TEMP MACRO ob_unmark(j) AS array_to_string(list_transform("
+    f"regexp_extract_all(j, '{_STRING}|[^\"]+'), lambda x: CASE "
+    "WHEN x[1:2] = '\"N' THEN CASE WHEN x[3:-2] = '-0' THEN '0' ELSE x[3:-2] END "
+    "WHEN x[1:2] = '\"S' THEN '\"' || ob_lower_escapes(x[3:]) ELSE x END), '')",
+    "CREATE OR REPLACE TEMP MACRO ob_lenient(d) AS regexp_matches(d, "
+    f"'{_LENIENT}') AND regexp_matches(regexp_replace(d, '{_STRING}', '', 'g'), '{_LENIENT}')",
+    "CREATE OR REPLACE TEMP MACRO ob_micros(f) AS CAST(rpad(left(f, 6), 6, '0') AS BIGINT)",
+)
+
+
+def install(connection: Any) -> None:
+    """The macros this module's statements use, on a new connection."""
+    for sql in MACROS:
+        connection.execute(sql)
+
+
+# -- the route -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Column:
+    name: str
+    label: str  # the JSON path, or "outbox column <name>" (for messages)
+    steps: tuple[str | int, ...]
+    planned: PlannedColumn
+    row_column: str | None  # taken from the outbox row (its typed MySQL value)
+    null_on_error: bool
+
+    @property
+    def target(self) -> TargetType:
+        return self.planned.target_type
+
+
+@dataclass(frozen=True)
+class _Route:
+    spec: OutboxPlan
+    columns: tuple[_Column, ...]
+    delete_when: tuple[str | int, ...] | None
 
 
 @lru_cache(maxsize=64)
-def route_schema(table: TablePlan) -> tuple[Any, tuple[tuple[str, tuple[str, ...]], ...]] | None:
-    """The JSON reader's schema of a route (nested structs along each path) and each route
-    column's path steps (``delete_when`` as ``""``), or None where the route has a column
-    this path does not convert (array indexes, TIME, binary, JSON text, row columns other
-    than integers into numbers and text into text, ...)."""
-    import pyarrow as pa
-
+def _route(table: TablePlan) -> _Route:
     spec = table.outbox
-    if spec is None:
-        return None
+    assert spec is not None
     by_name = {c.source_column: c for c in table.data_columns}
-    if any(by_name[name].target_type.kind not in ("integer", "decimal", "string")
-           for name, _ in spec.row_columns):
-        return None
-    wanted: list[tuple[str, tuple[Any, ...], Any]] = []
-    for name, path in spec.paths:
-        target = by_name[name].target_type
-        arrow = _arrow_type(target) if target.kind in _KINDS else None
-        wanted.append((name, parse_path(path).steps, arrow))
-    if spec.delete_when:
-        wanted.append(("", parse_path(spec.delete_when).steps, pa.bool_()))
-    tree: dict[str, Any] = {}
-    for _, steps, arrow in wanted:
-        if arrow is None or not steps or any(not isinstance(s, str) for s in steps):
-            return None
-        node = tree
-        for step in steps[:-1]:
-            node = node.setdefault(step, {})
-            if not isinstance(node, dict):
-                return None  # a path runs through another column's value
-        if steps[-1] in node and node[steps[-1]] != arrow:
-            return None  # one value read as two types, or a value that is also an object
-        node[steps[-1]] = arrow
+    columns = [_Column(name, path, parse_path(path).steps, by_name[name], None,
+                       name in spec.null_on_error) for name, path in spec.paths]
+    columns += [_Column(name, f"outbox column {row_column}", (), by_name[name], row_column,
+                        name in spec.null_on_error) for name, row_column in spec.row_columns]
+    return _Route(spec, tuple(columns),
+                  parse_path(spec.delete_when).steps if spec.delete_when else None)
 
-    def fields(node: dict[str, Any]) -> list[Any]:
-        return [pa.field(k, pa.struct(fields(v)) if isinstance(v, dict) else v)
-                for k, v in node.items()]
 
-    return pa.schema(fields(tree)), tuple((name, tuple(steps)) for name, steps, _ in wanted)
+def json_path(steps: tuple[str | int, ...], *, marked: bool = False) -> str:
+    """DuckDB's path text for ``steps`` (a bind parameter, never SQL text): a JSON pointer
+    where every step is a key (any key, even ``""``), else ``$`` syntax, where an index
+    looked up in an object finds nothing, as ``model.jsonpath.evaluate`` does."""
+    prefix = "S" if marked else ""
+    if all(isinstance(step, str) for step in steps):
+        return "".join("/" + prefix + str(step).replace("~", "~0").replace("/", "~1")
+                       for step in steps)
+    text = "$"
+    for step in steps:
+        if isinstance(step, int):
+            text += f"[{step}]"
+        else:
+            text += '."' + prefix + step.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text
+
+
+# -- the statement ---------------------------------------------------------------------------
+
+_NUMBERS = "('BIGINT', 'UBIGINT', 'DOUBLE', 'HUGEINT')"
+_INEXACT = "('DOUBLE', 'HUGEINT')"  # numbers DuckDB's reader does not keep as written
+
+
+def _literal(text: str) -> str:
+    """A path of the plan as a SQL string literal (paths are the statement's, like its
+    identifiers; no row's value ever enters the text)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class _Sql:
+    """Column ``i``'s names in the statement: JSON type ``t``, number text ``nt``, number
+    parts ``np``, timestamp parts ``ts``; ``path``/``marked``: its path literals."""
+
+    i: int
+    path: str
+    marked: str
+
+    @property
+    def t(self) -> str:
+        return f"t{self.i}"
+
+    @property
+    def nt(self) -> str:
+        return f"nt{self.i}"
+
+    @property
+    def np(self) -> str:
+        return f"np{self.i}"
+
+    @property
+    def ts(self) -> str:
+        return f"ts{self.i}"
+
+    @property
+    def x(self) -> str:  # the converted value (before on_error)
+        return f"x{self.i}"
+
+    @property
+    def coef(self) -> str:  # the number's coefficient without leading/trailing zeros
+        return f"c{self.i}"
+
+    @property
+    def q(self) -> str:  # its exponent: the value is sign * coef * 10^q
+        return f"q{self.i}"
+
+    @property
+    def string(self) -> str:
+        return f"json_extract_string(d, {self.path})"
+
+
+def _kind_name(t: str) -> str:
+    """Python's name of the JSON value's kind (``t``: its json_type)."""
+    return (f"CASE {t} WHEN 'BOOLEAN' THEN 'a boolean' WHEN 'VARCHAR' THEN 'a string' "
+            f"WHEN 'OBJECT' THEN 'an object' WHEN 'ARRAY' THEN 'an array' ELSE 'a number' END")
+
+
+def _needs_mark(target: TargetType, t: str) -> str:
+    if target.kind == "json":
+        return f"({t} IS NOT NULL AND {t} <> 'NULL')"
+    if target.kind in ("string", "time_text"):
+        return f"{t} IN ('OBJECT', 'ARRAY', 'DOUBLE', 'HUGEINT')"
+    if target.kind in ("integer", "decimal", "float", "boolean"):
+        return f"{t} IN {_INEXACT}"
+    return "FALSE"
+
+
+def _number_text(c: _Sql) -> str:
+    """The exact text of a number at the column's path, or the trimmed string there."""
+    return (f"CASE WHEN {c.t} IN ('BIGINT', 'UBIGINT') THEN {c.string} "
+            f"WHEN {c.t} IN {_INEXACT} THEN json_extract_string(m, {c.marked})[2:] "
+            f"WHEN {c.t} = 'VARCHAR' THEN ob_strip({c.string}) END")
+
+
+def _number_check(c: _Sql, what: str) -> str:
+    """``_number``'s refusals: a JSON value that is no number and no numeric text."""
+    return (f"CASE WHEN {c.t} IN ('BOOLEAN', 'OBJECT', 'ARRAY') THEN 'is ' || {_kind_name(c.t)} "
+            f"|| ', not {what}' WHEN {c.t} = 'VARCHAR' AND NOT regexp_full_match({c.nt}, "
+            f"'{_NUMBER}') THEN 'is not {what}' END")
+
+
+def _convert_path(c: _Sql, target: TargetType) -> tuple[list[str], str, str]:
+    """(columns computed first, value, reason) SQL of a payload column; the reason reads
+    the value as ``c.x``, and is NULL where the value converts."""
+    pre, value, reason = _convert_path_parts(c, target)
+    return pre, value, reason.replace(f"({value})", c.x)
+
+
+def _convert_path_parts(c: _Sql, target: TargetType) -> tuple[list[str], str, str]:
+    t, nt, p = c.t, c.nt, c.np
+    kind = target.kind
+    coef, q_ = c.coef, c.q
+    numbers = [f"ob_coef({p}) AS {coef}", f"ob_q({p}) AS {q_}"]
+    if kind == "integer":
+        digits = f"(length({coef}) + {q_})"
+        high, low = "9223372036854775807", "-9223372036854775808"
+        if target.precision:
+            bound = 10 ** target.precision - 1
+            high, low = str(min(int(high), bound)), str(max(int(low), -bound))
+        value = (f"CASE WHEN {coef} = '' THEN 0::HUGEINT WHEN {q_} >= 0 AND {digits} <= 19 THEN "
+                 f"CAST({p}.sg || {coef} || repeat('0', CAST({q_} AS BIGINT)) AS HUGEINT) END")
+        reason = (f"coalesce({_number_check(c, 'an integer')}, CASE WHEN {coef} <> '' AND {q_} < 0 "
+                  f"THEN 'has a fraction; an integer column would lose it' "
+                  f"WHEN ({value}) IS NULL OR ({value}) > {high} OR ({value}) < {low} "
+                  f"THEN 'is out of range' END)")
+        return numbers, f"CAST(CASE WHEN ({value}) BETWEEN {low} AND {high} THEN {value} END AS BIGINT)", reason
+    if kind == "decimal":
+        precision, scale = target.precision or 38, target.scale or 0
+        digits = f"(length({coef}) + {q_} + {scale})"  # of the value at the column's scale
+        unscaled = f"({coef} || repeat('0', CAST(greatest({q_} + {scale}, 0) AS BIGINT)))"
+        text = f"ob_point(ob_lpad({unscaled}, {scale + 1}), {scale})" if scale else unscaled
+        value = (f"CASE WHEN {coef} = '' THEN 0::DECIMAL({precision},{scale}) WHEN {digits} <= "
+                 f"{precision} AND {q_} >= -{scale} THEN CAST({p}.sg || {text} AS "
+                 f"DECIMAL({precision},{scale})) END")
+        rounded = ("has a fraction (it would be rounded)" if scale == 0 else
+                   f"has more than {scale} decimal places (it would be rounded)")
+        reason = (f"coalesce({_number_check(c, 'a number')}, CASE WHEN {coef} = '' THEN NULL "
+                  f"WHEN {digits} > 100 THEN 'is too large' WHEN {q_} < -{scale} THEN '{rounded}' "
+                  f"WHEN {digits} > {precision} THEN 'has more than {precision} digits' END)")
+        return numbers, value, reason
+    if kind == "float":
+        value = f"CASE WHEN {nt} = '-0' THEN 0.0::DOUBLE ELSE TRY_CAST({nt} AS DOUBLE) END"
+        reason = (f"coalesce({_number_check(c, 'a number')}, CASE WHEN isinf(({value})) "
+                  f"THEN 'is too large for a FLOAT' END)")
+        return [], value, reason
+    if kind in ("string", "time_text"):
+        value = (f"CASE WHEN {t} IN ('VARCHAR', 'BOOLEAN') THEN {c.string} "
+                 f"WHEN {t} IN {_NUMBERS} THEN ob_plain({nt}, {p}) "
+                 f"WHEN {t} IN ('OBJECT', 'ARRAY') THEN ob_unmark(json_extract(m, {c.marked})::VARCHAR) END")
+        reason = "NULL"
+        if target.length is not None:
+            reason = (f"CASE WHEN length(({value})) > {target.length} THEN 'is ' || "
+                      f"length(({value})) || ' characters long, more than {target.length}' END")
+        return [], value, reason
+    if kind == "boolean":
+        text = f"lower(ob_strip({c.string}))"
+        value = (f"CASE WHEN {t} = 'BOOLEAN' THEN {c.string} = 'true' "
+                 f"WHEN {t} IN ('BIGINT', 'UBIGINT') AND {nt} IN ('0', '1') THEN {nt} = '1' "
+                 f"WHEN {t} = 'VARCHAR' AND {text} IN ('true', 'false') THEN {text} = 'true' END")
+        reason = (f"CASE WHEN ({value}) IS NULL THEN "
+                  "'is not a boolean (true, false, 0, 1, \"true\", \"false\")' END")
+        return [], value, reason
+    if kind == "date":
+        text = f"ob_strip({c.string})"
+        shaped = f"({t} = 'VARCHAR' AND regexp_full_match({text}, '[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}'))"
+        value = f"CASE WHEN {shaped} AND {text} >= '0001' THEN TRY_CAST({text} AS DATE) END"
+        reason = (f"CASE WHEN NOT {shaped} THEN 'is not an ISO-8601 date (YYYY-MM-DD)' "
+                  f"WHEN ({value}) IS NULL THEN 'is not a valid date (' || {_date_problem(text)} "
+                  "|| ')' END")
+        return [], value, reason
+    if kind in ("timestamp", "timestamp_tz"):
+        return _timestamp(c, target)
+    if kind == "binary":
+        text = c.string
+        value = (f"CASE WHEN {t} = 'VARCHAR' AND length({text}) % 4 = 0 AND regexp_full_match("
+                 f"{text}, '[A-Za-z0-9+/]*={{0,2}}') THEN from_base64({text}) END")
+        reason = (f"CASE WHEN {t} <> 'VARCHAR' THEN 'is ' || {_kind_name(t)} || ', not base64 "
+                  f"text' WHEN ({value}) IS NULL THEN 'is not base64 text' END")
+        return [], value, reason
+    # json (VARIANT): any JSON value as its text
+    return [], f"ob_unmark(json_extract(m, {c.marked})::VARCHAR)", "NULL"
+
+
+def _date_problem(text: str) -> str:
+    """Python's words for a YYYY-MM-DD text that is no date."""
+    return (f"CASE WHEN left({text}, 4) = '0000' THEN 'year 0 is out of range' "
+            f"WHEN {text}[6:7] NOT BETWEEN '01' AND '12' THEN 'month must be in 1..12' "
+            "ELSE 'day is out of range for month' END")
+
+
+def _timestamp(c: _Sql, target: TargetType) -> tuple[list[str], str, str]:
+    t, s = c.t, c.ts
+    text = f"ob_strip({c.string})"
+    shaped = f"({t} = 'VARCHAR' AND regexp_matches({text}, '^[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}'))"
+
+    def part(a: str, b: str) -> str:
+        return f"nullif({s}.{a} || {s}.{b}, '')"
+
+    h, mi, sec, frac = part("h", "h2"), part("mi", "mi2"), part("s", "s2"), part("f", "f2")
+    oh, om, osec, ofrac = part("oh", "oh2"), part("om", "om2"), part("os", "os2"), part("of", "of2")
+    day = f"TRY_CAST({s}.y || '-' || {s}.mo || '-' || {s}.d AS DATE)"
+    micros = (f"(epoch_us({day}::TIMESTAMP) + coalesce(CAST({h} AS BIGINT), 0) * 3600000000 "
+              f"+ coalesce(CAST({mi} AS BIGINT), 0) * 60000000 + coalesce(CAST({sec} AS BIGINT), 0) "
+              f"* 1000000 + coalesce(ob_micros({frac}), 0))")
+    offset = (f"(CASE WHEN {s}.sign = '-' THEN -1 ELSE 1 END * (coalesce(CAST({oh} AS BIGINT), 0) "
+              f"* 3600000000 + coalesce(CAST({om} AS BIGINT), 0) * 60000000 + coalesce(CAST({osec} "
+              f"AS BIGINT), 0) * 1000000 + coalesce(ob_micros({ofrac}), 0)))")
+    invalid = "'Invalid isoformat string: ''' || " + text + " || ''''"
+    problem = (f"CASE WHEN {s}.y = '' THEN {invalid} "
+               f"WHEN {day} IS NULL OR {s}.y = '0000' THEN {_date_problem(text)} "
+               f"WHEN CAST({h} AS INTEGER) > 23 THEN 'hour must be in 0..23' "
+               f"WHEN CAST({mi} AS INTEGER) > 59 THEN 'minute must be in 0..59' "
+               f"WHEN CAST({sec} AS INTEGER) > 59 THEN 'second must be in 0..59' "
+               f"WHEN abs({offset}) >= 86400000000 THEN 'offset must be a timedelta strictly "
+               "between -timedelta(hours=24) and timedelta(hours=24)' END")
+    pre = [f"{problem} AS pr{c.i}", f"({micros} - {offset}) AS um{c.i}"]
+    problem, utc = f"pr{c.i}", f"um{c.i}"
+    value = f"CASE WHEN {shaped} AND ({problem}) IS NULL THEN make_timestamp({utc}) END"
+    if target.kind == "timestamp_tz":
+        value = f"CAST({value} AS TIMESTAMPTZ)"
+    fsp = 6 if target.fsp is None else target.fsp
+    reason = (f"CASE WHEN NOT {shaped} THEN "
+              "'is not an ISO-8601 timestamp (YYYY-MM-DDTHH:MM:SS[.ffffff][+HH:MM|Z])' "
+              f"WHEN ({problem}) IS NOT NULL THEN 'is not a valid ISO-8601 timestamp (' || "
+              f"({problem}) || ')'")
+    if fsp < 6:
+        reason += (f" WHEN {utc} % {10 ** (6 - fsp)} <> 0 THEN "
+                   f"'has more than {fsp} fractional digits'")
+    return pre, value, reason + " END"
+
+
+def _convert_row(column: _Column, kind: str | None, source_of: str) -> tuple[str, str, str]:
+    """(value, reason, missing) of a column taken from the outbox row: converted as a table
+    column's declared type converts it (``transform.columns.convert``); a value it cannot
+    hold fails."""
+    if kind is None:  # a batch without the column: NULL, as a row without it
+        return "NULL", "NULL", "'null'"
+    source = source_of
+    value = f"TRY({convert(source, kind, column.planned)})"
+    return value, (f"CASE WHEN {source} IS NOT NULL AND ({value}) IS NULL THEN "
+                   f"'does not fit {column.target.describe()}' END"), \
+        f"CASE WHEN {source} IS NULL THEN 'null' END"
+
+
+def _truthy(c: _Sql) -> str:
+    """delete_when: true, a non-zero number, or the text true/1/yes (any case)."""
+    number = f"ob_coef(ob_parts(json_extract_string(m, {c.marked})[2:]))"
+    return (f"CASE WHEN {c.t} = 'BOOLEAN' THEN {c.string} = 'true' "
+            f"WHEN {c.t} IN ('BIGINT', 'UBIGINT') THEN {c.string} <> '0' "
+            f"WHEN {c.t} IN {_INEXACT} THEN {number} <> '' "
+            f"WHEN {c.t} = 'VARCHAR' THEN lower(ob_strip({c.string})) IN ('true', '1', 'yes') "
+            "ELSE FALSE END")
+
+
+_ROWS = "outbox_rows"
+
+
+@lru_cache(maxsize=64)
+def _statement(table: TablePlan, payload_kind: str, row_kinds: tuple[tuple[str, str], ...]) -> str:
+    """The statement over the route's rows (the view ``outbox_rows``): per row ``_ORD``,
+    the payload's problem (``payload_error``), each column's value ``v<i>`` and reason
+    ``e<i>`` (``missing``/``null`` for a key that is not there), and ``deleted``."""
+    route = _route(table)
+    kinds = dict(row_kinds)
+    payload = q(route.spec.payload_column)
+    if payload_kind == "binary":
+        doc = f"TRY(decode({payload}))"
+        not_text = f"{doc} IS NULL", "'it is not UTF-8 text'"
+    elif payload_kind == "string":
+        doc, not_text = payload, ("FALSE", "NULL")
+    else:
+        doc, not_text = "NULL::VARCHAR", ("TRUE", f"'a {payload_kind}, not JSON text'")
+    payload_error = (f"CASE WHEN {payload} IS NULL THEN 'null' WHEN {not_text[0]} THEN {not_text[1]} "
+                     f"WHEN NOT json_valid({doc}) THEN 'invalid' WHEN ob_lenient({doc}) THEN 'lenient' "
+                     f"WHEN json_type({doc}) NOT IN ('OBJECT', 'ARRAY') THEN 'scalar' END")
+    sql_of = {i: _Sql(i, _literal(json_path(c.steps)), _literal(json_path(c.steps, marked=True)))
+              for i, c in enumerate(route.columns) if c.row_column is None}
+    deleting = None
+    if route.delete_when is not None:
+        deleting = _Sql(len(route.columns), _literal(json_path(route.delete_when)),
+                        _literal(json_path(route.delete_when, marked=True)))
+    every = [*sql_of.values(), *([deleting] if deleting else [])]
+    types = [f"json_type(d, {c.path}) AS {c.t}" for c in every]
+    marks = [_needs_mark(route.columns[i].target, c.t) for i, c in sql_of.items()]
+    if deleting is not None:
+        marks.append(f"{deleting.t} IN {_INEXACT}")
+    numeric = [c for i, c in sql_of.items() if route.columns[i].target.kind in (
+        "integer", "decimal", "float", "string", "time_text", "boolean")]
+    texts = [f"{_number_text(c)} AS {c.nt}" for c in numeric]
+    texts += [f"regexp_extract(ob_strip({c.string}), {_literal(_STAMP)}, "
+              f"[{', '.join(_literal(n) for n in _STAMP_PARTS)}]) AS {c.ts}"
+              for i, c in sql_of.items() if route.columns[i].target.kind in ("timestamp", "timestamp_tz")]
+    parts = [f"ob_parts({c.nt}) AS {c.np}" for c in numeric]
+    out = [q(_ORD), "payload_error"]
+    pre: list[str] = []
+    valued: list[str] = []
+    for i, column in enumerate(route.columns):
+        if column.row_column is None:
+            c = sql_of[i]
+            first, value, reason = _convert_path(c, column.target)
+            pre += first
+            valued.append(f"CASE WHEN {c.t} <> 'NULL' THEN {value} END AS {c.x}")
+            value = c.x
+            reason = f"CASE WHEN {c.t} IS NULL OR {c.t} = 'NULL' THEN NULL ELSE {reason} END"
+            missing = f"CASE WHEN {c.t} IS NULL THEN 'missing' WHEN {c.t} = 'NULL' THEN 'null' END"
+        else:
+            value, reason, missing = _convert_row(column, kinds.get(column.row_column or ""), f"r{i}")
+            valued.append(f"{value} AS x{i}")
+            reason = reason.replace(f"({value})", f"x{i}")
+            value = f"x{i}"
+        if column.null_on_error:
+            value, reason = f"CASE WHEN ({reason}) IS NULL THEN {value} END", "NULL"
+        if column.planned.is_key:
+            reason = f"coalesce({missing}, {reason})"
+        out.append(f"{value} AS v{i}")
+        out.append(f"CAST({reason} AS VARCHAR) AS e{i}")
+    out.append(f"coalesce({_truthy(deleting)}, FALSE) AS deleted" if deleting else "FALSE AS deleted")
+
+    def select(columns: list[str]) -> str:
+        return "".join(", " + column for column in columns)
+
+    # Only the columns the statement reads (an outbox column may be called d or m).
+    own = "".join(f", {q(c.row_column)} AS r{i}" for i, c in enumerate(route.columns)
+                  if c.row_column is not None and c.row_column in kinds)
+    return (f"WITH checked AS (SELECT {q(_ORD)}, {doc} AS doc, {payload_error} AS payload_error"
+            f"{own} FROM {_ROWS}),\n"
+            f"docs AS (SELECT *, CASE WHEN payload_error IS NULL THEN doc END AS d FROM checked),\n"
+            f"typed AS (SELECT *{select(types)} FROM docs),\n"
+            f"marked AS (SELECT *, CASE WHEN {' OR '.join(marks) or 'FALSE'} THEN ob_mark(d) END "
+            f"AS m FROM typed),\n"
+            f"texts AS (SELECT *{select(texts)} FROM marked),\n"
+            f"parted AS (SELECT *{select(parts)} FROM texts),\n"
+            f"pre AS (SELECT *{select(pre)} FROM parted),\n"
+            f"valued AS (SELECT *{select(valued)} FROM pre)\n"
+            f"SELECT {', '.join(out)} FROM valued ORDER BY {q(_ORD)}")
+
+
+_ORD = cb.INTERNAL_PREFIX + "outbox_ord"
+
+
+# -- the batch -------------------------------------------------------------------------------
 
 
 def _type_is(column: Any, names: Any) -> Any:
     """Whether each row's type column names one of ``names`` (NULL: no), compared in the
-    column's own type: text as text, integers by their decimal text (``str(int)``), bytes by
-    the names' UTF-8 bytes (bytes that are not UTF-8 name no route, as
-    ``sink.outbox.type_value`` decodes them with replacement characters)."""
+    column's own type: text as text, integers by their decimal text, bytes by the names'
+    UTF-8 bytes (bytes that are not UTF-8 name no route)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -127,210 +516,208 @@ def _type_is(column: Any, names: Any) -> Any:
     return pc.fill_null(pc.is_in(column, value_set=value_set), False)
 
 
-def _selected(table: TablePlan, batch: pa.Table) -> Any:
-    """The mask of the route's rows, or None where the per-row path must judge the batch."""
+def _events(batch: pa.Table) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    return pc.is_in(batch.column(cb.OP), value_set=pa.array(["c", "r"]))
+
+
+def _type_mask(batch: pa.Table, spec: OutboxPlan, names: Any) -> Any:
+    import pyarrow as pa
+
+    if spec.type_column not in batch.column_names:
+        return pa.array([False] * batch.num_rows, pa.bool_())
+    return _type_is(batch.column(spec.type_column), names)
+
+
+def count_unrouted(table: TablePlan, batch: pa.Table) -> int:
+    """Outbox events (inserts, snapshot rows) of ``batch`` whose type no route takes (a NULL
+    type, a batch without the type column: none takes them)."""
+    import pyarrow.compute as pc
+
     spec = table.outbox
-    assert spec is not None
-    if spec.type_column not in batch.column_names or spec.payload_column not in batch.column_names \
-            or any(name not in batch.column_names for name in cb.INTERNAL_COLUMNS):
-        return None
-    kinds = batch.column(spec.type_column)
-    events = pc.is_in(batch.column(cb.OP), value_set=pa.array(["c", "r"]))
+    if spec is None or not batch.num_rows:
+        return 0
+    unrouted = pc.and_(_events(batch), pc.invert(_type_mask(batch, spec, spec.routed)))
+    return int(pc.sum(unrouted).as_py() or 0)
+
+
+def _first(mask: Any) -> int | None:
+    import pyarrow.compute as pc
+
+    index = pc.index(mask, True).as_py() if len(mask) else -1
+    return None if index < 0 else index
+
+
+def route_batch(table: TablePlan, batch: pa.Table, connection: Any) -> pa.Table:
+    """The change batch of ``table``'s route among ``batch`` (the outbox table's), read by
+    one statement on ``connection`` (with ``install``'s macros); a row that breaks a rule
+    raises ``OutboxError`` naming the first such row."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    route = _route(table)
+    spec = route.spec
+    batch = batch.append_column(_ORD, pa.array(np.arange(batch.num_rows, dtype=np.int64)))
+    events = _events(batch)
+    unrouted = None
     if spec.unrouted == "fail":
-        routed = _type_is(kinds, spec.routed)
-        if pc.any(pc.and_(events, pc.invert(routed))).as_py():
-            return None  # the per-row path names the row no route takes
-    return pc.and_(events, _type_is(kinds, [spec.route]))
+        unrouted = _first(pc.and_(events, pc.invert(_type_mask(batch, spec, spec.routed))))
+    rows = batch.filter(pc.and_(events, _type_mask(batch, spec, [spec.route])))
+    kinds = tuple((f.name, source_kind(f.type)) for f in rows.schema)
+    payload_kind = dict(kinds).get(spec.payload_column)
+    if payload_kind is None:  # no payload column: every payload is NULL
+        rows = rows.append_column(spec.payload_column, pa.nulls(rows.num_rows, pa.string()))
+        payload_kind = "string"
+    sql = _statement(table, payload_kind, kinds)
+    connection.register(_ROWS, rows)
+    try:
+        result = connection.sql(sql).to_arrow_table()
+    finally:
+        connection.unregister(_ROWS)
+    problems = [result.column("payload_error")] + [result.column(f"e{i}")
+                                                   for i in range(len(route.columns))]
+    failing = _first(pc.is_valid(pc.coalesce(*problems))) if result.num_rows else None
+    failed_at = None if failing is None else result.column(_ORD)[failing].as_py()
+    if unrouted is not None and (failed_at is None or unrouted < failed_at):
+        row = batch.slice(unrouted, 1).to_pylist()[0]
+        kind = _type_text(row.get(spec.type_column))
+        raise OutboxError(
+            f"{_row_name(row, spec)}: no route for {spec.type_column} = {kind!r}",
+            hint=f"add a route for it under outbox.routes (routes: {', '.join(spec.routed)}), "
+            "or set `unrouted: ignore`")
+    if failing is not None:
+        _raise(table, route, batch.slice(failed_at, 1).to_pylist()[0],
+               [column[failing].as_py() for column in problems])
+    return _change_batch(table, route, rows, result)
 
 
-def route_batch(table: TablePlan, batch: pa.Table) -> pa.Table | None:
-    """The change batch of ``table``'s route among ``batch`` (the outbox table's), or None
-    where the per-row path must take this batch (module doc)."""
+def _change_batch(table: TablePlan, route: _Route, rows: pa.Table, result: pa.Table) -> pa.Table:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    shape = route_schema(table)
-    mask = _selected(table, batch) if shape is not None else None
-    if shape is None or mask is None:
-        return None
-    schema, columns = shape
-    spec = table.outbox
-    assert spec is not None
-    rows = batch.filter(mask)
-    payloads = _payload_text(rows.column(spec.payload_column).combine_chunks())
-    parsed = _parse_payloads(payloads, schema) if payloads is not None else None
-    if parsed is None:
-        return None
-    by_name = {c.source_column: c for c in table.data_columns}
-    values: dict[str, Any] = {}
-    for name, steps in columns:
-        value = parsed.column(steps[0]).combine_chunks() if parsed.num_rows else \
-            pa.array([], schema.field(steps[0]).type)
-        for step in steps[1:]:
-            value = pc.struct_field(value, step)
-        values[name] = value
-    deleted = values.pop("", None)
-    for name, row_column in spec.row_columns:  # the outbox row's own typed value
-        value = rows.column(row_column).combine_chunks() if row_column in rows.column_names else None
-        target = by_name[name].target_type
-        if value is None or (target.kind == "string") != pa.types.is_string(value.type) or (
-                target.kind != "string" and not pa.types.is_integer(value.type)):
-            return None  # text into text, integers into numbers; the rest per row
-        try:
-            if target.kind == "integer":
-                value = value.cast(pa.int64())
-            elif target.kind == "decimal":
-                value = value.cast(pa.decimal128(38, target.scale or 0))
-        except pa.ArrowInvalid:
-            return None  # out of range: the per-row path says so
-        values[name] = value
-    typed = _target_values(values, by_name)
-    if typed is None:
-        return None
-    out: dict[str, Any] = dict(typed)
-    for name, value in values.items():
-        out[cb.before_column(name)] = pa.nulls(len(value), out[name].type)
-    op = rows.column(cb.OP)
-    if deleted is not None:
-        op = pc.if_else(pc.fill_null(deleted, False), pa.scalar("d"), op)
-    out[cb.OP] = op
+    out: dict[str, Any] = {}
+    for i, column in enumerate(route.columns):
+        out[column.name] = result.column(f"v{i}")
+    for column in route.columns:
+        out[cb.before_column(column.name)] = pa.nulls(rows.num_rows, out[column.name].type)
+    out[cb.OP] = pc.if_else(result.column("deleted"), pa.scalar("d"), rows.column(cb.OP))
     for name in cb.INTERNAL_COLUMNS:
         if name != cb.OP:
             out[name] = rows.column(name)
     return pa.table(out)
 
 
-def _fits(value: Any, target: Any) -> bool:
-    """Whether every value of the column is one the per-row rules take as it is."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not len(value) or value.null_count == len(value):
-        return True
-    if target.kind == "integer":
-        low, high = _INT64
-        if target.precision is not None:
-            high = min(high, 10**target.precision - 1)
-            low = max(low, -high)
-        smallest, largest = pc.min_max(value).values()
-        return low <= smallest.as_py() and largest.as_py() <= high
-    if target.kind == "decimal":
-        precision, scale = target.precision or 38, target.scale or 0
-        bound = 10 ** (precision - scale)
-        smallest, largest = pc.min_max(value).values()
-        return -bound < smallest.as_py() and largest.as_py() < bound
-    if target.kind == "float":
-        return not pc.any(pc.is_inf(value)).as_py() and not pc.any(pc.is_nan(value)).as_py()
-    if target.kind == "string" and target.length is not None:
-        return pc.max(pc.utf8_length(value)).as_py() <= target.length
-    if target.kind in ("timestamp", "timestamp_tz") and (target.fsp if target.fsp is not None else 6) < 6:
-        import numpy as np
-
-        micros = np.asarray(value.cast(pa.int64()).fill_null(0))
-        return not np.any(micros % 10 ** (6 - target.fsp))
-    return True
+# -- errors (only on the way to one: a single row, read back) --------------------------------
 
 
-def count_unrouted(table: TablePlan, batch: pa.Table) -> int:
-    """Outbox events (inserts, snapshot rows) of ``batch`` whose type no route takes (a NULL
-    type, a batch without the type column: none takes them)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def _type_text(value: Any) -> str | None:
+    """The type column's value as the text routes are named by."""
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
 
-    spec = table.outbox
-    if spec is None or not batch.num_rows:
-        return 0
-    events = pc.is_in(batch.column(cb.OP), value_set=pa.array(["c", "r"]))
-    if spec.type_column not in batch.column_names:
-        return int(pc.sum(events).as_py() or 0)
-    routed = _type_is(batch.column(spec.type_column), spec.routed)
-    return int(pc.sum(pc.and_(events, pc.invert(routed))).as_py() or 0)
+
+def _row_name(row: dict[str, Any], spec: OutboxPlan) -> str:
+    where = (f"at {row[cb.FILE]}:{row[cb.POS]} #{row[cb.ROW_INDEX]}" if row[cb.OP] != "r"
+             else "(snapshot)")
+    if spec.outbox_key:
+        key = ", ".join(f"{name}={row.get(name)!r}" for name in spec.outbox_key)
+        return f"{row[cb.TABLE]} row {key} {where}"
+    return f"{row[cb.TABLE]} row {where}"
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parsed(raw: Any) -> Any:
+    """The payload as Python (numbers exact), for the message about one row."""
+    text = bytes(raw).decode("utf-8") if isinstance(raw, (bytes, bytearray, memoryview)) else raw
+    return json.loads(text, parse_float=Decimal, parse_constant=_reject_constant)
+
+
+def _json_text(value: Any) -> str:
+    """Parsed JSON as compact text, numbers with their digits."""
+    if isinstance(value, dict):
+        return "{" + ",".join(json.dumps(key, ensure_ascii=False) + ":" + _json_text(item)
+                              for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_json_text(item) for item in value) + "]"
+    if isinstance(value, Decimal):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _show(value: Any) -> str:
+    text = _json_text(value)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _payload_problem(code: str, raw: Any) -> str:
+    """Why the payload is not a JSON document (DuckDB's reader's words, without the echo
+    of the input)."""
+    import re
+
+    if code == "null":
+        return "is not JSON: it is NULL"
+    if code not in ("invalid", "lenient"):
+        return f"is not JSON: {code}"
+    text = bytes(raw).decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
+    if code == "lenient":
+        outside = re.sub(_STRING, "", text)
+        found = re.search(r"(?i)nan|-?inf(inity)?", outside)
+        return f"is not JSON: {found.group(0) if found else 'a trailing comma'} is not JSON"
+    import duckdb
+
+    try:
+        duckdb.sql("SELECT json(?)", params=[text]).fetchall()
+    except duckdb.Error as exc:
+        words = str(exc).splitlines()[0].split(".  Input:")[0]
+        return "is not JSON: " + words.replace("Invalid Input Error: ", "")
+    return "is not JSON"
+
+
+def _raise(table: TablePlan, route: _Route, row: dict[str, Any], problems: list[Any]) -> None:
+    spec = route.spec
+    name = _row_name(row, spec)
+    raw = row.get(spec.payload_column)
+    if problems[0] is not None:
+        if problems[0] == "scalar":
+            kind = {bool: "a boolean", str: "a string", type(None): "null"}.get(
+                type(_parsed(raw)), "a number")
+            raise OutboxError(f"{name}, route {table.label}: the payload is {kind}, not a JSON "
+                              "object", hint="the producer must write a JSON object ({...}) "
+                              "into the payload column")
+        raise OutboxError(f"{name}, route {table.label}: the payload ({spec.payload_column}) "
+                          f"{_payload_problem(problems[0], raw)}",
+                          hint="the producer must write a JSON document into the payload column")
+    index = next(i for i, problem in enumerate(problems[1:]) if problem is not None)
+    column, reason = route.columns[index], problems[index + 1]
+    where = f"{name}, route {table.label} -> {table.target_table}"
+    if reason in ("missing", "null"):
+        raise OutboxError(
+            f"{where}: key column {column.name} ({column.label}) is {reason} in the "
+            f"{'outbox row' if column.row_column else 'payload'}",
+            hint="every event of a route needs its key; fix the producer, or point the "
+            "column's path at the key")
+    value = row.get(column.row_column) if column.row_column else evaluate(column.steps, _parsed(raw))
+    shown = repr(value) if column.row_column or value is MISSING else _show(value)
+    raise OutboxError(
+        f"{where}, column {column.name} ({column.label}, {column.target.describe()}): value "
+        f"{shown} {reason}",
+        hint="fix the producer, declare a type that holds the value"
+        + ("" if column.planned.is_key else ", or set `on_error: null` on the column to load "
+           "NULL instead"))
 
 
 def describe_flattening(table: TablePlan) -> str:
     """``replicator plan``'s line on how run flattens a route's payloads."""
-    shape = route_schema(table)
-    if shape is None:
-        return ("per event (sink.outbox): a column of this route has no columnar reading "
-                "(an array index, TIME, binary, VARIANT/JSON text, or a row column other than "
-                "integers into numbers or text into text)")
-    return (f"columnar: Arrow's JSON reader with the schema {shape[0].to_string(show_schema_metadata=False)!r}"
-            .replace("\\n", "; ") + ", per event (sink.outbox) for a batch it cannot read exactly")
-
-
-def _payload_text(payloads: Any) -> Any:
-    """The payloads as UTF-8 text, or None where the per-row path must judge them (not text,
-    invalid UTF-8, a NULL, an empty or suspect payload: ``_SUSPECT``)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if pa.types.is_binary(payloads.type) or pa.types.is_large_binary(payloads.type):
-        try:
-            payloads = payloads.cast(pa.string())  # invalid UTF-8 fails here
-        except pa.ArrowInvalid:
-            return None
-    elif not pa.types.is_string(payloads.type):
-        return None
-    if payloads.null_count or (len(payloads) and (
-            pc.any(pc.match_substring_regex(payloads, _SUSPECT)).as_py()
-            or pc.any(pc.equal(pc.utf8_trim_whitespace(payloads), "")).as_py())):
-        return None
-    return payloads
-
-
-def _parse_payloads(payloads: Any, schema: Any) -> Any:
-    """All payloads parsed at once by Arrow's JSON reader under the route's ``schema``, one
-    row each; None where Arrow refuses them or reads another number of rows."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.json as pj
-
-    if not len(payloads):
-        return schema.empty_table()
-    # One payload per line: each with a line break appended, then the strings' data buffer as
-    # it is (contiguous from the first offset to the last).
-    lines = pc.binary_join_element_wise(payloads, "", "\n").cast(pa.large_string())
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset:lines.offset + len(lines) + 1]
-    buffer = lines.buffers()[2].slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
-    try:
-        parsed = pj.read_json(pa.BufferReader(buffer), read_options=pj.ReadOptions(use_threads=False),
-                              parse_options=pj.ParseOptions(explicit_schema=schema,
-                                                            unexpected_field_behavior="ignore"))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    return parsed if parsed.num_rows == len(payloads) else None
-
-
-def _target_values(values: dict[str, Any], by_name: dict[str, Any]) -> dict[str, Any] | None:
-    """The route's columns in their target types (dates parsed, decimals at their scale), or
-    None where a value does not fit or a key is NULL: the per-row path names the row."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    values = dict(values)
-    for name, value in values.items():
-        if by_name[name].target_type.kind == "date":
-            if value.null_count < len(value) and not pc.all(
-                    pc.match_substring_regex(value, _DATE_TEXT)).as_py():
-                return None
-            try:
-                values[name] = value.cast(pa.date32())  # an impossible date fails here
-            except pa.ArrowInvalid:
-                return None
-    for name, value in values.items():
-        column = by_name[name]
-        if column.is_key and value.null_count:
-            return None  # the per-row path names the row without its key
-        if not _fits(value, column.target_type):
-            return None
-    out: dict[str, Any] = {}
-    for name, value in values.items():
-        target = by_name[name].target_type
-        if target.kind == "decimal":
-            value = value.cast(pa.decimal128(target.precision or 38, target.scale or 0))
-        out[name] = value
-    return out
+    route = _route(table)
+    paths = ", ".join(f"{c.name} <- {c.label}" for c in route.columns)
+    return ("columnar: one DuckDB statement over the batch's payloads (json_type and "
+            f"json_extract per path, exact conversions in SQL): {paths}")

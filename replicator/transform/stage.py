@@ -32,10 +32,8 @@ from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 from replicator.plan.model import STAGE_CHANGE_SEQ, STAGE_OP, STAGE_SEQ, STAGE_TS, STAGE_VALID_TO
 from replicator.plan.program import StagingQuery, external_staging
 from replicator.plan.statements.stage_copy import METADATA_SOURCES
-from replicator.sink.adapt import adapt_events
-from replicator.sink.staging import stage_changes, staging_schema
+from replicator.sink.staging import staging_schema
 from replicator.source.arrow_types import INTERNAL_KINDS, source_kind_name, wide_decimal
-from replicator.transform.batch import batch_events
 from replicator.transform.columns import Params, decimal_text, q, source_kind, staged_value
 from replicator.transform.expressions import (
     computed_sql,
@@ -44,6 +42,7 @@ from replicator.transform.expressions import (
     result_kind,
     translatable,
 )
+from replicator.transform.outbox import install as install_outbox
 from replicator.transform.outbox import route_batch
 
 if TYPE_CHECKING:
@@ -79,6 +78,7 @@ def _connection() -> Any:
         # TIMESTAMP values are instants in UTC; DuckDB prints and casts them in its zone.
         connection.execute("SET TimeZone = 'UTC'")
         connection.execute(f"SET threads = {THREADS}")
+        install_outbox(connection)
         _local.connection = connection
     return connection
 
@@ -93,10 +93,7 @@ def stage_batch(table: TablePlan, batch: pa.Table, *, first_seq: int = 0) -> pa.
     """The staging rows of ``batch`` for ``table``; ``first_seq``: rows of the same sink
     batch staged before these (``STAGE_SEQ`` continues across slices)."""
     if table.outbox is not None:  # no filter or computed column; the payload flattened columnar
-        routed = route_batch(table, batch)
-        if routed is None:  # what Arrow's JSON reader cannot promise: sink.outbox, per event
-            return _per_row(table, batch, first_seq)
-        return _columnar(table, routed, first_seq)
+        return _columnar(table, route_batch(table, batch, _connection()), first_seq)
     if not translatable(table):
         # The plan refuses what has no DuckDB form; a batch typed unlike the plan checked
         # (a column's type changed under it) is not evaluated any other way.
@@ -156,11 +153,6 @@ def _file_statement(table: TablePlan, layout: tuple[tuple[str, str], ...], batch
     params = Params()
     sql = statement(table, dict(layout), params, batch=batch, reads=snapshot)
     return StagingQuery(sql, tuple(params))
-
-
-def _per_row(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
-    events = adapt_events(table, batch_events(batch, batch_key(table)))
-    return stage_changes(table, events, first_seq=first_seq)
 
 
 def _columnar(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
