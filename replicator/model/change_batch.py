@@ -87,3 +87,16 @@ __all__ = [
     "ORDER_COLUMNS", "POS", "ROW_INDEX", "TABLE", "TRANSACTION_ID", "TS_MS", "before_column",
     "before_columns", "is_before", "is_internal",
 ]
+
+
+# A change's binlog position as text that sorts like (FILE_SEQ, POS, ROW_INDEX), a snapshot
+# read (``r``, marked 0) before the changes of the transaction starting where it was read
+# (marked 1), whose effect the copy did not see: SCD2's _CHANGE_SEQ (``transform.stage``
+# formats it in SQL with this pattern, ``plan.statements.ddl`` compares it).
+CHANGE_SEQ_FORMAT = "%010d.%020d.%d%010d"
+
+
+def change_seq_at(sequence: int, pos: int) -> str:
+    """The change sequence of a statement at binlog file ``sequence``, position ``pos`` that
+    has no rows (a followed TRUNCATE): after a snapshot read there, before any row after it."""
+    return CHANGE_SEQ_FORMAT % (sequence, pos, 1, 0)

@@ -1,6 +1,6 @@
 """``stage_batch``: a change batch -> staging rows, as ONE DuckDB statement over the Arrow batch.
 
-The statement, in the order ``sink.staging.stage_changes`` applies its steps per row:
+The statement, step by step (the only staging path: docs/decisions/one-data-plane.md):
 
 1. ``split``: an update that changed the key (its before-image columns are set) becomes a
    delete of the old row (the before-image, every column) ordered just before an insert of
@@ -14,10 +14,9 @@ The statement, in the order ``sink.staging.stage_changes`` applies its steps per
    metadata and internal columns; ``STAGE_SEQ`` numbers the rows from ``first_seq``.
 
 scd2 tables keep every change and then fold them into versions with window functions
-(``_scd2_ctes``: the versions of ``sink.versions``). DuckDB scans the Arrow batch in place;
-nothing loops over rows in Python. Outbox routes are flattened columnar first
-(``transform.outbox``: Arrow's JSON reader over the route's payloads) into a change batch of
-the route; a batch it cannot read exactly takes the per-row path (``sink.outbox``).
+(``_scd2_ctes``). DuckDB scans the Arrow batch in place; nothing loops over rows in Python.
+Outbox routes are flattened columnar first (``transform.outbox``: one DuckDB statement over
+the route's payloads) into a change batch of the route, staged like any table's.
 """
 
 from __future__ import annotations
@@ -107,10 +106,11 @@ def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialec
                  snapshot: bool = True) -> StagingQuery | None:
     """The transform step as one statement the warehouse runs over a batch's change files:
     a group of snapshot chunk files, or (``snapshot=False``) a stream batch's files of one
-    source table (``Dialect.change_files``; ``schemas``: theirs), or None where it must run here: a
-    warehouse that cannot read them, outbox routes and expressions without a DuckDB form
-    (the per-row path), files of different layouts, and DECIMALs over 38 digits (DuckDB
-    reads those from Parquet as DOUBLE)."""
+    source table (``Dialect.change_files``; ``schemas``: theirs), or None where the driver
+    stages them with ``stage_batch`` (columnar too): a warehouse that cannot read them,
+    outbox routes (flattened first), files of different layouts, and DECIMALs over 38
+    digits (DuckDB reads those from Parquet as DOUBLE; ``stage_batch`` reads them from Arrow
+    as exact text)."""
     import pyarrow as pa
 
     if dialect.external_stage is not None:  # the COPY matches each file's columns by name
@@ -410,8 +410,8 @@ _VERSION_SEQ = cb.INTERNAL_PREFIX + "version_seq"
 
 
 def _scd2_ctes(table: TablePlan, names: set[str]) -> list[tuple[str, str]]:
-    """scd2: the kept changes -> the versions ``sink.versions.versions`` computes, per key in
-    binlog order: a change whose tracked columns differ from the previous change of its run
+    """scd2: the kept changes -> versions (Spark Declarative Pipelines' AUTO CDC SCD type 2,
+    sequenced by binlog position), per key in binlog order: a change whose tracked columns differ from the previous change of its run
     (the changes since the key's last delete) opens a version, others fold into it; a
     version ends at the next change after its last (a delete or the next version); a delete
     as the key's first change ends the target's current version. A tracked column the batch
@@ -427,7 +427,7 @@ def _scd2_ctes(table: TablePlan, names: set[str]) -> list[tuple[str, str]]:
                for c in table.tracked_columns]
     op, final = q(cb.OP), q(_FINAL_OP)
     # change_seq(): binlog position as sortable text; a snapshot read (r) sorts first.
-    seq = (f"printf('%010d.%020d.%d%010d', {q(cb.FILE_SEQ)}, {q(cb.POS)}, "
+    seq = (f"printf('{cb.CHANGE_SEQ_FORMAT}', {q(cb.FILE_SEQ)}, {q(cb.POS)}, "
            f"CASE WHEN {op} = 'r' THEN 0 ELSE 1 END, {q(cb.ROW_INDEX)})")
     lags = "".join(f", lag({c}) OVER {window} AS {q(_N + '_prev_' + str(i))}, "
                    f"lead({c}) OVER {window} AS {q(_N + '_next_' + str(i))}"

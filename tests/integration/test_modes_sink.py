@@ -21,7 +21,7 @@ from replicator.plan import DUCKDB, SNOWFLAKE, build_plan, offline_catalog
 from replicator.plan.statements.names import log_name, target_name
 from replicator.sink import open_sink
 from replicator.sink.values import mask_function
-from tests.fixtures.row_transforms import staged_per_row
+from tests.fixtures.row_transforms import stage_events
 
 ROOT = Path(__file__).resolve().parents[2]
 UTC = dt.UTC
@@ -74,7 +74,7 @@ class Binlog:
 
 def _apply(sink, plan, source_name, batch_id, events):
     table = plan.table(source_name)
-    return sink.apply(table, batch_id, {"file": "mysql-bin.000001", "pos": 1}, staged_per_row(table, events))
+    return sink.apply(table, batch_id, {"file": "mysql-bin.000001", "pos": 1}, stage_events(table, events))
 
 
 def _rows(sink, sql):

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from replicator.config import load_pipeline
 from replicator.errors import PlanError
-from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
 from replicator.model import change_batch as cb
+from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.jsonpath import MISSING, PathError, evaluate, format_steps, parse_path
 from replicator.plan import build_plan, offline_catalog
@@ -113,7 +113,7 @@ tables:
 """
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _value_route(type_text: str):
     import tempfile
 
@@ -210,7 +210,7 @@ def test_conversion_refuses_what_it_cannot_keep(type_text, json_value, reason):
                 min_size=1, max_size=20))
 def test_decimals_that_fit_come_back_exactly(numbers):
     as_text = [json.dumps({"k": n, "v": str(number)}) for n, number in enumerate(numbers)]
-    as_number = ['{"k": %d, "v": %s}' % (n, format(number, "f")) for n, number in enumerate(numbers)]
+    as_number = [f'{{"k": {n}, "v": {number:f}}}' for n, number in enumerate(numbers)]
     for payloads in (as_text, as_number):
         assert [r["V"] for r in _staged("NUMBER(12,2)", payloads)] == numbers
 
@@ -251,7 +251,7 @@ def test_variant_text_is_the_value_with_every_digit(values):
         texts.append(text)
     if not texts:
         return
-    staged = _staged("VARIANT", ['{"k": %d, "v": %s}' % (n, t) for n, t in enumerate(texts)])
+    staged = _staged("VARIANT", [f'{{"k": {n}, "v": {t}}}' for n, t in enumerate(texts)])
     assert [r["V"] for r in staged] == [None if t == "null" else t for t in texts]
 
 

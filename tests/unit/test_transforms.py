@@ -223,8 +223,6 @@ def test_positions_point_inside_plain_quoted_and_block_scalars(tmp_path) -> None
 def test_scd2_tracks_computed_columns_by_their_value() -> None:
     """scd2 versions compare the tracked columns, computed ones included: by the value the
     transform step computed (they are no column of the change batch)."""
-    from tests.fixtures.row_transforms import reference_stage
-
     pipeline = _pipeline()
     pipeline = dataclasses.replace(pipeline, tables=tuple(
         dataclasses.replace(t, mode="scd2") for t in pipeline.tables))
@@ -235,8 +233,8 @@ def test_scd2_tracks_computed_columns_by_their_value() -> None:
     events = [_event("r", after=ROW), _event("u", before=ROW, after=renamed, index=1),
               _event("u", before=renamed, after=same, index=2)]
     staged = _staged(table, events)
-    assert staged.to_pylist() == reference_stage(table, events).to_pylist()
-    assert [r["FULL_NAME"] for r in staged.to_pylist()] == ["Zoë", "Zoe"]
+    assert [(r["FULL_NAME"], r["_REPLICATOR_OP"]) for r in staged.to_pylist()] == [
+        ("Zoë", "r"), ("Zoe", "u")]
 
 
 def test_a_constant_spark_cannot_cast_fails_when_the_engine_runs_it() -> None:
