@@ -13,7 +13,7 @@ the rules). All of it runs over the whole batch at once, never per row:
 - numbers keep every digit: DuckDB's JSON reader holds a fractional number as a DOUBLE, so
   where one is read (or an object or array is written out as JSON text), the payload is first
   *marked*: every number token becomes a string ``"N<its text>"`` and every string one
-  ``"S<its text>"`` (``ob_mark``, a tokenizer over the JSON text), read at the marked path, and
+  ``"S<its text>"`` (``ob_mark``: one regexp_replace over the JSON text), read at the marked path, and
   JSON text is unmarked again (``ob_unmark``); exact decimal arithmetic then runs on the
   digits as text (``ob_parts``: sign, coefficient, exponent);
 - a row whose payload or value breaks a rule stops the batch with ``OutboxError``: the first
@@ -91,19 +91,23 @@ MACROS = (
     "ELSE p.sg || ob_point(ob_lpad(coalesce(nullif(ltrim(p.i || p.f, '0'), ''), '0'), "
     "length(p.f) - ob_exp(p.e) + 1), length(p.f) - ob_exp(p.e)) END",
     # Every number token -> "N<text>", every string token -> "S<text>" (keys too).
-    "CREATE OR REPLACE TEMP MACRO ob_mark(d) AS array_to_string(list_transform("
-    f"regexp_extract_all(d, '{_STRING}|-?[0-9][0-9.eE+-]*|[^\"0-9-]+'), lambda x: CASE "
-    "WHEN x[1] = '\"' THEN '\"S' || x[2:] WHEN x[1] = '-' OR x[1] BETWEEN '0' AND '9' "
-    "THEN '\"N' || x || '\"' ELSE x END), '')",
-    # yyjson writes \\u001F, Python \\u001f.
+    # Every number token -> "N<text>", every string token -> "S<text>" (keys too): one
+    # regexp_replace brackets each token with control characters (which valid JSON never
+    # holds raw), and four replaces turn the brackets into the marks.
+    "CREATE OR REPLACE TEMP MACRO ob_mark(d) AS replace(replace(replace(replace(regexp_replace("
+    f"d, '({_STRING})|(-?[0-9][0-9.eE+-]*)', chr(1) || '\\1' || chr(2) || '\\2' || chr(3), 'g'), "
+    "chr(2) || chr(3), ''), chr(1) || chr(2), '\"N'), chr(1) || '\"', '\"S'), chr(3), '\"')",
+    # yyjson writes \u001F, Python \u001f (a tokenizer, so that an escaped backslash
+    # followed by the text u001F stays as it is; only text holding \u pays for it).
     "CREATE OR REPLACE TEMP MACRO ob_lower_escapes(s) AS CASE WHEN contains(s, '\\u') THEN "
-    r"array_to_string(list_transform(regexp_extract_all(s, '\\u[0-9A-Fa-f]{4}|\\.|[^\\]+'), "
+    "array_to_string(list_transform(regexp_extract_all(s, '\\\\u[0-9A-Fa-f]{4}|\\\\.|[^\\\\]+'), "
     "lambda y: CASE WHEN y[1:2] = '\\u' THEN lower(y) ELSE y END), '') ELSE s END",
-    # Marked JSON text -> Python's json.dumps(ensure_ascii=False, separators=(',', ':')).
-    "CREATE OR REPLACE TEMP MACRO ob_unmark(j) AS array_to_string(list_transform("
-    f"regexp_extract_all(j, '{_STRING}|[^\"]+'), lambda x: CASE "
-    "WHEN x[1:2] = '\"N' THEN CASE WHEN x[3:-2] = '-0' THEN '0' ELSE x[3:-2] END "
-    "WHEN x[1:2] = '\"S' THEN '\"' || ob_lower_escapes(x[3:]) ELSE x END), '')",
+    # Marked JSON text -> Python's json.dumps(ensure_ascii=False, separators=(',', ':')): a
+    # mark starts right after [ { , : or the start (never after a backslash: an escaped
+    # quote inside a string's text).
+    "CREATE OR REPLACE TEMP MACRO ob_unmark(j) AS ob_lower_escapes(regexp_replace(regexp_replace("
+    "regexp_replace(' ' || j, '([^\\\\])\"N-0\"', '\\10', 'g'), "
+    "'([^\\\\])\"N(-?[0-9][0-9.eE+-]*)\"', '\\1\\2', 'g'), '([^\\\\])\"S', '\\1\"', 'g')[2:])",
     "CREATE OR REPLACE TEMP MACRO ob_lenient(d) AS regexp_matches(d, "
     f"'{_LENIENT}') AND regexp_matches(regexp_replace(d, '{_STRING}', '', 'g'), '{_LENIENT}')",
     "CREATE OR REPLACE TEMP MACRO ob_micros(f) AS CAST(rpad(left(f, 6), 6, '0') AS BIGINT)",
@@ -190,6 +194,7 @@ class _Sql:
     i: int
     path: str
     marked: str
+    slot: int  # its place in the list of paths extracted at once (1-based)
 
     @property
     def t(self) -> str:
@@ -220,8 +225,20 @@ class _Sql:
         return f"q{self.i}"
 
     @property
+    def value(self) -> str:  # the JSON text at the path (DuckDB's: numbers as DOUBLEs)
+        return f"jv[{self.slot}]"
+
+    @property
+    def marked_text(self) -> str:  # the JSON text at the marked path
+        return f"mv[{self.slot}]::VARCHAR"
+
+    @property
     def string(self) -> str:
-        return f"json_extract_string(d, {self.path})"
+        return f"json_extract_string({self.value}, '$')"
+
+    @property
+    def marked_string(self) -> str:
+        return f"json_extract_string(mv[{self.slot}], '$')"
 
 
 def _kind_name(t: str) -> str:
@@ -243,7 +260,7 @@ def _needs_mark(target: TargetType, t: str) -> str:
 def _number_text(c: _Sql) -> str:
     """The exact text of a number at the column's path, or the trimmed string there."""
     return (f"CASE WHEN {c.t} IN ('BIGINT', 'UBIGINT') THEN {c.string} "
-            f"WHEN {c.t} IN {_INEXACT} THEN json_extract_string(m, {c.marked})[2:] "
+            f"WHEN {c.t} IN {_INEXACT} THEN {c.marked_string}[2:] "
             f"WHEN {c.t} = 'VARCHAR' THEN ob_strip({c.string}) END")
 
 
@@ -301,7 +318,7 @@ def _convert_path_parts(c: _Sql, target: TargetType) -> tuple[list[str], str, st
     if kind in ("string", "time_text"):
         value = (f"CASE WHEN {t} IN ('VARCHAR', 'BOOLEAN') THEN {c.string} "
                  f"WHEN {t} IN {_NUMBERS} THEN ob_plain({nt}, {p}) "
-                 f"WHEN {t} IN ('OBJECT', 'ARRAY') THEN ob_unmark(json_extract(m, {c.marked})::VARCHAR) END")
+                 f"WHEN {t} IN ('OBJECT', 'ARRAY') THEN ob_unmark({c.marked_text}) END")
         reason = "NULL"
         if target.length is not None:
             reason = (f"CASE WHEN length(({value})) > {target.length} THEN 'is ' || "
@@ -333,7 +350,7 @@ def _convert_path_parts(c: _Sql, target: TargetType) -> tuple[list[str], str, st
                   f"text' WHEN ({value}) IS NULL THEN 'is not base64 text' END")
         return [], value, reason
     # json (VARIANT): any JSON value as its text
-    return [], f"ob_unmark(json_extract(m, {c.marked})::VARCHAR)", "NULL"
+    return [], f"ob_unmark({c.marked_text})", "NULL"
 
 
 def _date_problem(text: str) -> str:
@@ -399,7 +416,7 @@ def _convert_row(column: _Column, kind: str | None, source_of: str) -> tuple[str
 
 def _truthy(c: _Sql) -> str:
     """delete_when: true, a non-zero number, or the text true/1/yes (any case)."""
-    number = f"ob_coef(ob_parts(json_extract_string(m, {c.marked})[2:]))"
+    number = f"ob_coef(ob_parts({c.marked_string}[2:]))"
     return (f"CASE WHEN {c.t} = 'BOOLEAN' THEN {c.string} = 'true' "
             f"WHEN {c.t} IN ('BIGINT', 'UBIGINT') THEN {c.string} <> '0' "
             f"WHEN {c.t} IN {_INEXACT} THEN {number} <> '' "
@@ -428,14 +445,19 @@ def _statement(table: TablePlan, payload_kind: str, row_kinds: tuple[tuple[str, 
     payload_error = (f"CASE WHEN {payload} IS NULL THEN 'null' WHEN {not_text[0]} THEN {not_text[1]} "
                      f"WHEN NOT json_valid({doc}) THEN 'invalid' WHEN ob_lenient({doc}) THEN 'lenient' "
                      f"WHEN json_type({doc}) NOT IN ('OBJECT', 'ARRAY') THEN 'scalar' END")
-    sql_of = {i: _Sql(i, _literal(json_path(c.steps)), _literal(json_path(c.steps, marked=True)))
-              for i, c in enumerate(route.columns) if c.row_column is None}
+    payload_columns = [(i, c) for i, c in enumerate(route.columns) if c.row_column is None]
+    sql_of = {i: _Sql(i, _literal(json_path(c.steps)), _literal(json_path(c.steps, marked=True)),
+                      slot) for slot, (i, c) in enumerate(payload_columns, start=1)}
     deleting = None
     if route.delete_when is not None:
         deleting = _Sql(len(route.columns), _literal(json_path(route.delete_when)),
-                        _literal(json_path(route.delete_when, marked=True)))
+                        _literal(json_path(route.delete_when, marked=True)), len(sql_of) + 1)
     every = [*sql_of.values(), *([deleting] if deleting else [])]
-    types = [f"json_type(d, {c.path}) AS {c.t}" for c in every]
+    # Each document is parsed once for all paths (json_extract of a list of paths), and
+    # once more, marked, where a value needs its exact text.
+    paths = ", ".join(c.path for c in every)
+    marked_paths = ", ".join(c.marked for c in every)
+    types = [f"json_type({c.value}) AS {c.t}" for c in every]
     marks = [_needs_mark(route.columns[i].target, c.t) for i, c in sql_of.items()]
     if deleting is not None:
         marks.append(f"{deleting.t} IN {_INEXACT}")
@@ -480,9 +502,10 @@ def _statement(table: TablePlan, payload_kind: str, row_kinds: tuple[tuple[str, 
     return (f"WITH checked AS (SELECT {q(_ORD)}, {doc} AS doc, {payload_error} AS payload_error"
             f"{own} FROM {_ROWS}),\n"
             f"docs AS (SELECT *, CASE WHEN payload_error IS NULL THEN doc END AS d FROM checked),\n"
-            f"typed AS (SELECT *{select(types)} FROM docs),\n"
-            f"marked AS (SELECT *, CASE WHEN {' OR '.join(marks) or 'FALSE'} THEN ob_mark(d) END "
-            f"AS m FROM typed),\n"
+            f"extracted AS (SELECT *, json_extract(d, [{paths}]) AS jv FROM docs),\n"
+            f"typed AS (SELECT *{select(types)} FROM extracted),\n"
+            f"marked AS (SELECT *, CASE WHEN {' OR '.join(marks) or 'FALSE'} THEN "
+            f"json_extract(ob_mark(d), [{marked_paths}]) END AS mv FROM typed),\n"
             f"texts AS (SELECT *{select(texts)} FROM marked),\n"
             f"parted AS (SELECT *{select(parts)} FROM texts),\n"
             f"pre AS (SELECT *{select(pre)} FROM parted),\n"

@@ -531,3 +531,15 @@ def test_unrouted_events_reach_the_log_line_and_the_metrics():
             in rendered)
     assert 'replicator_outbox_unrouted_total{pipeline="outbox",table="shop.outbox[customer]"' \
         not in rendered
+
+
+def test_a_route_with_row_columns_and_delete_when_reads_each_path_in_its_place(plan):
+    from dataclasses import replace
+
+    payments = plan.tables[2]
+    deleting = replace(payments, outbox=replace(payments.outbox, delete_when="$.gone"))
+    out = _routed(deleting, [row(5, "payment", {"id": 3, "order_id": 4, "amount": 1.5}),
+                             row(6, "payment", {"id": 3, "gone": "yes", "amount": "2"})])
+    assert [(e[cb.OP], e["event_id"], e["payment_id"], e["order_id"], e["amount"]) for e in out] == [
+        ("c", Decimal(5), Decimal(3), Decimal(4), Decimal("1.50")),
+        ("d", Decimal(6), Decimal(3), None, Decimal("2.00"))]
