@@ -83,13 +83,6 @@ MACROS = (
     "ELSE lpad(x, CAST(n AS INTEGER), '0') END",
     "CREATE OR REPLACE TEMP MACRO ob_point(digits, scale) AS "
     "left(digits, length(digits) - scale) || '.' || right(digits, scale)",
-    # Python's format(Decimal(text), 'f') (every digit, never an exponent), or str(int).
-    "CREATE OR REPLACE TEMP MACRO ob_plain(nt, p) AS CASE "
-    "WHEN p.f = '' AND p.e = '' THEN CASE WHEN nt = '-0' THEN '0' ELSE nt END "
-    "WHEN ob_exp(p.e) - length(p.f) >= 0 THEN p.sg || CASE WHEN ltrim(p.i || p.f, '0') = '' THEN '0' "
-    "ELSE ltrim(p.i || p.f, '0') || repeat('0', ob_exp(p.e) - length(p.f)) END "
-    "ELSE p.sg || ob_point(ob_lpad(coalesce(nullif(ltrim(p.i || p.f, '0'), ''), '0'), "
-    "length(p.f) - ob_exp(p.e) + 1), length(p.f) - ob_exp(p.e)) END",
     # Every number token -> "N<text>", every string token -> "S<text>" (keys too).
     # Every number token -> "N<text>", every string token -> "S<text>" (keys too): one
     # regexp_replace brackets each token with control characters (which valid JSON never
@@ -233,8 +226,12 @@ class _Sql:
         return f"mv[{self.slot}]::VARCHAR"
 
     @property
-    def string(self) -> str:
-        return f"json_extract_string({self.value}, '$')"
+    def string(self) -> str:  # the text of a string, a number or a boolean (a column)
+        return f"sv{self.i}"
+
+    @property
+    def stripped(self) -> str:  # that text trimmed as Python's str.strip() trims (a column)
+        return f"ss{self.i}"
 
     @property
     def marked_string(self) -> str:
@@ -261,7 +258,7 @@ def _number_text(c: _Sql) -> str:
     """The exact text of a number at the column's path, or the trimmed string there."""
     return (f"CASE WHEN {c.t} IN ('BIGINT', 'UBIGINT') THEN {c.string} "
             f"WHEN {c.t} IN {_INEXACT} THEN {c.marked_string}[2:] "
-            f"WHEN {c.t} = 'VARCHAR' THEN ob_strip({c.string}) END")
+            f"WHEN {c.t} = 'VARCHAR' THEN {c.stripped} END")
 
 
 def _number_check(c: _Sql, what: str) -> str:
@@ -316,16 +313,17 @@ def _convert_path_parts(c: _Sql, target: TargetType) -> tuple[list[str], str, st
                   f"THEN 'is too large for a FLOAT' END)")
         return [], value, reason
     if kind in ("string", "time_text"):
+        numbers = [f"ob_exp({p}.e) - length({p}.f) AS ex{c.i}", f"ltrim({p}.i || {p}.f, '0') AS k{c.i}"]
         value = (f"CASE WHEN {t} IN ('VARCHAR', 'BOOLEAN') THEN {c.string} "
-                 f"WHEN {t} IN {_NUMBERS} THEN ob_plain({nt}, {p}) "
+                 f"WHEN {t} IN {_NUMBERS} THEN {_plain(c)} "
                  f"WHEN {t} IN ('OBJECT', 'ARRAY') THEN ob_unmark({c.marked_text}) END")
         reason = "NULL"
         if target.length is not None:
             reason = (f"CASE WHEN length(({value})) > {target.length} THEN 'is ' || "
                       f"length(({value})) || ' characters long, more than {target.length}' END")
-        return [], value, reason
+        return numbers, value, reason
     if kind == "boolean":
-        text = f"lower(ob_strip({c.string}))"
+        text = f"lower({c.stripped})"
         value = (f"CASE WHEN {t} = 'BOOLEAN' THEN {c.string} = 'true' "
                  f"WHEN {t} IN ('BIGINT', 'UBIGINT') AND {nt} IN ('0', '1') THEN {nt} = '1' "
                  f"WHEN {t} = 'VARCHAR' AND {text} IN ('true', 'false') THEN {text} = 'true' END")
@@ -333,7 +331,7 @@ def _convert_path_parts(c: _Sql, target: TargetType) -> tuple[list[str], str, st
                   "'is not a boolean (true, false, 0, 1, \"true\", \"false\")' END")
         return [], value, reason
     if kind == "date":
-        text = f"ob_strip({c.string})"
+        text = f"{c.stripped}"
         shaped = f"({t} = 'VARCHAR' AND regexp_full_match({text}, '[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}'))"
         value = f"CASE WHEN {shaped} AND {text} >= '0001' THEN TRY_CAST({text} AS DATE) END"
         reason = (f"CASE WHEN NOT {shaped} THEN 'is not an ISO-8601 date (YYYY-MM-DD)' "
@@ -353,6 +351,18 @@ def _convert_path_parts(c: _Sql, target: TargetType) -> tuple[list[str], str, st
     return [], f"ob_unmark({c.marked_text})", "NULL"
 
 
+def _plain(c: _Sql) -> str:
+    """Python's format(Decimal(text), 'f') of the number (every digit, never an exponent),
+    or str(int) of an integer's text; ``ex``: the exponent of its last digit, ``k``: its
+    digits without leading zeros (columns computed first)."""
+    p, ex, k = c.np, f"ex{c.i}", f"k{c.i}"
+    digits = f"coalesce(nullif({k}, ''), '0')"
+    padded = f"CASE WHEN length({digits}) > -{ex} THEN {digits} ELSE lpad({digits}, CAST(1 - {ex} AS INTEGER), '0') END"
+    return (f"CASE WHEN {p}.f = '' AND {p}.e = '' THEN CASE WHEN {c.nt} = '-0' THEN '0' ELSE {c.nt} END "
+            f"WHEN {ex} >= 0 THEN {p}.sg || CASE WHEN {k} = '' THEN '0' ELSE {k} || repeat('0', "
+            f"CAST({ex} AS BIGINT)) END ELSE {p}.sg || ob_point({padded}, -{ex}) END")
+
+
 def _date_problem(text: str) -> str:
     """Python's words for a YYYY-MM-DD text that is no date."""
     return (f"CASE WHEN left({text}, 4) = '0000' THEN 'year 0 is out of range' "
@@ -362,7 +372,7 @@ def _date_problem(text: str) -> str:
 
 def _timestamp(c: _Sql, target: TargetType) -> tuple[list[str], str, str]:
     t, s = c.t, c.ts
-    text = f"ob_strip({c.string})"
+    text = f"{c.stripped}"
     shaped = f"({t} = 'VARCHAR' AND regexp_matches({text}, '^[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}'))"
 
     def part(a: str, b: str) -> str:
@@ -420,7 +430,7 @@ def _truthy(c: _Sql) -> str:
     return (f"CASE WHEN {c.t} = 'BOOLEAN' THEN {c.string} = 'true' "
             f"WHEN {c.t} IN ('BIGINT', 'UBIGINT') THEN {c.string} <> '0' "
             f"WHEN {c.t} IN {_INEXACT} THEN {number} <> '' "
-            f"WHEN {c.t} = 'VARCHAR' THEN lower(ob_strip({c.string})) IN ('true', '1', 'yes') "
+            f"WHEN {c.t} = 'VARCHAR' THEN lower({c.stripped}) IN ('true', '1', 'yes') "
             "ELSE FALSE END")
 
 
@@ -457,14 +467,16 @@ def _statement(table: TablePlan, payload_kind: str, row_kinds: tuple[tuple[str, 
     # once more, marked, where a value needs its exact text.
     paths = ", ".join(c.path for c in every)
     marked_paths = ", ".join(c.marked for c in every)
-    types = [f"json_type({c.value}) AS {c.t}" for c in every]
+    types = [f"json_type({c.value}) AS {c.t}, json_extract_string({c.value}, '$') AS {c.string}"
+             for c in every]
+    strips = [f"ob_strip({c.string}) AS {c.stripped}" for c in every]
     marks = [_needs_mark(route.columns[i].target, c.t) for i, c in sql_of.items()]
     if deleting is not None:
         marks.append(f"{deleting.t} IN {_INEXACT}")
     numeric = [c for i, c in sql_of.items() if route.columns[i].target.kind in (
         "integer", "decimal", "float", "string", "time_text", "boolean")]
     texts = [f"{_number_text(c)} AS {c.nt}" for c in numeric]
-    texts += [f"regexp_extract(ob_strip({c.string}), {_literal(_STAMP)}, "
+    texts += [f"regexp_extract({c.stripped}, {_literal(_STAMP)}, "
               f"[{', '.join(_literal(n) for n in _STAMP_PARTS)}]) AS {c.ts}"
               for i, c in sql_of.items() if route.columns[i].target.kind in ("timestamp", "timestamp_tz")]
     parts = [f"ob_parts({c.nt}) AS {c.np}" for c in numeric]
@@ -504,8 +516,9 @@ def _statement(table: TablePlan, payload_kind: str, row_kinds: tuple[tuple[str, 
             f"docs AS (SELECT *, CASE WHEN payload_error IS NULL THEN doc END AS d FROM checked),\n"
             f"extracted AS (SELECT *, json_extract(d, [{paths}]) AS jv FROM docs),\n"
             f"typed AS (SELECT *{select(types)} FROM extracted),\n"
+            f"stripped AS (SELECT *{select(strips)} FROM typed),\n"
             f"marked AS (SELECT *, CASE WHEN {' OR '.join(marks) or 'FALSE'} THEN "
-            f"json_extract(ob_mark(d), [{marked_paths}]) END AS mv FROM typed),\n"
+            f"json_extract(ob_mark(d), [{marked_paths}]) END AS mv FROM stripped),\n"
             f"texts AS (SELECT *{select(texts)} FROM marked),\n"
             f"parted AS (SELECT *{select(parts)} FROM texts),\n"
             f"pre AS (SELECT *{select(pre)} FROM parted),\n"
@@ -589,6 +602,12 @@ def route_batch(table: TablePlan, batch: pa.Table, connection: Any) -> pa.Table:
     if spec.unrouted == "fail":
         unrouted = _first(pc.and_(events, pc.invert(_type_mask(batch, spec, spec.routed))))
     rows = batch.filter(pc.and_(events, _type_mask(batch, spec, [spec.route])))
+    if not rows.num_rows:  # none of the route's: no statement to plan (~50 ms)
+        if unrouted is not None:
+            _raise_unrouted(spec, batch.slice(unrouted, 1).to_pylist()[0])
+        names = [c.name for c in route.columns]
+        return pa.table({name: pa.array([], pa.null())
+                         for name in (*names, *map(cb.before_column, names), *cb.INTERNAL_COLUMNS)})
     kinds = tuple((f.name, source_kind(f.type)) for f in rows.schema)
     payload_kind = dict(kinds).get(spec.payload_column)
     if payload_kind is None:  # no payload column: every payload is NULL
@@ -605,12 +624,7 @@ def route_batch(table: TablePlan, batch: pa.Table, connection: Any) -> pa.Table:
     failing = _first(pc.is_valid(pc.coalesce(*problems))) if result.num_rows else None
     failed_at = None if failing is None else result.column(_ORD)[failing].as_py()
     if unrouted is not None and (failed_at is None or unrouted < failed_at):
-        row = batch.slice(unrouted, 1).to_pylist()[0]
-        kind = _type_text(row.get(spec.type_column))
-        raise OutboxError(
-            f"{_row_name(row, spec)}: no route for {spec.type_column} = {kind!r}",
-            hint=f"add a route for it under outbox.routes (routes: {', '.join(spec.routed)}), "
-            "or set `unrouted: ignore`")
+        _raise_unrouted(spec, batch.slice(unrouted, 1).to_pylist()[0])
     if failing is not None:
         _raise(table, route, batch.slice(failed_at, 1).to_pylist()[0],
                [column[failing].as_py() for column in problems])
@@ -643,6 +657,14 @@ def _type_text(value: Any) -> str | None:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", "replace")
     return str(value)
+
+
+def _raise_unrouted(spec: OutboxPlan, row: dict[str, Any]) -> None:
+    kind = _type_text(row.get(spec.type_column))
+    raise OutboxError(
+        f"{_row_name(row, spec)}: no route for {spec.type_column} = {kind!r}",
+        hint=f"add a route for it under outbox.routes (routes: {', '.join(spec.routed)}), "
+        "or set `unrouted: ignore`")
 
 
 def _row_name(row: dict[str, Any], spec: OutboxPlan) -> str:
