@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import json
@@ -543,3 +544,29 @@ def test_a_route_with_row_columns_and_delete_when_reads_each_path_in_its_place(p
     assert [(e[cb.OP], e["event_id"], e["payment_id"], e["order_id"], e["amount"]) for e in out] == [
         ("c", Decimal(5), Decimal(3), Decimal(4), Decimal("1.50")),
         ("d", Decimal(6), Decimal(3), None, Decimal("2.00"))]
+
+
+def test_a_binary_payload_column_is_read_as_utf8_text(plan):
+    orders = plan.tables[0]
+    columns = [(c.name, c.mysql_type) for c in outbox_catalog().tables[0].columns]
+    columns[-1] = ("payload", MySQLType.parse("varbinary(200)"))
+
+    def batch(*payloads):
+        events = [row(n, "order", None) for n in range(1, len(payloads) + 1)]
+        events = [dataclasses.replace(e, after={**e.after, "payload": p})
+                  for e, p in zip(events, payloads, strict=True)]
+        return change_batch(events, columns, batch_key(orders))
+
+    routed = route_batch(orders, batch('{"id": 7, "status": "é"}'.encode()), _connection())
+    assert routed.column("status").to_pylist() == ["é"]
+    with pytest.raises(OutboxError, match=r"row id=2 .*is not JSON: it is not UTF-8 text"):
+        route_batch(orders, batch(b'{"id": 7}', b'{"id": 8, "status": "\xff"}'), _connection())
+
+
+def test_json_paths_name_the_same_places_as_the_path_subset():
+    from replicator.transform.outbox import json_path
+
+    assert json_path(("a", "b c", "x/y~z")) == "/a/b c/x~1y~0z"
+    assert json_path(()) == ""
+    assert json_path(("lines", 0, "sku")) == '$."lines"[0]."sku"'
+    assert json_path(("a",), marked=True) == "/Sa"
