@@ -44,6 +44,7 @@ from replicator.transform.outbox_sql import (
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from replicator.model.catalog import Catalog
     from replicator.plan.model import OutboxPlan, TablePlan
 
 __all__ = ["OutboxError", "count_unrouted", "describe_flattening", "install", "json_path",
@@ -287,7 +288,20 @@ def _raise(table: TablePlan, route: Route, row: dict[str, Any], problems: list[A
 
 def describe_flattening(table: TablePlan) -> str:
     """``replicator plan``'s line on how run flattens a route's payloads."""
-    route = route_of(table)
-    paths = ", ".join(f"{c.name} <- {c.label}" for c in route.columns)
-    return ("columnar: one DuckDB statement over the batch's payloads (json_type and "
-            f"json_extract per path, exact conversions in SQL): {paths}")
+    return ("columnar: one DuckDB statement over the batch's rows of the route (json_type "
+            "and json_extract per path, each rule a CASE; `plan --format json` prints it)")
+
+
+def planned_statement(table: TablePlan, catalog: Catalog) -> str | None:
+    """The statement ``route_batch`` runs over batches of the outbox table as the catalog
+    has it (its columns' batch kinds), or None where the catalog does not know the table."""
+    from replicator.source.arrow_types import INTERNAL_KINDS, source_kind_name
+
+    names = {name.lower() for name in table.source_names}
+    source = next((t for t in catalog.tables if t.name.lower() in names), None)
+    if source is None:
+        return None
+    kinds = tuple((c.name, source_kind_name(c)) for c in source.columns)
+    payload_kind = dict(kinds).get(route_of(table).spec.payload_column, "string")
+    return statement(table, payload_kind, (*kinds, *((n, INTERNAL_KINDS[n]) for n in cb.INTERNAL_COLUMNS),
+                                           (ORD, "int")))

@@ -570,3 +570,18 @@ def test_json_paths_name_the_same_places_as_the_path_subset():
     assert json_path(()) == ""
     assert json_path(("lines", 0, "sku")) == '$."lines"[0]."sku"'
     assert json_path(("a",), marked=True) == "/Sa"
+
+
+def test_plan_prints_the_statement_run_executes(plan):
+    """`plan --format json` shows each route's statement: the text route_batch runs over a
+    batch of the outbox table as the catalog has it."""
+    import pyarrow as pa
+
+    from replicator.transform import outbox
+    from replicator.transform.outbox_sql import ORD, statement
+
+    for table in plan.tables:
+        batch = _batch(table, [row(1, table.outbox.route, {"id": 1})])
+        batch = batch.append_column(ORD, pa.array([0], pa.int64()))
+        kinds = tuple((f.name, outbox.source_kind(f.type)) for f in batch.schema)
+        assert outbox.planned_statement(table, outbox_catalog()) == statement(table, "string", kinds)
