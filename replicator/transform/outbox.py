@@ -86,10 +86,11 @@ def _events(batch: pa.Table) -> Any:
 
 
 def _type_mask(batch: pa.Table, spec: OutboxPlan, names: Any) -> Any:
+    import numpy as np
     import pyarrow as pa
 
     if spec.type_column not in batch.column_names:
-        return pa.array([False] * batch.num_rows, pa.bool_())
+        return pa.array(np.zeros(batch.num_rows, dtype=bool))
     return _type_is(batch.column(spec.type_column), names)
 
 
@@ -154,10 +155,11 @@ def route_batch(table: TablePlan, batch: pa.Table, connection: Any) -> pa.Table:
     if failing is not None:
         _raise(table, route, batch.slice(failed_at, 1).to_pylist()[0],
                [column[failing].as_py() for column in problems])
-    return _change_batch(table, route, rows, result)
+    return _change_batch(route, rows, result)
 
 
-def _change_batch(table: TablePlan, route: Route, rows: pa.Table, result: pa.Table) -> pa.Table:
+def _change_batch(route: Route, rows: pa.Table, result: pa.Table) -> pa.Table:
+    """The route's columns, no before-images, the outbox rows' internal columns and op."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
