@@ -143,7 +143,10 @@ def route_batch(table: TablePlan, batch: pa.Table, connection: Any) -> pa.Table:
     sql = statement(table, payload_kind, kinds)
     connection.register(ROWS, rows)
     try:
-        result = connection.sql(sql).to_arrow_table()
+        # execute(), not sql(): the relation API binds the statement twice (once to learn
+        # its columns), and binding is most of a small batch's cost (58 -> 38 ms, 10 rows;
+        # transform.stage silences DuckDB's warning about the result's copy).
+        result = connection.execute(sql).to_arrow_table()
     finally:
         connection.unregister(ROWS)
     problems = [result.column("payload_error")] + [result.column(f"e{i}")
