@@ -245,7 +245,7 @@ def _payload_problem(code: str, raw: Any) -> str:
         return f"is not JSON: {code}"
     text = bytes(raw).decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
     if code == "lenient":
-        outside = re.sub(JSON_STRING, "", text)
+        outside = re.sub(JSON_STRING, "0", text)  # a value stays: "[1, \",]\"]" has no trailing comma
         found = re.search(r"(?i)nan|-?inf(inity)?", outside)
         return f"is not JSON: {found.group(0) if found else 'a trailing comma'} is not JSON"
     import duckdb

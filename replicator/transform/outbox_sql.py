@@ -83,7 +83,7 @@ MACROS = (
     "regexp_replace(' ' || j, '([^\\\\])\"N-0\"', '\\10', 'g'), "
     "'([^\\\\])\"N(-?[0-9][0-9.eE+-]*)\"', '\\1\\2', 'g'), '([^\\\\])\"S', '\\1\"', 'g')[2:])",
     "CREATE OR REPLACE TEMP MACRO ob_lenient(d) AS regexp_matches(d, "
-    f"'{_LENIENT}') AND regexp_matches(regexp_replace(d, '{JSON_STRING}', '', 'g'), '{_LENIENT}')",
+    f"'{_LENIENT}') AND regexp_matches(regexp_replace(d, '{JSON_STRING}', '0', 'g'), '{_LENIENT}')",
     "CREATE OR REPLACE TEMP MACRO ob_micros(f) AS CAST(rpad(left(f, 6), 6, '0') AS BIGINT)",
 )
 

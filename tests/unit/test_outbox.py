@@ -262,6 +262,8 @@ def test_payload_parsing_is_strict(bad):
     """RFC 8259 JSON only: what DuckDB's reader would also take (NaN, infinities, a trailing
     comma) is refused too."""
     assert _staged("VARCHAR", ['{"k": 1, "a": "[1, 2]"}'])[0]["K"] == Decimal(1)
+    # inside strings they are text: no trailing comma, no NaN
+    assert _staged("VARCHAR", ['{"k": 1, "a": [null, ",]"], "b": "NaN", "v": "inf,}"}'])[0]["V"] == "inf,}"
     with pytest.raises(OutboxError, match="is not JSON"):
         _staged("VARCHAR", [bad])
 
