@@ -17,8 +17,7 @@ from replicator.plan import build_plan
 from replicator.plan.expressions.checker import check_filter
 from replicator.plan.expressions.errors import ExpressionError
 from replicator.plan.expressions.spark_types import DATE, INT, STRING, TIMESTAMP, decimal
-from replicator.sink.values import mask_function
-from tests.fixtures.row_transforms import duckdb_values, stage_events
+from tests.fixtures.row_transforms import duckdb_values, stage_events, staged_value_of
 from tests.fixtures.sink_sample import AWKWARD, CATALOG, NULLS, sample_pipeline
 
 PLAN = build_plan(sample_pipeline("snowflake"), CATALOG)
@@ -95,7 +94,11 @@ def test_excluded_columns_never_reach_staging():
     ],
 )
 def test_masks(mask, value, expected):
-    assert mask_function(mask)(value) == expected
+    from replicator.plan.model import PlannedColumn
+    from replicator.plan.types import STRING as TARGET_STRING
+
+    column = PlannedColumn("C", TARGET_STRING, source_column="c", mask=mask)
+    assert staged_value_of(column, value) == expected
 
 
 @pytest.mark.parametrize(

@@ -141,7 +141,7 @@ def test_an_empty_batch_stages_an_empty_table_of_the_staging_schema() -> None:
 
 
 # Every source type declared as other target types, and every mask over every type: the
-# conversions of sink.values.value_converter, columnar.
+# conversions of transform.columns, as the per-row converter made them (recorded).
 RETYPE_COLUMNS = [
     ("id", "int", None, None),
     ("i", "bigint", "VARCHAR", None), ("i2", "int", "NUMBER(12,2)", None),

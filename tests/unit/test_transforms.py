@@ -20,10 +20,10 @@ from replicator.plan import build_plan, offline_catalog
 from replicator.plan.expressions.checker import check_expression
 from replicator.plan.expressions.errors import EvaluationError, ExpressionError
 from replicator.plan.expressions.spark_types import BIGINT, INT, STRING, decimal
-from replicator.sink.values import value_converter
 from replicator.transform import change_batch, stage_batch
 from replicator.transform.stage import batch_key
 from replicator.verify.normalize import source_row_forms
+from tests.fixtures.row_transforms import staged_value_of
 
 ROOT = Path(__file__).resolve().parents[2]
 SALT = "pepper 😀 'x'"
@@ -98,8 +98,8 @@ def test_mask_values(mask, keep, length, value, expected) -> None:
 
     column = PlannedColumn("C", TARGET_STRING, source_column="c", mask=mask,
                            mask_keep_last=keep, mask_length=length)
-    assert value_converter(column)(value) == expected
-    assert value_converter(column)(None) is None
+    assert staged_value_of(column, value) == expected
+    assert staged_value_of(column, None) is None
 
 
 def test_truncate_keeps_bytes_of_a_binary_column() -> None:
@@ -108,7 +108,7 @@ def test_truncate_keeps_bytes_of_a_binary_column() -> None:
 
     column = PlannedColumn("C", BINARY, source_column="c", mask="truncate", mask_length=2,
                            mysql_type=MySQLType.parse("varbinary(10)"))
-    assert value_converter(column)(b"\x00\x01\x02") == b"\x00\x01"
+    assert staged_value_of(column, b"\x00\x01\x02") == b"\x00\x01"
 
 
 def test_the_salt_is_never_shown() -> None:
