@@ -2,16 +2,13 @@
 
 The bench's ``orders`` table (``bench.tables``) as one change batch of ``rows`` changes in
 the layout of ``model.change_batch`` (inserts, updates of a smaller set of keys, some
-deletes: the OLTP shape of the workload, generated here without a server), staged three ways:
+deletes: the OLTP shape of the workload, generated here without a server), staged these ways:
 
 - ``plain``: ``replicator.transform.stage_batch`` for the table without transforms;
 - ``transforms``: the same table with one computed column (``round(amount * 1.2, 2)``), one
   filter (``status <> 'cancelled'``) and one mask (salted sha256 of ``note``);
-- ``per_row``: the per-row staging from ChangeEvents (``adapt_events`` + ``stage_changes``,
-  kept only as the tests' reference: ``tests.fixtures.row_transforms.reference_stage``) on
-  the same transformed table (the bridge from the batch is not timed). Since the closures
-  were deleted (issue 17) its filter and computed column are DuckDB's too, on the images;
-  figures before 2026-11-27 are of the closure path;
+- (until 2026-11-28 also ``per_row``: the per-row staging from ChangeEvents, deleted with the
+  per-event path: docs/decisions/one-data-plane.md);
 - ``spark_sql``: the alternative engine of issue 17, Spark SQL over the same batch
   (``createDataFrame(arrow)`` + ``selectExpr`` of the three transforms + ``toArrow``) in a
   ``local[2]`` session already started (its start-up is not counted).
@@ -134,7 +131,6 @@ def _spark_sql(batch: Any, repeats: int) -> dict[str, Any]:
 def run_transforms(rows: int = 50_000, repeats: int = 9, *, spark: bool = True) -> dict[str, Any]:
     from replicator.transform import change_batch, stage_batch
     from replicator.transform.stage import batch_key
-    from tests.fixtures.row_transforms import reference_stage
 
     plain, transformed, source = _plans()
     events = _events(rows)
@@ -156,18 +152,6 @@ def run_transforms(rows: int = 50_000, repeats: int = 9, *, spark: bool = True) 
         out[label] = {"seconds": round(seconds, 4), "rows_per_s": round(rows / seconds),
                       "staged_rows": staged[label].num_rows}
     out["transforms_vs_plain"] = round(out["transforms"]["rows_per_s"] / out["plain"]["rows_per_s"], 3)
-    per_row = staged_rows = None
-
-    def old_path() -> None:
-        nonlocal staged_rows
-        staged_rows = reference_stage(transformed, list(events)).num_rows
-
-    per_row = _median_seconds(old_path, max(1, repeats // 2))
-    out["per_row"] = {"seconds": round(per_row, 4), "rows_per_s": round(rows / per_row),
-                      "staged_rows": staged_rows}
-    out["same_rows_as_per_row"] = (
-        reference_stage(transformed, list(events)).to_pylist()
-        == staged["transforms"].to_pylist())
     if spark:
         out["spark_sql"] = _spark_sql(batch, repeats)
     return out

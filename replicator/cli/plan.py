@@ -242,6 +242,12 @@ def _flattening(table_plan: TablePlan) -> str:
     return describe_flattening(table_plan)
 
 
+def _outbox_statement(table_plan: TablePlan, catalog: Catalog) -> str | None:
+    from replicator.transform.outbox import planned_statement  # DuckDB's SQL, no import
+
+    return planned_statement(table_plan, catalog)
+
+
 def _table_json(table_plan: TablePlan, dialect: Dialect, catalog: Catalog,
                 tables: Sequence[TablePlan]) -> dict[str, Any]:
     # Off validate's start-up: see command().
@@ -264,6 +270,7 @@ def _table_json(table_plan: TablePlan, dialect: Dialect, catalog: Catalog,
             "delete_when": outbox.delete_when,
             "null_on_error": list(outbox.null_on_error),
             "flattening": _flattening(table_plan),
+            "statement": _outbox_statement(table_plan, catalog),
         },
         "key": list(table_plan.source_key),
         "key_origin": table_plan.key_origin,

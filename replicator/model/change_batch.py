@@ -87,3 +87,18 @@ __all__ = [
     "ORDER_COLUMNS", "POS", "ROW_INDEX", "TABLE", "TRANSACTION_ID", "TS_MS", "before_column",
     "before_columns", "is_before", "is_internal",
 ]
+
+
+# A change's binlog position as text that sorts like (FILE_SEQ, POS, ROW_INDEX), a snapshot
+# read (``r``, marked 0) before the changes of the transaction starting where it was read
+# (marked 1), whose effect the copy did not see: SCD2's _CHANGE_SEQ (``transform.stage``
+# formats it in SQL with this pattern, ``plan.statements.ddl`` compares it).
+# (file sequence, position, row index): their zero-padded widths in the text.
+CHANGE_SEQ_WIDTHS = (10, 20, 10)
+CHANGE_SEQ_FORMAT = "%0{}d.%0{}d.%d%0{}d".format(*CHANGE_SEQ_WIDTHS)
+
+
+def change_seq_at(sequence: int, pos: int) -> str:
+    """The change sequence of a statement at binlog file ``sequence``, position ``pos`` that
+    has no rows (a followed TRUNCATE): after a snapshot read there, before any row after it."""
+    return CHANGE_SEQ_FORMAT % (sequence, pos, 1, 0)

@@ -11,8 +11,9 @@ Grammar (docs/modes.md, "Outbox"):
 
 ``$`` alone is the whole payload. There are no wildcards, filters, slices or negative
 indexes: a path names exactly one place, so a column has exactly one value. Parsing happens
-at ``validate`` time (``PathError`` carries the offset of the offending character);
-``evaluate`` is what the engine runs per event.
+at ``validate`` time (``PathError`` carries the offset of the offending character). The
+engine reads paths with DuckDB over a whole batch (``transform.outbox.json_path``: the same
+places); ``evaluate`` reads one parsed payload (the value an error message shows).
 
 A path that leads nowhere (a missing key, an index past the end, a key looked up in a list
 or a number) yields ``MISSING``; the caller decides what that means (NULL for a column).

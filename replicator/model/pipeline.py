@@ -50,7 +50,7 @@ METADATA_COLUMNS: Mapping[str, tuple[str, ...]] = {
     "source_table": ("_SOURCE_TABLE",),  # db.table the row came from
 }
 # The column a table fed by a `sources:` selection keys its rows by (the first key column):
-# the same column, and value, as `metadata: [source_table]` (sink.staging.METADATA_VALUES).
+# the same column, and value, as `metadata: [source_table]` (transform.stage: the batch's table column).
 SOURCE_TABLE_COLUMN = METADATA_COLUMNS["source_table"][0]
 DEFAULT_METADATA: tuple[str, ...] = ("op", "ts", "synced_at")
 # Columns a soft-deleting table gets in its target.

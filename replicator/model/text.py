@@ -11,7 +11,7 @@ from typing import Any
 
 def time_text(value: dt.timedelta, fsp: int) -> str:
     """A TIME value as MySQL prints it ('-838:59:59', '12:00:00.500000'): the text a TIME
-    column of a change batch holds (the same as the staging text, ``sink.values``)."""
+    column of a change batch holds (the same as the staging text, ``transform.columns.text_form``)."""
     micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
     sign = "-" if micros < 0 else ""
     micros = abs(micros)

@@ -35,7 +35,7 @@ METADATA_TYPES: dict[str, TargetType] = {
     # sorts as text (a 64-bit number cannot hold file sequence, pos and row index).
     "_CHANGE_SEQ": STRING,
 }
-# Which metadata value each changelog column holds (sink.staging.METADATA_VALUES computes it).
+# Which metadata value each changelog column holds (plan.statements.stage_copy.METADATA_SOURCES: its batch column).
 CHANGELOG_METADATA = {
     "_OP": "op",
     "_DELETED": "deleted",

@@ -88,10 +88,10 @@ class PlannedColumn:
 
 @dataclass(frozen=True)
 class OutboxPlan:
-    """What makes a TablePlan an outbox route (``sink.outbox`` flattens its events).
+    """What makes a TablePlan an outbox route (``transform.outbox`` flattens its payloads).
 
     The route's data columns are named by the YAML (their ``source_column`` is the route
-    column's name, which is also the key of the route images ``sink.outbox`` builds).
+    column's name, also its column in the route's change batch ``transform.outbox`` builds).
     """
 
     route: str  # the type column's value whose events land here

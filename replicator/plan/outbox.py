@@ -4,7 +4,7 @@ An outbox route's columns come from the YAML only (name, JSON path, declared typ
 payload has no catalog. The outbox table itself must exist with its type and payload
 columns, which is checked against the live catalog (or the ``source_type`` declarations
 under ``plan --offline``). Every route plan reads the outbox table (``TablePlan.reads``);
-``sink.outbox`` turns the outbox rows into the route's events.
+``transform.outbox`` turns the outbox rows into the route's change batch.
 """
 
 from __future__ import annotations

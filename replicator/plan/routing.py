@@ -24,7 +24,7 @@ from replicator.plan.types import STRING, TargetType, map_mysql_type, parse_targ
 
 def source_table_column(case: IdentifierCase) -> PlannedColumn:
     """The first key column of a routed target: which source table a row came from. Its value
-    is put into every row image by ``sink.routing`` (the value `metadata: [source_table]`
+    is the change batch's table column, added by ``transform.stage`` (the value `metadata: [source_table]`
     has), so compaction, MERGE, SCD2 and changelog rows all key on it."""
     return PlannedColumn(
         target_column=target_identifier(SOURCE_TABLE_COLUMN, case),

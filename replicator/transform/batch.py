@@ -1,12 +1,10 @@
-"""Bridges between ``ChangeEvent`` lists and the columnar change batch (``model.change_batch``).
+"""From ``ChangeEvent`` lists to the columnar change batch (``model.change_batch``).
 
-The decoders and the snapshot reader fill change batches directly, and no stream batch,
-snapshot chunk or re-copy chunk is built from ``ChangeEvent``s. Two users remain: an outbox
-route's batch that Arrow's JSON reader cannot read exactly (``stage._per_row``: ``batch_events``
-into ``sink.outbox``, the per-event path) and verify, which reads source rows as events
-(``verify.normalize``: ``change_batch``); tests use both. Both directions keep values exact:
-``change_batch`` types every column as the decoders do (``source.arrow_types``),
-``batch_events`` gives back the values ``model.values`` documents (TIME stays MySQL text).
+The decoders and the snapshot reader fill change batches directly: no stream batch,
+snapshot chunk or re-copy chunk is built from ``ChangeEvent``s, and nothing turns a batch
+back into events (docs/decisions/one-data-plane.md). One user remains: verify, which reads
+source rows as Python values (``verify.normalize``); tests build their batches with it.
+``change_batch`` types every column as the decoders do (``source.arrow_types``).
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from replicator.model import change_batch as cb
 from replicator.model.catalog import MySQLType
-from replicator.model.changes import BinlogPosition, ChangeEvent
+from replicator.model.changes import ChangeEvent
 from replicator.model.text import time_text
 from replicator.source.arrow_types import source_arrow_type as producers_type
 
@@ -73,31 +71,3 @@ def change_batch(
         [e.transaction_id or e.gtid or str(e.position) for e in events], pa.string())
     arrays[cb.TABLE] = pa.array([e.table for e in events], pa.string())
     return pa.table(arrays)
-
-
-def batch_events(batch: pa.Table, key_columns: Sequence[str]) -> list[ChangeEvent]:
-    """The ``ChangeEvent``s of a change batch (the per-row bridge, for paths not yet columnar).
-
-    A key update gets its before-image from the batch's before columns (a batch landed with
-    the old key only: the after-image with the old key); other updates carry only their
-    after-image."""
-    data = [name for name in batch.column_names if not cb.is_internal(name)]
-    before_of = cb.before_columns(batch.column_names, tuple(key_columns))
-    out = []
-    for row in batch.to_pylist():
-        image = {name: row[name] for name in data}
-        op = row[cb.OP]
-        before = after = None
-        if op == "d":
-            before = image
-        else:
-            after = image
-            if op == "u" and any(row[b] is not None for b in before_of.values()):
-                before = {**image, **{c: row[b] for c, b in before_of.items()}}
-        out.append(ChangeEvent(
-            table=row[cb.TABLE], op=op, position=BinlogPosition(row[cb.FILE], row[cb.POS]),
-            row_index=row[cb.ROW_INDEX], ts_ms=row[cb.TS_MS], before=before, after=after,
-            gtid=row[cb.GTID], transaction_id=row[cb.TRANSACTION_ID]))
-    return out
-
-

@@ -1,7 +1,8 @@
 """SQL (DuckDB) for one staged column: a source value -> the staging value of its target type.
 
-The columnar twin of ``sink.values.value_converter``: the same text forms, roundings and
-masks, as DuckDB expressions over a change batch's Arrow columns (DuckDB scans Arrow in place,
+The one place of the value conversions (the per-row converter it was the twin of is gone:
+docs/decisions/one-data-plane.md): text forms as MySQL prints them, roundings and masks, as
+DuckDB expressions over a change batch's Arrow columns (DuckDB scans Arrow in place,
 and its conversions are exact where Arrow's are not: DECIMAL -> DOUBLE in Arrow 26 is off in
 the last bit for ~half of the values, measured; DuckDB's DOUBLE -> VARCHAR is Python's repr).
 Every function returns SQL text over already quoted inputs; values never enter it (a salt is
@@ -175,7 +176,7 @@ def convert(sql: str, kind: str, column: PlannedColumn) -> str:
 
 
 def staged_value(sql: str, kind: str, column: PlannedColumn, params: Params) -> str:
-    """The staged value: converted, then masked (``sink.values.value_converter``'s order)."""
+    """The staged value: converted, then masked (truncate after the conversion)."""
     mask = column.mask
     if mask is None:
         return convert(sql, kind, column)

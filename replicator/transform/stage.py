@@ -1,6 +1,6 @@
 """``stage_batch``: a change batch -> staging rows, as ONE DuckDB statement over the Arrow batch.
 
-The statement, in the order ``sink.staging.stage_changes`` applies its steps per row:
+The statement, step by step (the only staging path: docs/decisions/one-data-plane.md):
 
 1. ``split``: an update that changed the key (its before-image columns are set) becomes a
    delete of the old row (the before-image, every column) ordered just before an insert of
@@ -14,15 +14,15 @@ The statement, in the order ``sink.staging.stage_changes`` applies its steps per
    metadata and internal columns; ``STAGE_SEQ`` numbers the rows from ``first_seq``.
 
 scd2 tables keep every change and then fold them into versions with window functions
-(``_scd2_ctes``: the versions of ``sink.versions``). DuckDB scans the Arrow batch in place;
-nothing loops over rows in Python. Outbox routes are flattened columnar first
-(``transform.outbox``: Arrow's JSON reader over the route's payloads) into a change batch of
-the route; a batch it cannot read exactly takes the per-row path (``sink.outbox``).
+(``_scd2_ctes``). DuckDB scans the Arrow batch in place; nothing loops over rows in Python.
+Outbox routes are flattened columnar first (``transform.outbox``: one DuckDB statement over
+the route's payloads) into a change batch of the route, staged like any table's.
 """
 
 from __future__ import annotations
 
 import threading
+import warnings
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -34,10 +34,8 @@ from replicator.plan.model import STAGE_CHANGE_SEQ, STAGE_OP, STAGE_SEQ, STAGE_T
 from replicator.plan.program import StagingQuery
 from replicator.plan.statements import stage_copy, stage_filter
 from replicator.plan.statements.stage_copy import METADATA_SOURCES
-from replicator.sink.adapt import adapt_events
-from replicator.sink.staging import stage_changes, staging_schema
+from replicator.sink.staging import staging_schema
 from replicator.source.arrow_types import INTERNAL_KINDS, source_kind_name, wide_decimal
-from replicator.transform.batch import batch_events
 from replicator.transform.columns import Params, decimal_text, q, source_kind, staged_value
 from replicator.transform.expressions import (
     computed_sql,
@@ -46,6 +44,7 @@ from replicator.transform.expressions import (
     result_kind,
     translatable,
 )
+from replicator.transform.outbox import install as install_outbox
 from replicator.transform.outbox import route_batch
 
 if TYPE_CHECKING:
@@ -69,6 +68,11 @@ _METADATA_SOURCES = METADATA_SOURCES
 
 _local = threading.local()
 THREADS = 1  # a batch is small, and the cores serve Spark
+# Statements run with execute(), not sql(): the relation API binds a statement twice (once
+# to learn its columns), and binding is most of a small batch's cost (a 10-row batch of
+# shop.Order Items: 17.7 -> 13.4 ms; 50k rows: the same). DuckDB warns that execute()'s
+# result is copied into Arrow: a copy of the staged rows, cheaper than the second bind.
+warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
 
 
 def _connection() -> Any:
@@ -81,6 +85,7 @@ def _connection() -> Any:
         # TIMESTAMP values are instants in UTC; DuckDB prints and casts them in its zone.
         connection.execute("SET TimeZone = 'UTC'")
         connection.execute(f"SET threads = {THREADS}")
+        install_outbox(connection)
         _local.connection = connection
     return connection
 
@@ -95,10 +100,7 @@ def stage_batch(table: TablePlan, batch: pa.Table, *, first_seq: int = 0) -> pa.
     """The staging rows of ``batch`` for ``table``; ``first_seq``: rows of the same sink
     batch staged before these (``STAGE_SEQ`` continues across slices)."""
     if table.outbox is not None:  # no filter or computed column; the payload flattened columnar
-        routed = route_batch(table, batch)
-        if routed is None:  # what Arrow's JSON reader cannot promise: sink.outbox, per event
-            return _per_row(table, batch, first_seq)
-        return _columnar(table, routed, first_seq)
+        return _columnar(table, route_batch(table, batch, _connection()), first_seq)
     if not translatable(table):
         # The plan refuses what has no DuckDB form; a batch typed unlike the plan checked
         # (a column's type changed under it) is not evaluated any other way.
@@ -112,10 +114,11 @@ def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialec
                  snapshot: bool = True) -> StagingQuery | None:
     """The transform step as one statement the warehouse runs over a batch's change files:
     a group of snapshot chunk files, or (``snapshot=False``) a stream batch's files of one
-    source table (``Dialect.change_files``; ``schemas``: theirs), or None where it must run here: a
-    warehouse that cannot read them, outbox routes and expressions without a DuckDB form
-    (the per-row path), files of different layouts, and DECIMALs over 38 digits (DuckDB
-    reads those from Parquet as DOUBLE)."""
+    source table (``Dialect.change_files``; ``schemas``: theirs), or None where the driver
+    stages them with ``stage_batch`` (columnar too): a warehouse that cannot read them,
+    outbox routes (flattened first), files of different layouts, and DECIMALs over 38
+    digits (DuckDB reads those from Parquet as DOUBLE; ``stage_batch`` reads them from Arrow
+    as exact text)."""
     import pyarrow as pa
 
     if dialect.external_stage is not None:  # the COPY matches each file's columns by name
@@ -181,11 +184,6 @@ def _file_statement(table: TablePlan, layout: tuple[tuple[str, str], ...], batch
     params = Params()
     sql = statement(table, dict(layout), params, batch=batch, reads=snapshot)
     return StagingQuery(sql, tuple(params))
-
-
-def _per_row(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
-    events = adapt_events(table, batch_events(batch, batch_key(table)))
-    return stage_changes(table, events, first_seq=first_seq)
 
 
 def _columnar(table: TablePlan, batch: pa.Table, first_seq: int) -> pa.Table:
@@ -264,7 +262,7 @@ def _run(table: TablePlan, batch: pa.Table, query: tuple[str, tuple[Any, ...]]) 
     connection = _connection()
     connection.register("batch", batch)
     try:
-        return connection.sql(sql, params=list(params)).to_arrow_table()
+        return connection.execute(sql, list(params)).to_arrow_table()  # one bind: see THREADS
     except duckdb.Error as exc:
         row = _failing_row(batch, sql, params)
         key = {k: row.get(k) for k in batch_key(table)}
@@ -457,8 +455,8 @@ _VERSION_SEQ = cb.INTERNAL_PREFIX + "version_seq"
 
 
 def _scd2_ctes(table: TablePlan, names: set[str]) -> list[tuple[str, str]]:
-    """scd2: the kept changes -> the versions ``sink.versions.versions`` computes, per key in
-    binlog order: a change whose tracked columns differ from the previous change of its run
+    """scd2: the kept changes -> versions (Spark Declarative Pipelines' AUTO CDC SCD type 2,
+    sequenced by binlog position), per key in binlog order: a change whose tracked columns differ from the previous change of its run
     (the changes since the key's last delete) opens a version, others fold into it; a
     version ends at the next change after its last (a delete or the next version); a delete
     as the key's first change ends the target's current version. A tracked column the batch
@@ -473,14 +471,15 @@ def _scd2_ctes(table: TablePlan, names: set[str]) -> list[tuple[str, str]]:
                else q(c.image_key) if c.image_key in names else "NULL"
                for c in table.tracked_columns]
     op, final = q(cb.OP), q(_FINAL_OP)
-    # change_seq(): binlog position as sortable text ('%010d.%020d.%d%010d'); a snapshot
-    # read (r) sorts first. lpad and || rather than printf: one form DuckDB and Snowflake
-    # both run (the numbers are never negative nor wider than their padding).
+    # change_seq(): binlog position as sortable text (cb.CHANGE_SEQ_FORMAT); a snapshot read
+    # (r) sorts first. lpad and || rather than printf: one form DuckDB and Snowflake both run
+    # (the numbers are never negative nor wider than their padding).
     def padded(name: str, width: int) -> str:
         return f"lpad(CAST({q(name)} AS VARCHAR), {width}, '0')"
 
-    seq = (f"({padded(cb.FILE_SEQ, 10)} || '.' || {padded(cb.POS, 20)} || '.' || "
-           f"CASE WHEN {op} = 'r' THEN '0' ELSE '1' END || {padded(cb.ROW_INDEX, 10)})")
+    file_width, pos_width, row_width = cb.CHANGE_SEQ_WIDTHS
+    seq = (f"({padded(cb.FILE_SEQ, file_width)} || '.' || {padded(cb.POS, pos_width)} || '.' || "
+           f"CASE WHEN {op} = 'r' THEN '0' ELSE '1' END || {padded(cb.ROW_INDEX, row_width)})")
     lags = "".join(f", lag({c}) OVER {window} AS {q(_N + '_prev_' + str(i))}, "
                    f"lead({c}) OVER {window} AS {q(_N + '_next_' + str(i))}"
                    for i, c in enumerate(tracked))

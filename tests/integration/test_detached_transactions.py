@@ -21,7 +21,7 @@ from replicator.plan import build_plan
 from replicator.plan.dialects import SNOWFLAKE
 from replicator.plan.statements import bookkeeping, names
 from replicator.sink.snowflake import SnowflakeSink
-from tests.fixtures.row_transforms import staged_per_row
+from tests.fixtures.row_transforms import stage_events
 from tests.fixtures.sink_sample import CATALOG, sample_pipeline, scenario
 
 pytestmark = pytest.mark.usefixtures("fakesnow_server")
@@ -45,7 +45,7 @@ def _sink(server: Any, database: str, pipeline: Any, plan: Any) -> SnowflakeSink
 def _batch(plan: Any, number: int) -> tuple[Any, int, Any]:
     table = plan.table("shop.regions")
     batch_id, by_table = scenario()[0][number]
-    return table, batch_id, staged_per_row(table, by_table["shop.regions"])
+    return table, batch_id, stage_events(table, by_table["shop.regions"])
 
 
 def test_the_next_run_aborts_what_the_killed_run_left_open_and_applies_at_once(

@@ -9,7 +9,7 @@ from replicator.engine.state.lease import take_lease
 from replicator.errors import LeaseError
 from replicator.plan import build_plan
 from replicator.sink import open_sink
-from tests.fixtures.row_transforms import staged_per_row
+from tests.fixtures.row_transforms import stage_events
 from tests.fixtures.sink_sample import CATALOG, sample_pipeline, scenario
 
 fakesnow = pytest.importorskip("fakesnow")
@@ -26,7 +26,7 @@ def test_the_lease_fences_a_batch_on_snowflake():
         batches, _ = scenario()
         batch_id, by_table = batches[0]
         assert not first.apply(table, batch_id, {"file": "f", "pos": 1},
-                               staged_per_row(table, by_table["shop.regions"])).skipped
+                               stage_events(table, by_table["shop.regions"])).skipped
 
         second = open_sink(pipeline, plan)
         with pytest.raises(LeaseError) as refused:
@@ -38,10 +38,10 @@ def test_the_lease_fences_a_batch_on_snowflake():
         batch_id, by_table = batches[2]
         with pytest.raises(LeaseError, match="another run took the lease"):
             first.apply(table, batch_id, {"file": "f", "pos": 3},
-                        staged_per_row(table, by_table["shop.regions"]))
+                        stage_events(table, by_table["shop.regions"]))
         assert first.last_applied(table)["batch_id"] == 1  # nothing of batch 3 recorded
         assert not second.apply(table, batch_id, {"file": "f", "pos": 3},
-                                staged_per_row(table, by_table["shop.regions"])).skipped
+                                stage_events(table, by_table["shop.regions"])).skipped
         assert second.last_applied(table)["batch_id"] == batch_id
         taken.release()
         again = take_lease(first, pipeline.name)  # released: free at once

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 from decimal import Decimal
 from pathlib import Path
 
@@ -20,8 +21,7 @@ from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget, TargetConfi
 from replicator.plan import DUCKDB, SNOWFLAKE, build_plan, offline_catalog
 from replicator.plan.statements.names import log_name, target_name
 from replicator.sink import open_sink
-from replicator.sink.values import mask_function
-from tests.fixtures.row_transforms import staged_per_row
+from tests.fixtures.row_transforms import stage_events
 
 ROOT = Path(__file__).resolve().parents[2]
 UTC = dt.UTC
@@ -74,7 +74,7 @@ class Binlog:
 
 def _apply(sink, plan, source_name, batch_id, events):
     table = plan.table(source_name)
-    return sink.apply(table, batch_id, {"file": "mysql-bin.000001", "pos": 1}, staged_per_row(table, events))
+    return sink.apply(table, batch_id, {"file": "mysql-bin.000001", "pos": 1}, stage_events(table, events))
 
 
 def _rows(sink, sql):
@@ -223,7 +223,7 @@ def test_scd2_keeps_every_version_of_a_key_and_replays_change_nothing(modes):
     table = plan.table("shop.customers")
     [email] = _rows(sink, f'SELECT "EMAIL" FROM {target_name(table, dialect)} '
                           'WHERE "ID" = 1 AND "_IS_CURRENT"')
-    assert email["EMAIL"] == mask_function("sha256", 0)("a@y")  # in place, masked
+    assert email["EMAIL"] == hashlib.sha256(b"a@y").hexdigest()  # in place, masked
 
 
 def test_scd2_snapshot_of_an_unchanged_row_opens_no_version(modes):

@@ -340,7 +340,7 @@ def test_outbox_end_to_end_into_duckdb(spark, mariadb, mysql_source, fresh_datab
                                        monkeypatch):
     import duckdb
 
-    from replicator.sink.outbox import OutboxError
+    from replicator.transform.outbox import OutboxError
 
     warehouse = tmp_path / "warehouse.duckdb"
     pipeline = _pipeline(mysql_source, fresh_database, tmp_path,

@@ -10,7 +10,7 @@ from replicator.plan import build_plan
 from replicator.plan.model import PlannedColumn
 from replicator.plan.types import STRING
 from replicator.sink import open_sink
-from tests.fixtures.row_transforms import staged_per_row
+from tests.fixtures.row_transforms import stage_events
 from tests.fixtures.sink_sample import (
     CATALOG,
     normalize,
@@ -65,7 +65,7 @@ def test_replayed_batch_changes_nothing_and_last_applied_is_recorded(duckdb_sink
     first = read_target(sink.connection, plan, "REGION STOCK")
     batches, _ = scenario()
     batch_id, by_table = batches[-1]
-    replay = sink.apply(table, batch_id, {}, staged_per_row(table, by_table["shop.regions"]))
+    replay = sink.apply(table, batch_id, {}, stage_events(table, by_table["shop.regions"]))
     assert replay.skipped
     assert read_target(sink.connection, plan, "REGION STOCK") == first
     last = sink.last_applied(table)
@@ -76,7 +76,7 @@ def test_failed_merge_rolls_back_the_state_row(duckdb_sink):
     sink, plan = duckdb_sink
     table = plan.table("shop.regions")
     batches, _ = scenario()
-    staged = staged_per_row(table, batches[0][1]["shop.regions"])
+    staged = stage_events(table, batches[0][1]["shop.regions"])
     # A staged table with a column the staging table lacks fails inside the transaction.
     broken = staged.append_column("EXTRA", staged.column(0))
     from replicator.errors import SinkError
@@ -117,7 +117,7 @@ def test_tables_of_one_batch_apply_concurrently(duckdb_sink):
     sink, plan = duckdb_sink
     batches, _ = scenario()
     staged = {
-        name: staged_per_row(plan.table(name), events) for name, events in batches[0][1].items()
+        name: stage_events(plan.table(name), events) for name, events in batches[0][1].items()
     }
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(

@@ -12,9 +12,7 @@ from replicator.model.pipeline import DuckDBTarget, SnowflakeTarget
 from replicator.plan import SNOWFLAKE, build_plan, offline_catalog
 from replicator.plan.statements.names import target_name
 from replicator.sink import open_sink
-from replicator.sink.outbox import flatten_outbox
-from replicator.sink.routing import with_source_table
-from tests.fixtures.row_transforms import staged_per_row
+from tests.fixtures.row_transforms import stage_events
 from tests.fixtures.sink_sample import outbox_sample_events, sample_events
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,14 +37,12 @@ def exercise(pipeline, count_rows):
             source = (catalog.table("", table.source_name) if table.routed
                       else catalog.table(table.source_database, table.source_table))
             if table.outbox is not None:
-                # Outbox rows of the route's type, flattened by the outbox step as the engine
+                # Outbox rows of the route's type, flattened by stage_batch as the engine
                 # does: 4 events, keys 1, 2, 1, then 2 deleted by `delete_when`.
-                events = flatten_outbox(table, outbox_sample_events(table))
-                assert len(events) == 4
-            else:
-                # Routing's adapt step adds the _SOURCE_TABLE key column as the engine does.
-                events = with_source_table(table, sample_events(table, source))
-            staged = staged_per_row(table, events)
+                events = outbox_sample_events(table)
+            else:  # a routed table's _SOURCE_TABLE comes from the batch's table column
+                events = sample_events(table, source)
+            staged = stage_events(table, events)
             assert not sink.apply(table, 1, {"file": "f", "pos": 1}, staged).skipped
             assert sink.apply(table, 1, {"file": "f", "pos": 1}, staged).skipped
             # sample_events: 4 changes leaving 1 row; a changelog keeps all 4, scd2 keeps the

@@ -14,7 +14,7 @@ import pytest
 from replicator.errors import SinkError
 from replicator.plan import SNOWFLAKE, build_plan
 from replicator.sink.limits import check_value_sizes
-from tests.fixtures.row_transforms import staged_per_row
+from tests.fixtures.row_transforms import stage_events
 from tests.fixtures.sink_sample import CATALOG, sample_events, sample_pipeline
 
 pytestmark = pytest.mark.slow  # 17 MB values through fakesnow
@@ -56,7 +56,7 @@ def test_snowflake_refuses_an_oversize_text_naming_table_key_and_column():
             sink.prepare()
             for column, value, kind in (("Mixed Case", BIG_TEXT, "VARCHAR"),
                                         ("payload", b"\x00" * (8 * 1024 * 1024 + 1), "BINARY")):
-                staged = staged_per_row(table, _with_big_value(table, source, column, value))
+                staged = stage_events(table, _with_big_value(table, source, column, value))
                 with pytest.raises(SinkError) as excinfo:
                     sink.apply(table, 1, {"pos": 1}, iter([staged]))
                 message = str(excinfo.value)
@@ -68,7 +68,7 @@ def test_snowflake_refuses_an_oversize_text_naming_table_key_and_column():
                 assert not excinfo.value.transient  # a retry cannot help
                 assert count_rows(sink, table) == 0 and sink.last_applied(table) is None
             # Under the limit the same batch applies.
-            staged = staged_per_row(table, sample_events(table, source))
+            staged = stage_events(table, sample_events(table, source))
             assert not sink.apply(table, 1, {"pos": 1}, iter([staged])).skipped
             assert count_rows(sink, table) == 1
         finally:
@@ -93,7 +93,7 @@ def test_duckdb_takes_the_same_value(tmp_path):
     sink = DuckDBSink(pipeline, plan)
     try:
         sink.prepare()
-        staged = staged_per_row(table, _with_big_value(table, source, "Mixed Case", BIG_TEXT))
+        staged = stage_events(table, _with_big_value(table, source, "Mixed Case", BIG_TEXT))
         assert not sink.apply(table, 1, {"pos": 1}, iter([staged])).skipped
         from replicator.plan.statements.names import target_name
 
@@ -157,7 +157,7 @@ def test_dead_letter_sets_the_row_aside_and_applies_the_rest_once():
             index = next(i for i, e in enumerate(events) if e.op == "c" and e.after["id"] == 2)
             events[index] = dataclasses.replace(
                 events[index], after={**events[index].after, "Mixed Case": BIG_TEXT})
-            staged = staged_per_row(table, events)
+            staged = stage_events(table, events)
             assert staged.num_rows == 2
             offset = {"file": "mysql-bin.000042", "pos": 1234}
             result = sink.apply(table, 5, offset, iter([staged]))

@@ -26,7 +26,7 @@ from replicator.plan.statements.names import log_name, target_name
 from replicator.sink import open_sink
 from replicator.sink.duckdb import DuckDBSink
 from replicator.sink.snowflake import SnowflakeSink
-from tests.fixtures.row_transforms import staged_per_row
+from tests.fixtures.row_transforms import stage_events
 from tests.fixtures.sink_sample import CATALOG, sample_events, sample_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -191,7 +191,7 @@ def test_a_run_executes_exactly_the_planned_program(target, pipeline_kind, tmp_p
 
         for table in plan.tables:
             source = catalog.table(table.source_database, table.source_table)
-            staged = staged_per_row(table, sample_events(table, source))
+            staged = stage_events(table, sample_events(table, source))
             # 1. Arrow slices (the second empty, as a drained slice source may end).
             key = BatchKey(pipeline.name, table.target_table, 7, {"file": "f", "pos": 7})
             result = sink.apply(table, 7, dict(key.end_offset), iter([staged, staged.slice(0, 0)]))
@@ -259,7 +259,7 @@ def test_an_atomic_batch_executes_exactly_the_planned_program(target):
     sink = sink_for(pipeline, plan)
     recorder = sink.connection
     tables = list(plan.tables)
-    staged = {t.target_table: staged_per_row(t, sample_events(
+    staged = {t.target_table: stage_events(t, sample_events(
         t, catalog.table(t.source_database, t.source_table))) for t in tables}
     from replicator.sink.protocol import TableBatch
 
@@ -315,10 +315,10 @@ def test_a_followed_truncate_is_recorded_in_the_batch_transaction(target):
     (atomic, and table by table with no change at all), the hook before the first record
     of each table; positions compare by the binlog file's number (a seventh digit), not as
     text. Values are bound, never in the SQL text (scd2 binds its commit time)."""
+    from replicator.model.change_batch import change_seq_at
     from replicator.model.changes import BinlogPosition
     from replicator.plan.program import TruncateAt
     from replicator.sink.protocol import TableBatch
-    from replicator.sink.versions import change_seq_at
 
     dialect, warehouse, sink_for = target
     pipeline = modes_pipeline(warehouse)
@@ -333,7 +333,7 @@ def test_a_followed_truncate_is_recorded_in_the_batch_transaction(target):
         return TruncateAt("mysql-bin.1000000", 1_000_000, pos, 1_700_000_100_000 + pos,
                           change_seq_at(1_000_000, pos))
 
-    staged = {t.target_table: staged_per_row(t, [
+    staged = {t.target_table: stage_events(t, [
         dataclasses.replace(e, position=BinlogPosition("mysql-bin.999999", e.position.pos))
         for e in sample_events(t, catalog.table(t.source_database, t.source_table))])
         for t in chosen}
@@ -394,10 +394,10 @@ def test_a_followed_truncate_of_merged_tables_runs_before_their_merge(target):
     new row); then the table holds what a TRUNCATE and the change leave. A table whose batch
     holds only the TRUNCATE runs it too (atomic: false, the table's own transaction)."""
     from replicator.cli.plan_ddl import preview_ddl
+    from replicator.model.change_batch import change_seq_at
     from replicator.model.changes import BinlogPosition
     from replicator.plan.program import TruncateAt
     from replicator.sink.protocol import TableBatch
-    from replicator.sink.versions import change_seq_at
     from tests.fixtures.sink_sample import _History, sample_value
 
     dialect, warehouse, sink_for = target
@@ -437,7 +437,7 @@ def test_a_followed_truncate_of_merged_tables_runs_before_their_merge(target):
         # batch 11: key 1 live (key 2 inserted and deleted in it: never in the target)
         for table in chosen:
             sink.apply(table, 11, {"file": "f", "pos": 11},
-                       staged_per_row(table, sample_events(table, source_of(table))))
+                       stage_events(table, sample_events(table, source_of(table))))
         before = {t.target_table: rows(sink.connection.inner, t) for t in chosen}
         assert before == {t.target_table: 1 for t in chosen}
         recorder.take()
@@ -452,7 +452,7 @@ def test_a_followed_truncate_of_merged_tables_runs_before_their_merge(target):
                 finally:
                     other.close()
 
-        results = sink.apply_atomic([TableBatch(t, staged_per_row(t, inserted(t, 3)),
+        results = sink.apply_atomic([TableBatch(t, stage_events(t, inserted(t, 3)),
                                                 truncates=[at]) for t in chosen],
                                     12, {"file": "f", "pos": 12}, at_truncate=at_truncate)
         recorded = recorder.take()

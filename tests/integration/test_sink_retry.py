@@ -21,7 +21,7 @@ from replicator.plan.program import BatchKey
 from replicator.sink.duckdb import DuckDBSink
 from replicator.sink.session import RETRY_DELAYS_S, retry_delays
 from replicator.sink.snowflake import SnowflakeSink
-from tests.fixtures.row_transforms import staged_per_row
+from tests.fixtures.row_transforms import stage_events
 from tests.fixtures.sink_sample import sample_events
 from tests.integration.test_sink_program import count, modes_pipeline
 
@@ -132,7 +132,7 @@ def test_a_transient_failure_at_each_statement_lands_the_batch_once(failing):
         sink.prepare()
         for table in plan.tables:
             source = catalog.table(table.source_database, table.source_table)
-            staged = staged_per_row(table, sample_events(table, source))
+            staged = stage_events(table, sample_events(table, source))
             # Batch 1: no failure; its rows are what each later batch adds (changelog) or
             # leaves as they are (merge, scd2: the same changes converge).
             assert not sink.apply(table, 1, {"pos": 1}, iter([staged])).skipped
@@ -171,7 +171,7 @@ def test_a_transient_failure_at_each_statement_of_an_atomic_batch_lands_it_once(
     catalog = offline_catalog(pipeline)
     plan = build_plan(pipeline, catalog)
     tables = list(plan.tables)
-    staged = [staged_per_row(t, sample_events(t, catalog.table(t.source_database,
+    staged = [stage_events(t, sample_events(t, catalog.table(t.source_database,
                                                                t.source_table))) for t in tables]
     injector = _Injector(error)
     sink = sink_for(pipeline, plan, injector)
@@ -219,7 +219,7 @@ def test_a_failure_that_persists_ends_after_the_delays_with_nothing_applied(fail
     plan = build_plan(pipeline, catalog)
     table = next(t for t in plan.tables if t.mode == "changelog")
     source = catalog.table(table.source_database, table.source_table)
-    staged = staged_per_row(table, sample_events(table, source))
+    staged = stage_events(table, sample_events(table, source))
 
     class _Always(_Injector):
         def execute(self, inner, sql, params):

@@ -59,14 +59,14 @@ def test_scripted_batches_leave_exactly_the_expected_rows(snowflake_sink):
 
 def test_replay_is_a_noop_and_last_applied_is_recorded(snowflake_sink):
     sink, plan = snowflake_sink
-    from tests.fixtures.row_transforms import staged_per_row
+    from tests.fixtures.row_transforms import stage_events
 
     run_scenario(sink, plan)
     table = plan.table("shop.regions")
     first = read_target(sink.connection, plan, "REGION STOCK")
     batches, _ = scenario()
     batch_id, by_table = batches[-1]
-    assert sink.apply(table, batch_id, {}, staged_per_row(table, by_table["shop.regions"])).skipped
+    assert sink.apply(table, batch_id, {}, stage_events(table, by_table["shop.regions"])).skipped
     assert read_target(sink.connection, plan, "REGION STOCK") == first
     last = sink.last_applied(table)
     assert last["batch_id"] == 4 and last["end_offset"] == {"file": "f", "pos": 4}

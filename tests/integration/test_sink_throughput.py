@@ -23,7 +23,7 @@ from replicator.model.pipeline import (
 )
 from replicator.plan import build_plan
 from replicator.sink import open_sink
-from tests.fixtures.row_transforms import staged_per_row
+from tests.fixtures.row_transforms import stage_events
 
 pytestmark = pytest.mark.slow
 CHANGES = 100_000
@@ -72,16 +72,16 @@ def measure(target_kind: str, warehouse) -> str:
     sink.prepare()
     snapshot = [ChangeEvent("shop.orders", "r", BinlogPosition("mysql-bin.000001", 4), i, 0,
                             after=row(i, 0)) for i in range(CHANGES)]
-    sink.apply(table, -1, {}, staged_per_row(table, snapshot))
+    sink.apply(table, -1, {}, stage_events(table, snapshot))
     changes = events(0, CHANGES, 1)
     started = time.perf_counter()
-    staged = staged_per_row(table, changes)
+    staged = stage_events(table, changes)
     staging_seconds = time.perf_counter() - started
     result = sink.apply(table, 1, {"file": "mysql-bin.000001", "pos": 1}, staged)
     sink.close()
     total = staging_seconds + result.seconds_stage + result.seconds_merge
     return (f"{target_kind}: {CHANGES} changes into a {CHANGES}-row table: "
-            f"stage_changes {staging_seconds:.2f} s, load staging {result.seconds_stage:.2f} s, "
+            f"stage_batch {staging_seconds:.2f} s, load staging {result.seconds_stage:.2f} s, "
             f"MERGE+state+commit {result.seconds_merge:.2f} s, "
             f"total {total:.2f} s = {CHANGES / total:,.0f} changes/s")
 

@@ -1,5 +1,5 @@
 """Shared pieces of the verify tests: a pipeline file over the demo schema with every kind of
-mapping, and replication without Spark (snapshot chunks -> stage_changes -> sink.apply)."""
+mapping, and replication without Spark (snapshot chunks -> transform.stage_batch -> sink.apply)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def replicate_by_snapshot(pipeline: Pipeline, sink: Any, *, chunk_rows: int = 50
     """Copy every table into the target the way the engine's snapshot does; rows staged."""
     from replicator.source.positions import current_position
     from replicator.source.snapshot import plan_chunks, read_chunk
-    from tests.fixtures.row_transforms import staged_per_row
+    from tests.fixtures.row_transforms import stage_events
 
     context = Context(pipeline)
     catalog, plan = context.catalog, context.plan
@@ -73,7 +73,7 @@ def replicate_by_snapshot(pipeline: Pipeline, sink: Any, *, chunk_rows: int = 50
         assert source_table is not None
         for chunk in plan_chunks(pipeline.source, source_table, chunk_rows=chunk_rows):
             events = list(read_chunk(pipeline.source, source_table, chunk, position=position))
-            staged = staged_per_row(table, events)
+            staged = stage_events(table, events)
             sink.apply(table, -1 - chunk.index, BinlogPosition.to_offset(position), staged)
             staged_rows += staged.num_rows
     return staged_rows
@@ -88,10 +88,10 @@ def open_target(pipeline: Pipeline) -> Any:
 
 def replicate_changes(pipeline: Pipeline, sink: Any, start: Any, *, batch_id: int) -> int:
     """Apply the binlog from ``start`` to the head, one batch per table, as the engine does
-    (every change staged; stage_changes compacts what the table's mode compacts)."""
+    (every change staged; stage_batch compacts what the table's mode compacts)."""
     from replicator.source.binlog import read_changes
     from replicator.source.positions import current_position
-    from tests.fixtures.row_transforms import staged_per_row
+    from tests.fixtures.row_transforms import stage_events
 
     plan = Context(pipeline).plan
     end = current_position(pipeline.source)
@@ -102,7 +102,7 @@ def replicate_changes(pipeline: Pipeline, sink: Any, start: Any, *, batch_id: in
     applied = 0
     for table in plan.tables:
         mine = [e for e in events if e.table.lower() == table.source_name.lower()]
-        staged = staged_per_row(table, mine)
+        staged = stage_events(table, mine)
         sink.apply(table, batch_id, end.to_offset(), staged)
         applied += len(mine)
     return applied

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import functools
 import json
 from decimal import Decimal
 from pathlib import Path
@@ -13,22 +15,15 @@ from hypothesis import strategies as st
 
 from replicator.config import load_pipeline
 from replicator.errors import PlanError
+from replicator.model import change_batch as cb
 from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
 from replicator.model.changes import BinlogPosition, ChangeEvent
 from replicator.model.jsonpath import MISSING, PathError, evaluate, format_steps, parse_path
 from replicator.plan import build_plan, offline_catalog
 from replicator.plan.types import parse_target_type
-from replicator.sink.adapt import adapt_events
-from replicator.sink.outbox import (
-    BadValue,
-    OutboxError,
-    converter,
-    count_unrouted,
-    json_text,
-    parse_payload,
-    truthy,
-)
-from replicator.sink.staging import stage_changes
+from replicator.transform import change_batch, stage_batch
+from replicator.transform.outbox import OutboxError, count_unrouted, route_batch
+from replicator.transform.stage import _connection, batch_key
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINE = ROOT / "pipelines" / "outbox.yaml"
@@ -96,12 +91,48 @@ def test_format_then_parse_roundtrips(steps):
 # -- conversions ---------------------------------------------------------------------------
 
 
-def convert(type_text: str, value):
-    return converter(parse_target_type(type_text))(value)
+# Each conversion runs as a route's batch does: a route with the column ``v`` of the type
+# at $.v, one outbox row holding {"k": 1, "v": <value>}, staged by transform.stage_batch.
+_VALUE_ROUTE = """
+version: 1
+source: {mysql: {host: h, password: "${P:-}"}}
+target: {duckdb: {path: w.duckdb}}
+tables:
+  - source: shop.outbox
+    mode: outbox
+    outbox:
+      type_column: aggregate_type
+      payload_column: payload
+      routes:
+        x:
+          target: X
+          key: [k]
+          delete_when: $.gone
+          columns:
+            k: {path: $.k, type: "NUMBER(20,0)"}
+            v: {path: $.v, type: TYPE}
+"""
 
 
-def payload(text: str):
-    return parse_payload(text)
+@functools.cache
+def _value_route(type_text: str):
+    import tempfile
+
+    path = Path(tempfile.mkdtemp()) / "p.yaml"
+    path.write_text(_VALUE_ROUTE.replace("TYPE", json.dumps(type_text)))
+    return build_plan(load_pipeline(path, environ={}), outbox_catalog()).tables[0]
+
+
+def _staged(type_text: str, payloads: list[str]) -> list[dict]:
+    table = _value_route(type_text)
+    events = [row(n, "x", text) for n, text in enumerate(payloads, start=1)]
+    return stage_batch(table, _batch(table, events)).to_pylist()
+
+
+def convert(type_text: str, json_value: str):
+    """The staged value of ``json_value`` (JSON text) in a column of ``type_text``."""
+    staged, = _staged(type_text, ['{"k": 1, "v": ' + json_value + "}"])
+    return staged["V"]
 
 
 @pytest.mark.parametrize(("type_text", "json_value", "expected"), [
@@ -139,7 +170,7 @@ def payload(text: str):
     ("BINARY", '"AAEC/w=="', b"\x00\x01\x02\xff"),
 ])
 def test_conversion_is_exact(type_text, json_value, expected):
-    result = convert(type_text, payload(json_value))
+    result = convert(type_text, json_value)
     assert result == expected
     assert type(result) is type(expected)
 
@@ -158,7 +189,7 @@ def test_conversion_is_exact(type_text, json_value, expected):
     ("FLOAT", "true", "a boolean"),
     ("FLOAT", "1e400", "too large"),
     ("VARCHAR(3)", '"abcd"', "4 characters"),
-    ("VARCHAR", '"\\ud800"', "surrogate"),
+    ("VARCHAR", '"\\ud800"', "no low surrogate"),  # not JSON (docs/decisions/one-data-plane.md)
     ("BOOLEAN", '"yes"', "not a boolean"),
     ("BOOLEAN", "2", "not a boolean"),
     ("DATE", '"2024-02-30"', "not a valid date"),
@@ -170,18 +201,19 @@ def test_conversion_is_exact(type_text, json_value, expected):
     ("BINARY", "12", "not base64"),
 ])
 def test_conversion_refuses_what_it_cannot_keep(type_text, json_value, reason):
-    with pytest.raises(BadValue, match=reason):
-        convert(type_text, payload(json_value))
+    with pytest.raises(OutboxError, match=reason):
+        convert(type_text, json_value)
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.decimals(allow_nan=False, allow_infinity=False, places=2,
-                   min_value=Decimal("-9999999999.99"), max_value=Decimal("9999999999.99")))
-def test_decimals_that_fit_come_back_exactly(number):
-    text = json.dumps({"v": str(number)})  # as text, and as a JSON number
-    assert convert("NUMBER(12,2)", parse_payload(text)["v"]) == number
-    assert convert("NUMBER(12,2)", parse_payload('{"v": ' + format(number, "f") + "}")["v"]) \
-        == number
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.decimals(allow_nan=False, allow_infinity=False, places=2,
+                            min_value=Decimal("-9999999999.99"), max_value=Decimal("9999999999.99")),
+                min_size=1, max_size=20))
+def test_decimals_that_fit_come_back_exactly(numbers):
+    as_text = [json.dumps({"k": n, "v": str(number)}) for n, number in enumerate(numbers)]
+    as_number = [f'{{"k": {n}, "v": {number:f}}}' for n, number in enumerate(numbers)]
+    for payloads in (as_text, as_number):
+        assert [r["V"] for r in _staged("NUMBER(12,2)", payloads)] == numbers
 
 
 _json = st.recursive(
@@ -193,23 +225,47 @@ _json = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(_json)
-def test_json_text_parses_back_to_the_same_value(value):
-    try:
-        text = json_text(value)
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return  # unpaired surrogates: refused by the converters (tested above)
-    assert parse_payload(text) == value
-    assert json.loads(text) == json.loads(text)  # standard JSON
+def _python_text(value) -> str:
+    """Compact JSON with every digit of a Decimal (the rule's text of a VARIANT value)."""
+    if isinstance(value, dict):
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + _python_text(v)
+                              for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_python_text(v) for v in value) + "]"
+    return str(value) if isinstance(value, Decimal) else json.dumps(value, ensure_ascii=False)
 
 
-def test_payload_parsing_is_strict():
-    assert parse_payload(b'{"a": 1}') == {"a": 1}
-    for bad in ("{", "NaN", '{"a": Infinity}', "", 12):
-        with pytest.raises(ValueError):
-            parse_payload(bad)
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_json, min_size=1, max_size=8))
+def test_variant_text_is_the_value_with_every_digit(values):
+    """A VARIANT column's text is the JSON value, compact, numbers as written, keys in their
+    order, text unescaped (as Python's json.dumps(ensure_ascii=False) writes it)."""
+    texts = []
+    for value in values:
+        text = _python_text(value)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            continue  # unpaired surrogates: not JSON
+        if isinstance(value, dict) and len(value) != len(json.loads(text)):
+            continue
+        texts.append(text)
+    if not texts:
+        return
+    staged = _staged("VARIANT", [f'{{"k": {n}, "v": {t}}}' for n, t in enumerate(texts)])
+    assert [r["V"] for r in staged] == [None if t == "null" else t for t in texts]
+
+
+@pytest.mark.parametrize("bad", ["{", "NaN", '{"k": 1, "a": Infinity}', '{"k": 1, "a": -inf}',
+                                 '{"k": 1, "a": [1,]}', '{"k": 1,}', "", '{"k": 1} x'])
+def test_payload_parsing_is_strict(bad):
+    """RFC 8259 JSON only: what DuckDB's reader would also take (NaN, infinities, a trailing
+    comma) is refused too."""
+    assert _staged("VARCHAR", ['{"k": 1, "a": "[1, 2]"}'])[0]["K"] == Decimal(1)
+    # inside strings they are text: no trailing comma, no NaN
+    assert _staged("VARCHAR", ['{"k": 1, "a": [null, ",]"], "b": "NaN", "v": "inf,}"}'])[0]["V"] == "inf,}"
+    with pytest.raises(OutboxError, match="is not JSON"):
+        _staged("VARCHAR", [bad])
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -218,7 +274,10 @@ def test_payload_parsing_is_strict():
     ({}, False), ([1], False), (MISSING, False),
 ])
 def test_truthy(value, expected):
-    assert truthy(value) is expected
+    """delete_when: the value at $.gone deletes the key when truthy."""
+    body = {"k": 1} if value is MISSING else {"k": 1, "gone": value}
+    staged, = _staged("VARCHAR", [json.dumps(body, default=str).replace('"0.0"', "0.0")])
+    assert (staged["_REPLICATOR_OP"] == "d") is expected
 
 
 # -- outbox rows -> route events ------------------------------------------------------------
@@ -267,6 +326,16 @@ def test_plan_has_one_table_per_route(plan):
     assert plan.tables[1].deletes == "soft"
 
 
+def _batch(table, events):
+    columns = [(c.name, c.mysql_type) for c in outbox_catalog().tables[0].columns]
+    return change_batch(events, columns, batch_key(table))
+
+
+def _routed(table, events) -> list[dict]:
+    """The route's change batch (one row per event, before staging) as dicts."""
+    return route_batch(table, _batch(table, events), _connection()).to_pylist()
+
+
 def test_only_inserts_and_snapshot_rows_of_the_route_are_events(plan):
     orders = plan.tables[0]
     events = [
@@ -278,15 +347,15 @@ def test_only_inserts_and_snapshot_rows_of_the_route_are_events(plan):
         row(4, "unknown", {"id": 9}, pos=500),
         row(5, None, {"id": 9}, pos=600),
     ]
-    out = adapt_events(orders, events)
-    assert [(e.op, e.after["order_id"], e.after["status"]) for e in out] == [
+    out = _routed(orders, events)
+    assert [(e[cb.OP], e["order_id"], e["status"]) for e in out] == [
         ("c", Decimal(7), "new"), ("r", Decimal(8), "old")]
-    assert out[0].after["amount"] == Decimal("10.50")
-    assert out[0].after["placed_at"] is None and out[0].before is None
-    assert out[0].position == events[0].position  # binlog order is kept
-    assert count_unrouted(orders, events) == 2
-    customers = adapt_events(plan.tables[1], events)
-    assert [(e.op, e.after["customer_id"]) for e in customers] == [("c", Decimal(7))]
+    assert out[0]["amount"] == Decimal("10.50")
+    assert out[0]["placed_at"] is None and out[0][cb.before_column("order_id")] is None
+    assert (out[0][cb.FILE], out[0][cb.POS]) == ("mysql-bin.000001", 100)  # binlog order is kept
+    assert count_unrouted(orders, _batch(orders, events)) == 2
+    customers = _routed(plan.tables[1], events)
+    assert [(e[cb.OP], e["customer_id"]) for e in customers] == [("c", Decimal(7))]
 
 
 def test_delete_when_deletes_the_key_and_last_event_wins(plan):
@@ -298,10 +367,10 @@ def test_delete_when_deletes_the_key_and_last_event_wins(plan):
         row(4, "order", {"id": 8, "deleted": True}, pos=400),
         row(5, "order", {"id": 9, "deleted": "false", "status": "kept"}, pos=500),
     ]
-    out = adapt_events(orders, events)
-    assert [(e.op, (e.after or e.before)["order_id"]) for e in out] == [
+    out = _routed(orders, events)
+    assert [(e[cb.OP], e["order_id"]) for e in out] == [
         ("c", 7), ("c", 7), ("c", 8), ("d", 8), ("c", 9)]
-    staged = stage_changes(orders, out).to_pylist()
+    staged = stage_batch(orders, _batch(orders, events)).to_pylist()
     assert [(r["ORDER_ID"], r["STATUS"], r["_REPLICATOR_OP"]) for r in staged] == [
         (Decimal(7), "paid", "c"), (Decimal(8), None, "d"), (Decimal(9), "kept", "c")]
 
@@ -313,7 +382,7 @@ def test_changelog_route_keeps_every_event(plan):
             pos=100),
         row(2, "payment", {"id": 1, "order_id": 7, "amount": "5.10"}, pos=200, index=1),
     ]
-    staged = stage_changes(payments, adapt_events(payments, events)).to_pylist()
+    staged = stage_batch(payments, _batch(payments, events)).to_pylist()
     assert [(r["EVENT_ID"], r["PAYMENT_ID"], r["AMOUNT"], r["_OP"], r["_BINLOG_POS"])
             for r in staged] == [
         (Decimal(1), Decimal(1), Decimal("5.00"), "c", 100),
@@ -323,8 +392,11 @@ def test_changelog_route_keeps_every_event(plan):
 
 def test_bad_value_error_names_row_route_column_path_and_value(plan):
     orders = plan.tables[0]
+    events = [row(n, "order", {"id": n}, pos=1000 + n) for n in range(1, 40)]
+    events.append(row(41, "order", {"id": 7, "total": "12.345"}, pos=1234))
+    events.append(row(42, "order", {"id": 8, "total": "1.234"}, pos=1235))  # the second bad row
     with pytest.raises(OutboxError) as caught:
-        adapt_events(orders, [row(41, "order", {"id": 7, "total": "12.345"}, pos=1234)])
+        stage_batch(orders, _batch(orders, events))
     message = caught.value.message
     for part in ("shop.outbox row id=41", "mysql-bin.000001:1234", "shop.outbox[order]",
                  "ORDERS", "column amount", "$.total", '"12.345"', "decimal places"):
@@ -334,10 +406,13 @@ def test_bad_value_error_names_row_route_column_path_and_value(plan):
 
 def test_on_error_null_loads_null(plan):
     orders = plan.tables[0]
-    out = adapt_events(orders, [row(1, "order", {"id": 7, "gift note": {"not": "text"}})])
-    assert out[0].after["gift_note"] == '{"not":"text"}'  # an object is JSON text in VARCHAR
-    out = adapt_events(orders, [row(1, "order", {"id": 7, "gift note": "\ud800"})])
-    assert out[0].after["gift_note"] is None
+    out = _routed(orders, [row(1, "order", {"id": 7, "gift note": {"not": "text"}})])
+    assert out[0]["gift_note"] == '{"not":"text"}'  # an object is JSON text in VARCHAR
+    out = _routed(orders, [row(1, "order", {"id": 7, "gift note": ["a", 1.50]}),
+                           row(2, "order", '{"id": 8, "gift note": 1.50}')])
+    assert [e["gift_note"] for e in out] == ['["a",1.5]', "1.50"]
+    with pytest.raises(OutboxError, match="column placed_at"):  # no on_error: the row fails
+        _routed(orders, [row(2, "order", '{"id": 8, "placed_at": "not a time"}')])
 
 
 @pytest.mark.parametrize(("body", "message"), [
@@ -351,16 +426,17 @@ def test_on_error_null_loads_null(plan):
 def test_rows_that_cannot_be_events_stop_with_a_clear_error(plan, body, message):
     with pytest.raises(OutboxError, match=message.replace("$", r"\$").replace("(", r"\(")
                        .replace(")", r"\)")):
-        adapt_events(plan.tables[0], [row(1, "order", body)])
+        _routed(plan.tables[0], [row(1, "order", body)])
 
 
 def test_unrouted_fail(plan):
     from dataclasses import replace
 
     strict = replace(plan.tables[0], outbox=replace(plan.tables[0].outbox, unrouted="fail"))
-    assert adapt_events(strict, [row(1, "customer", {"id": 1})]) == []  # routed elsewhere
+    assert _routed(strict, [row(1, "customer", {"id": 1})]) == []  # routed elsewhere
     with pytest.raises(OutboxError, match="no route for aggregate_type = 'refund'"):
-        adapt_events(strict, [row(1, "refund", {"id": 1})])
+        _routed(strict, [row(1, "order", {"id": 1}), row(2, "refund", {"id": 1}),
+                         row(3, "order", {"status": "no id: fails after the refund"})])
 
 
 def test_row_columns_come_from_the_outbox_row(plan):
@@ -368,24 +444,19 @@ def test_row_columns_come_from_the_outbox_row(plan):
 
     payments = plan.tables[2]
     assert payments.outbox.row_columns == (("event_id", "id"),)
-    out = adapt_events(payments, [row(18446744073709551615, "payment", {"id": 3})])
-    assert out[0].after["event_id"] == Decimal("18446744073709551615")
+    out = _routed(payments, [row(9223372036854775807, "payment", {"id": 3})])
+    assert out[0]["event_id"] == Decimal("9223372036854775807")
     keyed = replace(payments, source_key=("event_id",), columns=tuple(
         replace(c, is_key=c.source_column == "event_id") for c in payments.columns))
     with pytest.raises(OutboxError, match=r"key column event_id \(outbox column id\) is null "
                        "in the outbox row"):
-        adapt_events(keyed, [row(None, "payment", {"id": 3})])
-    with pytest.raises(OutboxError, match=r"column event_id \(outbox column id, decimal\(20,0\)\): "
-                       r'value "x" is not a number'):
-        adapt_events(payments, [row("x", "payment", {"id": 3})])
-
-
-def test_other_tables_pass_through(plan):
-    from dataclasses import replace
-
-    plain = replace(plan.tables[0], outbox=None)
-    events = [row(1, "order", {"id": 7})]
-    assert adapt_events(plain, events) is events
+        _routed(keyed, [row(None, "payment", {"id": 3})])
+    narrow = replace(payments, columns=tuple(
+        replace(c, target_type=parse_target_type("NUMBER(4,2)")) if c.source_column == "event_id"
+        else c for c in payments.columns))
+    with pytest.raises(OutboxError, match=r"column event_id \(outbox column id, decimal\(4,2\)\): "
+                       r"value 123 does not fit decimal\(4,2\)"):
+        _routed(narrow, [row(123, "payment", {"id": 3})])
 
 
 # -- plan checks ------------------------------------------------------------------------------
@@ -463,3 +534,56 @@ def test_unrouted_events_reach_the_log_line_and_the_metrics():
             in rendered)
     assert 'replicator_outbox_unrouted_total{pipeline="outbox",table="shop.outbox[customer]"' \
         not in rendered
+
+
+def test_a_route_with_row_columns_and_delete_when_reads_each_path_in_its_place(plan):
+    from dataclasses import replace
+
+    payments = plan.tables[2]
+    deleting = replace(payments, outbox=replace(payments.outbox, delete_when="$.gone"))
+    out = _routed(deleting, [row(5, "payment", {"id": 3, "order_id": 4, "amount": 1.5}),
+                             row(6, "payment", {"id": 3, "gone": "yes", "amount": "2"})])
+    assert [(e[cb.OP], e["event_id"], e["payment_id"], e["order_id"], e["amount"]) for e in out] == [
+        ("c", Decimal(5), Decimal(3), Decimal(4), Decimal("1.50")),
+        ("d", Decimal(6), Decimal(3), None, Decimal("2.00"))]
+
+
+def test_a_binary_payload_column_is_read_as_utf8_text(plan):
+    orders = plan.tables[0]
+    columns = [(c.name, c.mysql_type) for c in outbox_catalog().tables[0].columns]
+    columns[-1] = ("payload", MySQLType.parse("varbinary(200)"))
+
+    def batch(*payloads):
+        events = [row(n, "order", None) for n in range(1, len(payloads) + 1)]
+        events = [dataclasses.replace(e, after={**e.after, "payload": p})
+                  for e, p in zip(events, payloads, strict=True)]
+        return change_batch(events, columns, batch_key(orders))
+
+    routed = route_batch(orders, batch('{"id": 7, "status": "é"}'.encode()), _connection())
+    assert routed.column("status").to_pylist() == ["é"]
+    with pytest.raises(OutboxError, match=r"row id=2 .*is not JSON: it is not UTF-8 text"):
+        route_batch(orders, batch(b'{"id": 7}', b'{"id": 8, "status": "\xff"}'), _connection())
+
+
+def test_json_paths_name_the_same_places_as_the_path_subset():
+    from replicator.transform.outbox import json_path
+
+    assert json_path(("a", "b c", "x/y~z")) == "/a/b c/x~1y~0z"
+    assert json_path(()) == ""
+    assert json_path(("lines", 0, "sku")) == '$."lines"[0]."sku"'
+    assert json_path(("a",), marked=True) == "/Sa"
+
+
+def test_plan_prints_the_statement_run_executes(plan):
+    """`plan --format json` shows each route's statement: the text route_batch runs over a
+    batch of the outbox table as the catalog has it."""
+    import pyarrow as pa
+
+    from replicator.transform import outbox
+    from replicator.transform.outbox_sql import ORD, statement
+
+    for table in plan.tables:
+        batch = _batch(table, [row(1, table.outbox.route, {"id": 1})])
+        batch = batch.append_column(ORD, pa.array([0], pa.int64()))
+        kinds = tuple((f.name, outbox.source_kind(f.type)) for f in batch.schema)
+        assert outbox.planned_statement(table, outbox_catalog()) == statement(table, "string", kinds)

@@ -1,4 +1,5 @@
-"""stage_changes: exact Arrow types, masks, filter-to-delete, metadata, key-update split."""
+"""transform.stage_batch (through ``stage_events``): exact Arrow types, masks, filter-to-delete,
+metadata, key-update split."""
 
 from __future__ import annotations
 
@@ -16,9 +17,7 @@ from replicator.plan import build_plan
 from replicator.plan.expressions.checker import check_filter
 from replicator.plan.expressions.errors import ExpressionError
 from replicator.plan.expressions.spark_types import DATE, INT, STRING, TIMESTAMP, decimal
-from replicator.sink.staging import stage_changes
-from replicator.sink.values import mask_function
-from tests.fixtures.row_transforms import duckdb_values, reference_stage
+from tests.fixtures.row_transforms import duckdb_values, stage_events, staged_value_of
 from tests.fixtures.sink_sample import AWKWARD, CATALOG, NULLS, sample_pipeline
 
 PLAN = build_plan(sample_pipeline("snowflake"), CATALOG)
@@ -32,7 +31,7 @@ def event(op, before=None, after=None, pos=4, row_index=0, table="shop.Order Ite
 
 
 def test_arrow_types_match_the_target_types_exactly():
-    staged = stage_changes(ITEMS, [event("c", after=AWKWARD)])
+    staged = stage_events(ITEMS, [event("c", after=AWKWARD)])
     types = {f.name: f.type for f in staged.schema}
     by_target = {c.target_column: c.staging_name for c in ITEMS.staged_columns}
     assert types[by_target["ID"]] == pa.decimal128(20, 0)
@@ -58,7 +57,7 @@ def test_arrow_types_match_the_target_types_exactly():
 
 
 def test_nulls_stay_null():
-    staged = stage_changes(ITEMS, [event("c", after=NULLS)])
+    staged = stage_events(ITEMS, [event("c", after=NULLS)])
     row = staged.to_pylist()[0]
     data = [c.staging_name for c in ITEMS.data_columns if c.target_column != "ID"]
     assert all(row[name] is None for name in data)
@@ -66,21 +65,21 @@ def test_nulls_stay_null():
 
 def test_key_update_is_staged_as_delete_plus_insert():
     old, new = {**NULLS, "id": 5}, {**NULLS, "id": 6}
-    staged = stage_changes(ITEMS, [event("u", before=old, after=new)])
+    staged = stage_events(ITEMS, [event("u", before=old, after=new)])
     rows = staged.to_pylist()
     assert [(r["_REPLICATOR_OP"], r["ID"]) for r in rows] == [("d", 5), ("c", 6)]
 
 
 def test_a_row_failing_the_filter_becomes_a_delete_of_its_key():
     row = {"region": "EU", "id": 1, "name": "x", "qty": -3}
-    staged = reference_stage(REGIONS, [event("u", before={**row, "qty": 1}, after=row,
+    staged = stage_events(REGIONS, [event("u", before={**row, "qty": 1}, after=row,
                                              table="shop.regions")])
     assert staged.column("_REPLICATOR_OP").to_pylist() == ["d"]
     assert staged.column("_OP").to_pylist() == ["d"]
 
 
 def test_excluded_columns_never_reach_staging():
-    staged = stage_changes(ITEMS, [event("c", after=AWKWARD)])
+    staged = stage_events(ITEMS, [event("c", after=AWKWARD)])
     assert "never replicated" not in str(staged.to_pylist())
 
 
@@ -95,7 +94,11 @@ def test_excluded_columns_never_reach_staging():
     ],
 )
 def test_masks(mask, value, expected):
-    assert mask_function(mask)(value) == expected
+    from replicator.plan.model import PlannedColumn
+    from replicator.plan.types import STRING as TARGET_STRING
+
+    column = PlannedColumn("C", TARGET_STRING, source_column="c", mask=mask)
+    assert staged_value_of(column, value) == expected
 
 
 @pytest.mark.parametrize(
@@ -124,7 +127,7 @@ def test_decimal_that_does_not_fit_is_a_sink_error_with_a_hint():
         ),
     )
     with pytest.raises(SinkError) as caught:
-        stage_changes(narrow, [event("c", after=AWKWARD)])
+        stage_events(narrow, [event("c", after=AWKWARD)])
     assert "NUMBER" in caught.value.hint
 
 

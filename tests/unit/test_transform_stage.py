@@ -1,16 +1,20 @@
-"""replicator.transform.stage_batch against sink.staging.stage_changes, table by table.
+"""replicator.transform.stage_batch, table by table, against recorded staging rows.
 
-The same changes go through both: as ChangeEvents into ``tests.fixtures.row_transforms``'
-``reference_stage`` (the per-row path, filters and computed columns evaluated by the plan's
-compiled closures: an independent second implementation, for tests only), and as a columnar change batch (``transform.change_batch``) into
-``stage_batch``. The staging tables must be equal: same columns, same Arrow types, same values
-in the same order, for every mode, the awkward values of ``tests/fixtures/sink_sample``, key
+The cases are those of the differential test that held ``stage_batch`` equal to the per-row
+staging (``sink.staging.stage_changes``, an independent second implementation) until that
+path was deleted (docs/decisions/one-data-plane.md): the rows the per-row path staged for each
+case are recorded in ``transform_stage_expected.json`` (keyed by ``case_key``; the SHA-256 of
+the rows' repr, which a failure prints), and
+``stage_batch`` must stage exactly them: same columns, same Arrow types, same values in the
+same order, for every mode, the awkward values of ``tests/fixtures/sink_sample``, key
 updates, filters, masks and computed columns.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 from decimal import Decimal
 from pathlib import Path
 
@@ -24,10 +28,10 @@ from replicator.plan.expressions.spark_types import STRING as STRING_TYPE
 from replicator.sink.staging import staging_schema
 from replicator.transform import change_batch, stage_batch
 from replicator.transform.stage import batch_key
-from tests.fixtures.row_transforms import reference_stage
 from tests.fixtures.sink_sample import CATALOG, sample_pipeline, scenario
 
 ROOT = Path(__file__).resolve().parents[2]
+EXPECTED = json.loads((Path(__file__).parent / "transform_stage_expected.json").read_text())
 SALT = "pepper 😀 'x'"
 
 
@@ -36,12 +40,21 @@ def _columns(catalog, name):
     return [(c.name, c.mysql_type) for c in catalog.table(database, table).columns]
 
 
+def case_key(table_plan, events, first_seq):
+    """The case's name in ``transform_stage_expected.json``: what it stages and how."""
+    text = repr((table_plan.label, table_plan.mode, table_plan.filter,
+                 [(c.target_column, repr(c.target_type), c.mask, c.expression) for c in table_plan.columns],
+                 [repr(e) for e in events], first_seq))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _same(table_plan, catalog, events, first_seq=0):
-    expected = reference_stage(table_plan, list(events), first_seq=first_seq)
+    """``stage_batch`` stages the rows recorded for the case (from the per-row staging)."""
     batch = change_batch(events, _columns(catalog, events[0].table), batch_key(table_plan))
     staged = stage_batch(table_plan, batch, first_seq=first_seq)
     assert staged.schema == staging_schema(table_plan)
-    assert staged.to_pylist() == expected.to_pylist()
+    rows = repr(staged.to_pylist())
+    assert hashlib.sha256(rows.encode()).hexdigest() == EXPECTED[case_key(table_plan, events, first_seq)], rows
     return staged
 
 
@@ -128,7 +141,7 @@ def test_an_empty_batch_stages_an_empty_table_of_the_staging_schema() -> None:
 
 
 # Every source type declared as other target types, and every mask over every type: the
-# conversions of sink.values.value_converter, columnar.
+# conversions of transform.columns, as the per-row converter made them (recorded).
 RETYPE_COLUMNS = [
     ("id", "int", None, None),
     ("i", "bigint", "VARCHAR", None), ("i2", "int", "NUMBER(12,2)", None),

@@ -38,11 +38,11 @@ from replicator.engine.follow.schema_changes import (
     widens,
 )
 from replicator.errors import EngineError
+from replicator.model import change_batch as cb
 from replicator.plan.identifiers import target_identifier
 from replicator.plan.program import Statement, TruncateAt, retype_columns
 from replicator.plan.statements import ddl
 from replicator.plan.types import lags_plan, widened_from
-from replicator.sink.versions import change_seq_at
 from replicator.source.positions import current_position
 
 if TYPE_CHECKING:
@@ -295,7 +295,7 @@ class SchemaFollower:
         sequence, pos = row_position(row)
         self._truncates.setdefault(table.target_parts, []).append(TruncateAt(
             str(row["file"]), sequence, pos, int(row.get("ts_ms") or 0),
-            change_seq_at(sequence, pos), source))
+            cb.change_seq_at(sequence, pos), source))
         if table.mode == "merge":
             self._cut[(source or table.source_name).lower()] = (sequence, pos)
             what = ("target rows marked deleted" if table.deletes == "soft"

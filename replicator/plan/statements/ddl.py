@@ -146,7 +146,7 @@ class TruncateAt:
     """A followed TRUNCATE TABLE inside a batch: its binlog file, the file's number (positions
     order by it, then ``pos``: ``engine.follow.ddl_rows.row_position``), its position, its commit
     time (ms since the epoch) and its position as scd2's ``_CHANGE_SEQ`` text
-    (``sink.versions.change_seq_at``)."""
+    (``model.change_batch.change_seq_at``)."""
 
     file: str
     sequence: int
@@ -195,7 +195,7 @@ def truncate_history(table: TablePlan, dialect: Dialect) -> str:
     key = ", ".join(q(c.target_column) for c in table.key_columns)
     columns = ", ".join(q(c) for c in [*data, op, deleted, ts, file, pos, txid, order])
     sequence = file_sequence(q(file))
-    # Newest first, as ``sink.versions.change_seq`` orders: a snapshot read (``r``) carries
+    # Newest first, as ``model.change_batch.CHANGE_SEQ_FORMAT`` orders: a snapshot read (``r``) carries
     # the position the next transaction starts at, so at one position it is the older; rows
     # without a position (none are written so) count as the oldest.
     latest = ", ".join([*(f"COALESCE({c}, -1) DESC" for c in (sequence, q(pos))),

@@ -137,7 +137,7 @@ def create_log_table(table: TablePlan, dialect: Dialect) -> str:
 
 
 def staging_columns(table: TablePlan) -> list[tuple[str, TargetType]]:
-    """(name, type) of every staging column, in the order ``stage_changes`` produces them."""
+    """(name, type) of every staging column, in the order ``transform.stage_batch`` produces them."""
     internal = list(INTERNAL_STAGE_TYPES)
     if table.mode == "scd2":
         internal += SCD2_STAGE_TYPES
