@@ -55,6 +55,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=workload.DEFAULT_SEED)
     parser.add_argument("--latency-rate", type=float, help="changes/s of the latency run")
     parser.add_argument("--latency-seconds", type=float, help="length of the latency run")
+    parser.add_argument("--latency-max-delay",
+                        help="batching.max_delay of the latency run (default 1s): the trigger "
+                             "interval, so a change waits half of it on average")
     parser.add_argument("--snapshot-rows", type=int, help="rows of the snapshot table")
     parser.add_argument("--bigtxn-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting for the bigtxn runs (replicator run --conf), "
@@ -84,6 +87,7 @@ def sizes_from(args: argparse.Namespace) -> Sizes:
     overrides = {
         "changes": args.changes, "latency_rate": args.latency_rate,
         "latency_seconds": args.latency_seconds, "snapshot_rows": args.snapshot_rows,
+        "latency_max_delay": args.latency_max_delay,
     }
     return dataclasses.replace(sizes, **{k: v for k, v in overrides.items() if v is not None})
 
