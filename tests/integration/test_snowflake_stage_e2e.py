@@ -14,8 +14,9 @@ The crash test SIGKILLs a streaming run at a failpoint after the batch's COPY in
 table committed and before its MERGE (``apply.after_load``), another after the MERGE and
 the state row before the COMMIT (``apply.before_commit``): each resumed run applies every
 change exactly once; on the object store, and on a local landing zone whose files the
-executors PUT into an internal stage (``engine.job.stage_put``), where a further test checks
-that every PUT is an executor's and the targets verify equal.
+executors PUT into an internal stage (``engine.job.stage_put``), where a first run is also
+killed after those PUTs and before the driver's COPY (``apply.before_load``), and a further
+test checks that every PUT is an executor's and the targets verify equal.
 """
 
 from __future__ import annotations
@@ -254,6 +255,16 @@ def test_runs_killed_after_the_copy_and_before_the_commit_apply_each_change_once
         sent = list(fakesnow_server.queries)
         with fakesnow_server.connect(fakesnow_database, "RAW") as connection:
             return sent, _counts(connection)
+
+    if local:
+        # 0. Killed after the executors PUT the batch's files into the stage, before the
+        #    driver's COPY: the replay lands and PUTs them again (OVERWRITE), loads them once.
+        fakesnow_server.queries.clear()
+        _, (killed, seen) = kill_at_failpoint(pipeline_file, env, tmp_path / "before-load.log",
+                                              "apply.before_load", meanwhile=at_the_failpoint)
+        assert seen == snapshot
+        puts = [q for q in killed if q.startswith("PUT") and "/stream/" in q]
+        assert puts and not [q for q in killed if q.startswith(("COPY INTO", "MERGE"))], killed
 
     # 1. Killed after the batch's COPY from the stage committed (its raw tables loaded),
     #    before its MERGE: nothing of the batch is in the targets.
