@@ -25,7 +25,7 @@ from typing import Any
 from bench.context import BenchContext, replicator_command
 from bench.e2e import RUN_TIMEOUT_S, batch_reports, duckdb_counts, notices, phase_split
 from bench.pipelines import write_pipeline
-from bench.procmon import run_monitored
+from bench.procmon import cpu_seconds, run_monitored
 from bench.tables import TABLES
 from bench.workload import connect_root, head
 from replicator.model.changes import BinlogPosition
@@ -185,8 +185,12 @@ def _stage_snapshot_once(ctx: BenchContext, rows: int, master: str,
         landing=landing)
     events = ctx.workdir / f"{name}.events"
     events.mkdir()
-    with fakesnow_server(ctx.workdir, environment=s3) as (extra, _):
+    with fakesnow_server(ctx.workdir, environment=s3) as (extra, warehouse_pid):
         create_stage(extra, url=landing + "/")
+        # The rest of the machine's 2 cores: MariaDB serving the chunks, fakesnow's COPY +
+        # INSERT, and moto's S3 (threads of this process, with the run's sampler).
+        before = (cpu_seconds(ctx.server.pid or 0), cpu_seconds(warehouse_pid),
+                  time.process_time())
         outcome = run_monitored(
             [*replicator_command(), "run", str(pipeline), "--until-caught-up", "--log-format",
              "json", "--master", master, "--conf", "spark.eventLog.enabled=true",
@@ -194,8 +198,13 @@ def _stage_snapshot_once(ctx: BenchContext, rows: int, master: str,
              "--conf", "spark.eventLog.compress=false"],
             env={**ctx.environment(), **s3, **extra}, cwd=str(ctx.workdir),
             timeout=RUN_TIMEOUT_S)
+        after = (cpu_seconds(ctx.server.pid or 0), cpu_seconds(warehouse_pid),
+                 time.process_time())
         result: dict[str, Any] = {"master": master, "returncode": outcome.returncode,
                                   "wall_seconds": round(outcome.wall_seconds, 3)}
+        result["other_cpu_seconds"] = {
+            name: round(end - start, 2) for name, start, end in zip(
+                ("mariadb", "fakesnow", "moto_and_bench"), before, after, strict=True)}
         if outcome.returncode != 0:
             result["error"] = outcome.tail()
             result["error_lines"] = outcome.error_lines()
