@@ -211,15 +211,17 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
 STAGE = f"{SNOWFLAKE_DATABASE}.{SNOWFLAKE_SCHEMA}.LANDING"
 
 
-def create_stage(environment: dict[str, str]) -> None:
-    """The user's one-time setup of an internal stage (docs/snowflake.md)."""
+def create_stage(environment: dict[str, str], url: str | None = None) -> None:
+    """The user's one-time setup of an internal stage, or of an external one over ``url``
+    (docs/snowflake.md; fakesnow needs no storage integration)."""
     from bench.fakesnow_run import connect
 
     with contextlib.closing(connect(environment, SNOWFLAKE_DATABASE, SNOWFLAKE_SCHEMA)) as c:
         cursor = c.cursor()
         cursor.execute(f"CREATE DATABASE IF NOT EXISTS {SNOWFLAKE_DATABASE}")
         cursor.execute(f"CREATE SCHEMA IF NOT EXISTS {SNOWFLAKE_DATABASE}.{SNOWFLAKE_SCHEMA}")
-        cursor.execute(f"CREATE STAGE IF NOT EXISTS {STAGE}")
+        cursor.execute(f"CREATE STAGE IF NOT EXISTS {STAGE}"
+                       + (f" URL = '{url}'" if url else ""))
 
 
 def stage_summary(runs: dict[str, Any]) -> dict[str, Any]:

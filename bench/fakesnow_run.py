@@ -13,14 +13,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from bench.s3_landing import read_external_stages
 
 CONNECTION = "fakesnow"
 SETTINGS = {"account": "fakesnow", "user": "bench", "password": "bench", "protocol": "http"}
@@ -42,13 +45,17 @@ def write_connections_toml(home: Path, port: int) -> Path:
 
 
 @contextlib.contextmanager
-def fakesnow_server(workdir: Path, timeout_s: float = 60.0) -> Iterator[tuple[dict[str, str], int]]:
-    """A fakesnow server process and the environment that points the CLI at it."""
+def fakesnow_server(workdir: Path, timeout_s: float = 60.0,
+                    environment: Mapping[str, str] | None = None,
+                    ) -> Iterator[tuple[dict[str, str], int]]:
+    """A fakesnow server process and the environment that points the CLI at it;
+    ``environment``: more variables for the server (the S3 its external stages are on)."""
     port = _free_port()
     log = open(workdir / "fakesnow-server.log", "wb")  # noqa: SIM115 - closed below
     process = subprocess.Popen([sys.executable, "-m", "bench.fakesnow_run", "serve",
                                 "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-                               cwd=str(Path(__file__).resolve().parents[1]))
+                               cwd=str(Path(__file__).resolve().parents[1]),
+                               env={**os.environ, **(environment or {})})
     try:
         deadline = time.monotonic() + timeout_s
         while True:
@@ -341,6 +348,7 @@ def serve(port: int) -> None:
     lock_conflicts_as_snowflake()
     md5_number_lower64()
     copy_named_internal_files()
+    read_external_stages()
 
     # warning: fakesnow logs every login and query at info level
     uvicorn.run(fakesnow.server.app, host="127.0.0.1", port=port, log_level="warning")

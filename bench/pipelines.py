@@ -43,6 +43,7 @@ def pipeline_yaml(
     row_filter: str | None = None,  # every table's `filter:` (Spark SQL)
     transforms: Mapping[str, Mapping[str, Any]] | None = None,  # table name -> its transforms
     stage: str | None = None,  # target.snowflake.stage, over a local engine.landing of its own
+    landing: str | None = None,  # engine.landing instead (an object store's, for an external stage)
 ) -> str:
     """``transforms``: per table, ``filter`` (Spark SQL), ``masks`` (column -> the YAML of
     its ``mask:``) and ``computed`` (name -> (expression, type)), as a user writes them."""
@@ -81,7 +82,8 @@ def pipeline_yaml(
         f"batching: {{max_rows: {max_rows}, max_delay: {max_delay}}}",
         "engine:",
         f"  checkpoint: {_quote(str(workdir / f'{name}.checkpoint'))}",
-        *([f"  landing: {_quote(str(workdir / f'{name}.landing'))}"] if stage else []),
+        *([f"  landing: {_quote(landing or str(workdir / f'{name}.landing'))}"]
+          if stage or landing else []),
         *([] if decode_partitions == "auto" else [f"  decode_partitions: {int(decode_partitions)}"]),
     ]
     if engine_conf:

@@ -39,7 +39,7 @@ from bench.tables import TABLES
 
 SECTIONS = ("decode", "profile", "e2e", "cpu", "partitions", "latency", "snapshot", "bigtxn",
             "recopy", "pushdown", "startup", "idle", "transforms", "transforms_e2e", "peer",
-            "atomic", "stage")
+            "atomic", "stage", "stage_snapshot")
 # The server for the benchmark: a bigger buffer pool than the test default so the 1M-row
 # table is not disk-bound.
 SERVER_ARGS = ("--innodb-buffer-pool-size=512M",)
@@ -288,7 +288,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                 from bench.latency import run_latency
 
                 _section(results, "latency", lambda: run_latency(ctx))
-            if {"snapshot", "bigtxn", "recopy", "pushdown"} & set(sections):
+            if {"snapshot", "bigtxn", "recopy", "pushdown", "stage_snapshot"} & set(sections):
                 from bench import snapshot
 
                 filled = snapshot.fill_table(ctx, sizes.snapshot_rows)
@@ -306,6 +306,9 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                              lambda mode=mode: snapshot.run_big_transaction(
                                  ctx, sizes.snapshot_rows, filled, mode=mode,
                                  conf=tuple(args.bigtxn_conf), duckdb=tuple(args.bigtxn_duckdb)))
+                if "stage_snapshot" in sections:  # reads the table, changes none
+                    _section(results, "stage_snapshot", lambda: snapshot.run_stage_snapshot(
+                        ctx, sizes.snapshot_rows, filled))
                 if "recopy" in sections:  # after bigtxn: it reads the table, changes none
                     from bench.recopy import run_recopy
 

@@ -16,13 +16,16 @@ single transaction (its binlog range holds N row changes in multi-row events).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 from bench.context import BenchContext, replicator_command
 from bench.e2e import RUN_TIMEOUT_S, batch_reports, duckdb_counts, notices, phase_split
 from bench.pipelines import write_pipeline
-from bench.procmon import run_monitored
+from bench.procmon import cpu_seconds, run_monitored
 from bench.tables import TABLES
 from bench.workload import connect_root, head
 from replicator.model.changes import BinlogPosition
@@ -109,6 +112,18 @@ def _snapshot_once(ctx: BenchContext, rows: int, library_rate: float | None,
         result["error"] = outcome.tail()
         result["error_lines"] = outcome.error_lines()
         return result
+    result.update(_window(outcome))
+    if library_rate:
+        result["ratio_to_library_decode"] = round(result["rows_per_s"] / library_rate, 3)
+    target = duckdb_counts(ctx.workdir / f"{name}.duckdb", ["orders"])
+    result["target_rows"] = target.get("orders")
+    result["target_matches_source"] = target.get("orders") == rows
+    return result
+
+
+def _window(outcome: Any) -> dict[str, Any]:
+    """The snapshot window of a run: from the "snapshot of" notice to its last chunk's
+    report, the rows its chunks applied, and their apply seconds."""
     reports = batch_reports(outcome, "snapshot")
     started = next((at for at, text in notices(outcome) if text.startswith("snapshot of")), None)
     if started is None and reports:
@@ -116,7 +131,7 @@ def _snapshot_once(ctx: BenchContext, rows: int, library_rate: float | None,
     copied = sum(int(r["rows"]) for _, r in reports)
     apply_seconds = sum(float(r["seconds"]) for _, r in reports)
     seconds = (reports[-1][0] - started) if reports and started is not None else 0.0
-    result.update({
+    return {
         "chunks": len(reports),
         "snapshot_rows": copied,
         "snapshot_seconds": round(seconds, 3),
@@ -128,13 +143,102 @@ def _snapshot_once(ctx: BenchContext, rows: int, library_rate: float | None,
         "read_seconds": round(max(0.0, seconds - apply_seconds), 3),
         "usage": outcome.usage.to_json(),
         "cpu_s_per_1k_rows": round(1000 * outcome.usage.cpu_seconds / copied, 3) if copied else None,
-    })
-    if library_rate:
-        result["ratio_to_library_decode"] = round(result["rows_per_s"] / library_rate, 3)
-    target = duckdb_counts(ctx.workdir / f"{name}.duckdb", ["orders"])
-    result["target_rows"] = target.get("orders")
-    result["target_matches_source"] = target.get("orders") == rows
+    }
+
+
+def run_stage_snapshot(ctx: BenchContext, rows: int,
+                       filled: tuple[BinlogPosition, BinlogPosition, float] | None = None,
+                       ) -> dict[str, Any]:
+    """Issue 32's scaling target: the snapshot into fakesnow through an external stage over
+    an object-store landing zone (moto's S3 server, ``bench.s3_landing``), with ``local[2]``
+    then ``local[1]``. The executors' part, read + land (on the object store, the landed file
+    is already in the stage: there is no PUT), is the Spark job of the chunk tasks, timed
+    from Spark's event log; the driver's COPY + INSERT per chunk is the warehouse's work
+    (Snowflake's to scale; here fakesnow on the same 2 cores)."""
+    from bench.s3_landing import s3_environment, s3_server
+
+    fill_seconds = (filled or fill_table(ctx, rows))[2]
+    result: dict[str, Any] = {"rows": rows, "fill_seconds": round(fill_seconds, 2)}
+    with s3_server() as endpoint:
+        for master in SCALING_MASTERS:
+            result[master] = _stage_snapshot_once(ctx, rows, master, s3_environment(endpoint))
+    two, one = (result[m].get("read_land_seconds") for m in SCALING_MASTERS)
+    result["read_land_ratio"] = round(one / two, 2) if one and two else None
+    two, one = (result[m].get("rows_per_s") for m in SCALING_MASTERS)
+    result["window_ratio"] = round(two / one, 2) if one and two else None
     return result
+
+
+def _stage_snapshot_once(ctx: BenchContext, rows: int, master: str,
+                         s3: dict[str, str]) -> dict[str, Any]:
+    from bench.e2e import create_stage
+    from bench.fakesnow_run import connect, fakesnow_server
+    from bench.pipelines import SNOWFLAKE_DATABASE, SNOWFLAKE_SCHEMA
+    from bench.s3_landing import BUCKET
+
+    name = "bench-stage-snapshot-" + master[6:-1]
+    landing = f"s3://{BUCKET}/{name}"
+    stage = f"{SNOWFLAKE_DATABASE}.{SNOWFLAKE_SCHEMA}.LANDING"
+    pipeline = write_pipeline(
+        ctx.workdir / f"{name}.yaml", name=name, database=DATABASE, tables=(ORDERS,),
+        target="snowflake", start="initial", server_id=ctx.next_server_id(), stage=stage,
+        landing=landing)
+    events = ctx.workdir / f"{name}.events"
+    events.mkdir()
+    with fakesnow_server(ctx.workdir, environment=s3) as (extra, warehouse_pid):
+        create_stage(extra, url=landing + "/")
+        # The rest of the machine's 2 cores: MariaDB serving the chunks, fakesnow's COPY +
+        # INSERT, and moto's S3 (threads of this process, with the run's sampler).
+        before = (cpu_seconds(ctx.server.pid or 0), cpu_seconds(warehouse_pid),
+                  time.process_time())
+        outcome = run_monitored(
+            [*replicator_command(), "run", str(pipeline), "--until-caught-up", "--log-format",
+             "json", "--master", master, "--conf", "spark.eventLog.enabled=true",
+             "--conf", f"spark.eventLog.dir={events.as_uri()}",
+             "--conf", "spark.eventLog.compress=false"],
+            env={**ctx.environment(), **s3, **extra}, cwd=str(ctx.workdir),
+            timeout=RUN_TIMEOUT_S)
+        after = (cpu_seconds(ctx.server.pid or 0), cpu_seconds(warehouse_pid),
+                 time.process_time())
+        result: dict[str, Any] = {"master": master, "returncode": outcome.returncode,
+                                  "wall_seconds": round(outcome.wall_seconds, 3)}
+        result["other_cpu_seconds"] = {
+            name: round(end - start, 2) for name, start, end in zip(
+                ("mariadb", "fakesnow", "moto_and_bench"), before, after, strict=True)}
+        if outcome.returncode != 0:
+            result["error"] = outcome.tail()
+            result["error_lines"] = outcome.error_lines()
+            return result
+        with contextlib.closing(connect(extra, SNOWFLAKE_DATABASE, SNOWFLAKE_SCHEMA)) as c:
+            cursor = c.cursor()
+            cursor.execute(f"SELECT COUNT(*) FROM {SNOWFLAKE_DATABASE}.{SNOWFLAKE_SCHEMA}.ORDERS")
+            target_rows = int(cursor.fetchone()[0])
+    result.update(_window(outcome))
+    result["read_land_seconds"] = _job_seconds(events, "replicator-snapshot")
+    if result["read_land_seconds"]:
+        result["read_land_rows_per_s"] = round(rows / result["read_land_seconds"], 1)
+    result["target_rows"] = target_rows
+    result["target_matches_source"] = target_rows == rows
+    return result
+
+
+def _job_seconds(events: Path, group: str) -> float | None:
+    """The wall time of the Spark jobs of ``group`` in the run's event log (first submission
+    to last completion)."""
+    started: dict[int, int] = {}
+    ended: dict[int, int] = {}
+    for log in sorted(events.rglob("events_*")):  # rolled files (event log v2)
+        with open(log) as lines:
+            for line in lines:
+                event = json.loads(line)
+                if event["Event"] == "SparkListenerJobStart" and (
+                        event.get("Properties") or {}).get("spark.jobGroup.id") == group:
+                    started[event["Job ID"]] = event["Submission Time"]
+                elif event["Event"] == "SparkListenerJobEnd":
+                    ended[event["Job ID"]] = event["Completion Time"]
+    if not started or not all(job in ended for job in started):
+        return None
+    return round((max(ended[job] for job in started) - min(started.values())) / 1000, 3)
 
 
 # When the default JVM heap (spark.driver.memory 1g) runs out, the run is repeated once with

@@ -14,8 +14,14 @@ The crash test SIGKILLs a streaming run at a failpoint after the batch's COPY in
 table committed and before its MERGE (``apply.after_load``), another after the MERGE and
 the state row before the COMMIT (``apply.before_commit``): each resumed run applies every
 change exactly once; on the object store, and on a local landing zone whose files the
-executors PUT into an internal stage (``engine.job.stage_put``), where a further test checks
-that every PUT is an executor's and the targets verify equal.
+executors PUT into an internal stage (``engine.job.stage_put``), where a first run is also
+killed after those PUTs and before the driver's COPY (``apply.before_load``), and a further
+test checks that every PUT is an executor's and the targets verify equal.
+
+The cluster test runs snapshot and stream on the standalone master + worker
+(``spark_cluster``): the worker's executors land the files on the object store (they get
+the S3 variables as ``spark.executorEnv.*``; without them the snapshot's tasks fail), the
+driver only COPYs, and the target equals the source row by row.
 """
 
 from __future__ import annotations
@@ -136,7 +142,7 @@ def _changes(root: Any, database: str, round_number: int) -> None:
 
 
 def _pipeline_yaml(database: str, *, modes: bool = False,
-                   landing: str = "s3://" + BUCKET + "/${LANDING_PREFIX}") -> str:
+                   landing: str = "s3://" + BUCKET + "/${LANDING_PREFIX}", conf: str = "") -> str:
     # Only variables: the endpoint and keys come from the environment (s3_environment).
     return (
         "version: 1\nname: stage-e2e\nsource:\n  mysql:\n    host: ${MYSQL_HOST}\n"
@@ -147,7 +153,7 @@ def _pipeline_yaml(database: str, *, modes: bool = False,
         "batching: {max_rows: 300, max_delay: 500ms}\n"
         "engine:\n  master: local[2]\n  checkpoint: ${WORKDIR}/checkpoint\n"
         f"  landing: {landing}\n"
-        '  conf: {spark.sql.shuffle.partitions: "2"}\n'
+        f'  conf: {{spark.sql.shuffle.partitions: "2"{conf}}}\n'
         f"tables:\n  - source: {database}.items\n"
         f"  - source: {database}.people\n    deletes: soft\n"
         + (f"  - source: {database}.notes\n    mode: scd2\n"
@@ -158,10 +164,10 @@ def _pipeline_yaml(database: str, *, modes: bool = False,
 
 def _setup(fakesnow_server: Any, database: str, mariadb: Any, mysql_source: Any,
            fresh_database: str, s3_endpoint: str, tmp_path: Path, *, modes: bool = False,
-           local: bool = False) -> tuple[Path, dict[str, str], Any]:
+           local: bool = False, conf: str = "") -> tuple[Path, dict[str, str], Any]:
     """The source tables, the stage on fakesnow, the pipeline file and its environment.
     ``local``: the landing zone is a local directory and the stage an internal one (the
-    executors PUT each landed file to it)."""
+    executors PUT each landed file to it); ``conf``: more of ``engine.conf``."""
     prefix = f"stage-e2e/{uuid.uuid4().hex[:8]}"
     with fakesnow_server.connect(database, "RAW") as connection:
         cursor = connection.cursor()
@@ -174,7 +180,7 @@ def _setup(fakesnow_server: Any, database: str, mariadb: Any, mysql_source: Any,
     _source(root, fresh_database)
     pipeline_file = tmp_path / "staged.yaml"
     landing = {"landing": "${WORKDIR}/landing"} if local else {}
-    pipeline_file.write_text(_pipeline_yaml(fresh_database, modes=modes, **landing))
+    pipeline_file.write_text(_pipeline_yaml(fresh_database, modes=modes, conf=conf, **landing))
     env = {**cli_environment(fakesnow_server, database, mysql_source, tmp_path),
            **s3_environment(s3_endpoint), "LANDING_PREFIX": prefix}
     return pipeline_file, env, root
@@ -255,6 +261,16 @@ def test_runs_killed_after_the_copy_and_before_the_commit_apply_each_change_once
         with fakesnow_server.connect(fakesnow_database, "RAW") as connection:
             return sent, _counts(connection)
 
+    if local:
+        # 0. Killed after the executors PUT the batch's files into the stage, before the
+        #    driver's COPY: the replay lands and PUTs them again (OVERWRITE), loads them once.
+        fakesnow_server.queries.clear()
+        _, (killed, seen) = kill_at_failpoint(pipeline_file, env, tmp_path / "before-load.log",
+                                              "apply.before_load", meanwhile=at_the_failpoint)
+        assert seen == snapshot
+        puts = [q for q in killed if q.startswith("PUT") and "/stream/" in q]
+        assert puts and not [q for q in killed if q.startswith(("COPY INTO", "MERGE"))], killed
+
     # 1. Killed after the batch's COPY from the stage committed (its raw tables loaded),
     #    before its MERGE: nothing of the batch is in the targets.
     fakesnow_server.queries.clear()
@@ -322,4 +338,39 @@ def test_executors_put_a_local_landing_zone_s_files_and_the_driver_only_copies(
     copies = [q for q in queries if q.startswith("COPY INTO")]
     assert copies and all(f"FROM @{stage}" in q and "FILES = ('" in q for q in copies)
     ok(replicator("verify", str(pipeline_file), env=env))
+    root.close()
+
+
+def test_a_cluster_s_executors_land_on_the_object_store_and_the_warehouse_copies(
+        spark_cluster, fakesnow_server, fakesnow_database, s3_endpoint, mariadb, mysql_source,
+        fresh_database, tmp_path):
+    """The snapshot and the stream on the standalone master + worker (``--master
+    spark://``): the worker's executors write the change files to the object store, the
+    driver only COPYs them from the external stage by name; target equal to source."""
+    # The executors run under the worker daemon, started before this module's S3: they get
+    # the endpoint and keys as Spark's documented executor environment, from variables.
+    conf = "".join(f', spark.executorEnv.{name}: "${{{name}}}"'
+                   for name in sorted(s3_environment(s3_endpoint)))
+    pipeline_file, env, root = _setup(
+        fakesnow_server, fakesnow_database, mariadb, mysql_source, fresh_database,
+        s3_endpoint, tmp_path, conf=conf + ', spark.cores.max: "2", spark.executor.memory: "1g"')
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    on_cluster = ("--master", spark_cluster["master_url"])
+    work = Path(spark_cluster["dir"]) / "work"
+    apps_before = {path.name for path in work.glob("app-*")}
+    stage = f"{fakesnow_database}.RAW.LANDING"
+
+    fakesnow_server.queries.clear()
+    ok(replicator("run", str(pipeline_file), *on_cluster, "--until-caught-up", env=env))
+    _changes(root, fresh_database, 1)
+    _changes(root, fresh_database, 2)
+    ok(replicator("run", str(pipeline_file), *on_cluster, "--until-caught-up", env=env))
+    _assert_staged_only(fakesnow_server.queries, stage)
+    # Both runs were applications of the cluster (their executors under the worker).
+    assert len({path.name for path in work.glob("app-*")} - apps_before) == 2
+    pipeline = load_pipeline(pipeline_file, environ=env)
+    with fakesnow_server.connect(fakesnow_database, "RAW") as connection:
+        assert_target_equals_source(pipeline, root, connection)
+        counts = _counts(connection)
+    assert counts["items"] == [(1, 1), (2, 1), (110, 1), (210, 1), (241, 1)]
     root.close()

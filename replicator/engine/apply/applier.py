@@ -173,6 +173,11 @@ class BatchApplier(SchemaFollower):
             started = time.perf_counter()
             end_offset = self.checkpoint.batch_end_offset(spark_batch_id)
             manifest = frame.toArrow().to_pylist()  # one small row per landed file
+            if any(row["kind"] == "rows" for row in manifest):
+                # Every decode task has returned: its files are landed (and, with an
+                # internal stage, PUT by the executor: engine.job.stage_put); nothing of the
+                # batch is loaded into the warehouse yet.
+                failpoints.reached("apply.before_load")
             cpu = time.process_time()
             report = self.apply_manifest(manifest, spark_batch_id, end_offset)
             report.cpu_seconds = time.process_time() - cpu
