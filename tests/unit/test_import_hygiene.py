@@ -13,14 +13,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ["pyspark", "duckdb", "snowflake", "pymysqlreplication", "pymysql", "pyarrow", "pandas",
-         "fakesnow", "py4j"]
+         "fakesnow", "py4j", "numpy"]
 SCRIPT = """
 import json, sys, time
-path, heavy_names = sys.argv[1], set(json.loads(sys.argv[2]))
+path, heavy_names, command = sys.argv[1], set(json.loads(sys.argv[2])), sys.argv[3:]
 started = time.perf_counter()
 import replicator.cli.main as cli
 imported = time.perf_counter()
-sys.argv = ["replicator", "validate", path]
+sys.argv = ["replicator", *command, path]
 try:
     cli.main()
 except SystemExit as exc:
@@ -38,7 +38,7 @@ print(json.dumps({"code": code, "heavy": heavy, "ours": ours, "rich": "rich" in 
 def test_validate_loads_no_heavy_library_and_is_fast() -> None:
     path = ROOT / "pipelines" / "trips.yaml"
     process = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(path), json.dumps(HEAVY)],
+        [sys.executable, "-c", SCRIPT, str(path), json.dumps(HEAVY), "validate"],
         capture_output=True, text=True, cwd=ROOT, timeout=60,
         env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
     )
@@ -54,3 +54,17 @@ def test_validate_loads_no_heavy_library_and_is_fast() -> None:
     assert report["rich"] is False
     # Generous: the point is "no Spark/driver start-up", not a benchmark (~0.2 s measured).
     assert report["total_s"] < 5
+
+
+def test_an_offline_plan_loads_no_heavy_library() -> None:
+    """`plan --offline` prints the snapshot's SELECT and the staging SQL; it imports those
+    modules (``source.snapshot``, ``transform.stage``), never the libraries that run them."""
+    process = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(ROOT / "pipelines" / "awkward_types.yaml"),
+         json.dumps(HEAVY), "plan", "--offline"],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+    )
+    report = json.loads(process.stderr.strip().splitlines()[-1])
+    assert report["code"] == 0, process.stdout
+    assert report["heavy"] == [], f"plan --offline imported {report['heavy']}"
