@@ -190,22 +190,30 @@ def _apply(applier: BatchApplier, number: int) -> Any:
                                                      "pos": 1000 * number + 999})
 
 
-def test_batches_through_the_external_stage_equal_the_drivers(fakesnow_server, tmp_path):
+def _staged_and_driver(fakesnow_server: Any, tmp_path: Path,
+                       tables: tuple[TablePipeline, ...] | None = None
+                       ) -> tuple[BatchApplier, BatchApplier, list[str]]:
+    """Batches 1 and 2 applied through the external stage and by the driver's staging (a
+    database each), and the statements the stage path sent."""
     run = uuid.uuid4().hex[:8]
     landing = f"s3://landing/{run}"
     staged_db, driver_db = f"S_{run}".upper(), f"D_{run}".upper()
     _create_stage(fakesnow_server, staged_db, landing)
-    staged = _applier(fakesnow_server, staged_db, landing, tmp_path, stage=STAGE)
+    staged = _applier(fakesnow_server, staged_db, landing, tmp_path, stage=STAGE, tables=tables)
     driver = _applier(fakesnow_server, driver_db, f"s3://landing/{run}-driver", tmp_path,
-                      stage=None)
+                      stage=None, tables=tables)
     assert staged.sink.dialect.external_stage == STAGE and driver.sink.dialect.external_stage is None
-
     fakesnow_server.queries.clear()
     for number in (1, 2):
         _apply(staged, number)
     staged_queries = list(fakesnow_server.queries)
     for number in (1, 2):
         _apply(driver, number)
+    return staged, driver, staged_queries
+
+
+def test_batches_through_the_external_stage_equal_the_drivers(fakesnow_server, tmp_path):
+    staged, driver, staged_queries = _staged_and_driver(fakesnow_server, tmp_path)
 
     assert _rows(staged) == _rows(driver)
     items = _rows(staged)["ITEMS"]
@@ -365,20 +373,7 @@ def _every_row(applier: BatchApplier) -> dict[str, list[tuple[Any, ...]]]:
 @pytest.mark.parametrize("mode", list(MODES))
 def test_every_mode_through_the_external_stage_equals_the_drivers(fakesnow_server, tmp_path,
                                                                   mode):
-    run = uuid.uuid4().hex[:8]
-    landing = f"s3://landing/{run}"
-    staged_db, driver_db = f"S_{run}".upper(), f"D_{run}".upper()
-    _create_stage(fakesnow_server, staged_db, landing)
-    staged = _applier(fakesnow_server, staged_db, landing, tmp_path, stage=STAGE,
-                      tables=MODES[mode])
-    driver = _applier(fakesnow_server, driver_db, f"s3://landing/{run}-driver", tmp_path,
-                      stage=None, tables=MODES[mode])
-    fakesnow_server.queries.clear()
-    for number in (1, 2):
-        _apply(staged, number)
-    staged_queries = list(fakesnow_server.queries)
-    for number in (1, 2):
-        _apply(driver, number)
+    staged, driver, staged_queries = _staged_and_driver(fakesnow_server, tmp_path, MODES[mode])
 
     rows = _every_row(staged)
     assert rows == _every_row(driver)
