@@ -186,6 +186,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     follow_pending_columns(context, pending)
     pipeline = context.pipeline  # the YAML with the column renames and drops followed
     catalog, plan = context.catalog, context.plan
+    for note in plan.notes:  # R312: a table whose batches the driver stages, and why
+        notice(note.message)
     # The JVM and Spark start while the driver opens the warehouse, reads its state and
     # takes the lease below (engine.job.session.SessionStart: both take seconds).
     # A bounded run whose stream is committed up to the binlog head probably has nothing to

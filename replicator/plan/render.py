@@ -68,7 +68,8 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
             "\n-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE")
     transforms = describe_transforms(table)
     if transforms:
-        engine = ("Snowflake, in the staging INSERT below" if dialect.external_stage
+        engine = ("Snowflake, in the staging INSERT below"
+                  if dialect.external_stage and not stage_copy.refusals(table)
                   else "DuckDB over each change batch before staging")
         parts.append(f"-- transforms, evaluated by {engine} (Spark SQL translated):\n" + "\n".join(f"--   {line}" for line in transforms))
     if chunk_read is not None:
@@ -89,6 +90,8 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
                      "engine.apply.applier.SLICE_ROWS changes, a source column added with a DEFAULT "
                      "while its files were landed, a followed TRUNCATE or re-copy in the "
                      "batch): the driver stages it, as without target.snowflake.stage:")
+    elif dialect.external_stage and stage_copy.refusals(table):
+        parts.append(driver_road(table, dialect))
     else:
         parts.append("-- each batch:")
     parts += [f"{_comment(s)}\n{s.sql};" for s in program.batch_program(table, dialect)]
@@ -100,6 +103,17 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
     parts += [f"{_comment(s)}\n{s.sql};" for s in _fresh_copy(table, dialect)]
     parts += [f"{_comment(s)}\n{s.sql};" for s in _recopy_end(table, dialect)]
     return "\n\n".join(parts) + "\n"
+
+
+def driver_road(table: TablePlan, dialect: Dialect) -> str:
+    """Why, under ``target.snowflake.stage``, the driver stages every batch of ``table``
+    (``stage_copy.refusals``; the plan's warning R312), as the comment before its program."""
+    whats = "; ".join(what for what, _ in stage_copy.refusals(table))
+    return (f"-- each batch, stream or snapshot, by the driver (R312): target.snowflake.stage "
+            f"cannot stage {whats} in Snowflake SQL yet, so the driver reads the batch's "
+            "change files from engine.landing, runs the transform step in DuckDB and PUTs the "
+            f"staged rows, as without a stage (the other tables' files are COPYed from "
+            f"@{dialect.external_stage}; in an atomic batch both kinds commit together):")
 
 
 def atomic_statements(tables: Sequence[TablePlan], dialect: Dialect,
@@ -158,4 +172,4 @@ def _recopy_end(table: TablePlan, dialect: Dialect) -> list[Statement]:
                       merging.delete_not_rewritten(table, dialect))]
 
 
-__all__ = ["Statement", "atomic_statements", "render_atomic_sql", "render_sql", "table_statements"]
+__all__ = ["Statement", "atomic_statements", "driver_road", "render_atomic_sql", "render_sql", "table_statements"]
