@@ -318,9 +318,9 @@ def _stage_road_json(table_plan: TablePlan, dialect: Dialect) -> dict[str, Any]:
     ("stage") or staged by the driver ("driver", with why: the plan's R312)."""
     if not dialect.external_stage:
         return {}
-    from replicator.plan.statements.stage_copy import refusals
+    from replicator.plan.stage_roads import driver_reasons
 
-    reasons = [what for what, _ in refusals(table_plan)]
+    reasons = [what for what, _ in driver_reasons(table_plan)]
     return {"stage_road": "driver" if reasons else "stage", "driver_reasons": reasons}
 
 

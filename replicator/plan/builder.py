@@ -42,7 +42,7 @@ from replicator.plan.model import Plan, PlannedColumn, TablePlan
 from replicator.plan.outbox import plan_outbox
 from replicator.plan.problems import PlanProblems, expression_code, table_path
 from replicator.plan.routing import plan_routed, source_table_column
-from replicator.plan.statements import stage_copy
+from replicator.plan.stage_roads import driver_reasons
 from replicator.plan.transpile.errors import Untranslatable
 from replicator.plan.transpile.translator import translate
 from replicator.plan.types import (
@@ -133,7 +133,7 @@ def _external_stage(pipeline: Pipeline) -> str | None:
 def _note_driver_staging(pipeline: Pipeline, planned: Sequence[TablePlan],
                          problems: PlanProblems) -> None:
     """R312 (a warning): under ``target.snowflake.stage``, a table whose transform step the
-    external-stage load cannot run as Snowflake SQL (``stage_copy.refusals``) takes the
+    external-stage load cannot run as Snowflake SQL (``stage_roads``) takes the
     driver's road: the driver reads its change files, stages them in DuckDB and PUTs the
     rows, as without a stage; the pipeline's other tables keep the driver-free road. Said
     at the setting that decides it, once per table and setting."""
@@ -141,16 +141,13 @@ def _note_driver_staging(pipeline: Pipeline, planned: Sequence[TablePlan],
     if not stage:
         return
     for table in planned:
-        refused = stage_copy.refusals(table)
-        if table.outbox is not None:  # the route is the reason (its columns have no MySQL type)
-            refused = [(what, setting) for what, setting in refused if setting == "outbox"]
         reasons: dict[str, list[str]] = {}
-        for what, setting in refused:
+        for what, setting in driver_reasons(table):
             reasons.setdefault(setting, []).append(what)
         for setting, whats in reasons.items():
             problems.note(
-                f"{table.label}: the driver stages this table's batches: the external-stage "
-                f"load cannot render {'; '.join(whats)} in Snowflake SQL yet (the table's "
+                f"{table.label}: its batches are staged by the driver: target.snowflake.stage "
+                f"cannot stage {'; '.join(whats)} in Snowflake SQL yet (the table's "
                 f"`{setting}` setting); the other tables' change files are COPYed from "
                 f"@{stage}",
                 hint="nothing to do: the table is replicated as without target.snowflake.stage "

@@ -13,6 +13,7 @@ import replicator.plan.program as program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
 from replicator.plan.program import StagingQuery, Statement
+from replicator.plan.stage_roads import driver_reasons, staged_by_driver
 from replicator.plan.statements import merging, stage_copy
 from replicator.plan.transpile.translator import describe_transforms
 
@@ -69,7 +70,7 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
     transforms = describe_transforms(table)
     if transforms:
         engine = ("Snowflake, in the staging INSERT below"
-                  if dialect.external_stage and not stage_copy.refusals(table)
+                  if dialect.external_stage and not staged_by_driver(table, dialect)
                   else "DuckDB over each change batch before staging")
         parts.append(f"-- transforms, evaluated by {engine} (Spark SQL translated):\n" + "\n".join(f"--   {line}" for line in transforms))
     if chunk_read is not None:
@@ -90,7 +91,7 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
                      "engine.apply.applier.SLICE_ROWS changes, a source column added with a DEFAULT "
                      "while its files were landed, a followed TRUNCATE or re-copy in the "
                      "batch): the driver stages it, as without target.snowflake.stage:")
-    elif dialect.external_stage and stage_copy.refusals(table):
+    elif staged_by_driver(table, dialect):
         parts.append(driver_road(table, dialect))
     else:
         parts.append("-- each batch:")
@@ -107,8 +108,8 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
 
 def driver_road(table: TablePlan, dialect: Dialect) -> str:
     """Why, under ``target.snowflake.stage``, the driver stages every batch of ``table``
-    (``stage_copy.refusals``; the plan's warning R312), as the comment before its program."""
-    whats = "; ".join(what for what, _ in stage_copy.refusals(table))
+    (``stage_roads``; the plan's warning R312), as the comment before its program."""
+    whats = "; ".join(what for what, _ in driver_reasons(table))
     return (f"-- each batch, stream or snapshot, by the driver (R312): target.snowflake.stage "
             f"cannot stage {whats} in Snowflake SQL yet, so the driver reads the batch's "
             "change files from engine.landing, runs the transform step in DuckDB and PUTs the "

@@ -472,7 +472,7 @@ def test_plan_notes_the_tables_the_driver_stages_and_refuses_no_landing_zone(fak
         ("R312", "warning", ("tables", 0, "columns"))]
     text = " ".join(n.message for n in plan.notes)
     assert "a filter" in text and "a mask on AMOUNT" in text and f"@{STAGE}" in text
-    assert all(n.message.startswith("shop.items: the driver stages") for n in plan.notes)
+    assert all(n.message.startswith("shop.items: its batches are staged by the driver") for n in plan.notes)
     dialect = pipeline_dialect(pipeline)
     items, people = plan.tables
     # The road is the staging query's: none for items (the driver's), one for people.
