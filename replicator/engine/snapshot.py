@@ -426,6 +426,10 @@ def run_snapshot(
                 paths = [path(copy, index) for index in group]
                 if not job.wait_for(paths, should_stop):
                     return False
+                # The group's files are landed (with target.snowflake.stage: on the stage, or
+                # PUT there by their tasks) and nothing of it is loaded: the crash tests'
+                # window between a chunk's PUT and its COPY.
+                failpoints.reached("snapshot.before_load")
                 for reader in copy.readers:
                     apply_group(applier, reader, copy.numbers[id(reader)](group[0]), paths,
                                 position, fresh=copy.name.lower() in state.fresh)
