@@ -472,7 +472,7 @@ def _stream(
         epoch=applier.epoch,
         selection_keys=[(table.selection, [k for k in table.source_key if k != SOURCE_TABLE_COLUMN])
                         for table in plan.tables if table.selection is not None],
-        upload=upload.to_json() if (upload := LandedUpload.of(pipeline)) else "",
+        upload=upload.to_json() if (upload := LandedUpload.of(pipeline, plan)) else "",
     )
     frame = spark.readStream.format(SOURCE_FORMAT).options(**reader).load()
     writer = (

@@ -124,6 +124,8 @@ def write_chunk_file(source: MySQLSource, task: ChunkTask, position: BinlogPosit
     Returns its rows."""
     import pyarrow.parquet as pq
 
+    if upload is not None and not upload.wants(task.table.name):
+        upload = None  # a table only the driver stages: its file is read, never COPYed
     with carry_errors():
         filesystem, target = _filesystem(task.path)
         filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
@@ -419,7 +421,7 @@ def run_snapshot(
             tasks.append(ChunkTask(copy.source_table, copy.chunks[index], path(copy, index),
                                    copy.predicate))
     job = _ReadJob(spark, applier.pipeline.source, tasks, position,
-                   LandedUpload.of(applier.pipeline))
+                   LandedUpload.of(applier.pipeline, applier.plan))
     try:
         for copy in copies:
             for group in copy.groups():

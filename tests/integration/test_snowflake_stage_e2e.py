@@ -345,6 +345,8 @@ def test_a_snapshot_killed_between_landing_and_copy_and_between_copy_and_merge_c
                 or "%_REPLICATOR_STAGE_" in q]  # nor the driver's PUT of staged rows
     puts = [q for q in killed if q.startswith("PUT") and "/snapshot/" in q]
     assert bool(puts) == local and all(f" @{stage}/" in q for q in puts), killed
+    # The notes' chunks are not PUT: only the driver reads them (engine.job.stage_put).
+    assert not [q for q in puts if ".notes/" in q]
 
     # 2. Resumed (the chunks not applied are read and landed again), killed after the
     #    first group's COPY committed, before its rows reached the target.
@@ -366,6 +368,7 @@ def test_a_snapshot_killed_between_landing_and_copy_and_between_copy_and_merge_c
     queries = list(fakesnow_server.queries)
     assert any(q.startswith("COPY INTO") and f"FROM @{stage}" in q for q in queries)
     assert any(q.startswith("PUT") and "%_REPLICATOR_STAGE_NOTES" in q for q in queries)
+    assert not [q for q in queries if f" @{stage}/" in q and ".notes/" in q]
     with fakesnow_server.connect(fakesnow_database, "RAW") as connection:
         assert_target_equals_source(pipeline, root, connection)
         counts = _counts(connection)

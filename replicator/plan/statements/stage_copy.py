@@ -30,7 +30,8 @@ replayed batch loads its files again whatever ``FORCE`` says
 (https://docs.snowflake.com/en/user-guide/data-load-considerations-load#load-metadata).
 ``FORCE = TRUE`` is kept so the COPY never depends on that history (docs/snowflake.md).
 
-What this load does not do yet is refused by the plan (``refusals``), naming the setting:
+What this load does not do yet (``refusals``, naming the setting) the driver stages, as
+without a stage (``plan.stage_roads``; the plan's warning R312):
 filters beyond ``stage_filter``'s exact subset and computed columns (their SQL is DuckDB's:
 ``transform.expressions`` has no Snowflake rendering), masks of other than text columns,
 outbox routes, dead letters, and columns whose staged value needs a conversion beyond
@@ -230,7 +231,7 @@ def _masks(column: PlannedColumn) -> bool:
 
 def refusals(table: TablePlan) -> list[tuple[str, str]]:
     """(what, the setting) the external-stage load cannot do for this table yet; empty: it
-    can. Each is refused by the plan rather than done another way."""
+    can. Any: the driver stages the table's batches (``plan.stage_roads``)."""
     out = []
     if table.outbox is not None:
         out.append(("an outbox route", "outbox"))
