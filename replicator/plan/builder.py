@@ -91,8 +91,8 @@ def _plan_entry(pipeline: Pipeline, table: TablePipeline, catalog: Catalog,
         routed = plan_routed(pipeline, table, catalog, problems)
         if routed is None:
             return []
-        source_table, sources = routed
-        planned = _plan_table(pipeline, table, source_table, catalog.live, problems, ())
+        first_source, sources = routed
+        planned = _plan_table(pipeline, table, first_source, catalog.live, problems, ())
         return [] if planned is None else [dataclasses.replace(planned, sources=sources)]
     source_table = catalog.table(table.source_database, table.source_table)
     if source_table is None:
