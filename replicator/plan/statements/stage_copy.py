@@ -30,12 +30,13 @@ replayed batch loads its files again whatever ``FORCE`` says
 (https://docs.snowflake.com/en/user-guide/data-load-considerations-load#load-metadata).
 ``FORCE = TRUE`` is kept so the COPY never depends on that history (docs/snowflake.md).
 
-What this load does not do yet (``refusals``, naming the setting) the driver stages, as
-without a stage (``plan.stage_roads``; the plan's warning R312):
+What this load does not do yet is refused by the plan (``refusals``), naming the setting:
 filters beyond ``stage_filter``'s exact subset and computed columns (their SQL is DuckDB's:
 ``transform.expressions`` has no Snowflake rendering), masks of other than text columns,
 outbox routes, dead letters, and columns whose staged value needs a conversion beyond
 Snowflake's own cast of the Parquet value (a BIT into BINARY, a TIME into a number, ...).
+Refused means the stage's road only: the driver stages such a table's batches, as without a
+stage (``plan.stage_roads``; the plan's warning R312).
 """
 
 from __future__ import annotations
