@@ -102,6 +102,10 @@ def command(
 
     if offline:
         render.info("offline: columns and types come from the YAML's source_type only")
+    if plan.notes and output_format is not OutputFormat.json:
+        # Warnings (R312: a table the driver stages under target.snowflake.stage), at their
+        # settings' lines, before the SQL; the JSON document carries them itself.
+        _report_problems(file, plan.notes, output_format)
     if ddl is not None:
         _print_ddl_preview(pipeline, catalog, plan, ddl, sql_dialect, output_format)
         return
@@ -111,6 +115,8 @@ def command(
             "dialect": sql_dialect.name,
             "offline": offline,
             "tables": [_table_json(t, sql_dialect, catalog, plan.tables) for t in tables],
+            "warnings": [{"code": n.code, "message": n.message, "hint": n.hint}
+                         for n in plan.notes],
             "atomic": pipeline.target.atomic,
             # target.atomic: what a stream batch that changed several tables runs.
             "atomic_batch": [{"purpose": s.purpose, "sql": s.sql}
@@ -159,7 +165,8 @@ def _report_problems(file: Path, problems: tuple[PlanProblem, ...],
     for problem in problems:
         position = document.position(problem.where)
         diagnostics.append(Diagnostic(str(file), position.line, position.col, problem.code,
-                                      problem.message, problem.hint))
+                                      problem.message, problem.hint,
+                                      "warning" if problem.severity == "warning" else "error"))
     if output_format is OutputFormat.sql:
         sys.stderr.write(REPORTERS["text"](diagnostics, files=1))
     else:
@@ -276,6 +283,7 @@ def _table_json(table_plan: TablePlan, dialect: Dialect, catalog: Catalog,
         "key_origin": table_plan.key_origin,
         "deletes": table_plan.deletes,
         "filter": table_plan.filter,
+        **_stage_road_json(table_plan, dialect),
         **_chunk_read_json(chunk_select_preview(tables, table_plan, catalog)),
         "excluded": list(table_plan.excluded),
         # Added in MySQL and ignored (`schema_changes.add_column: ignore`); also in excluded.
@@ -303,6 +311,17 @@ def _table_json(table_plan: TablePlan, dialect: Dialect, catalog: Catalog,
                 table_plan, dialect, snapshot_staging(table_plan, catalog, dialect))
         ],
     }
+
+
+def _stage_road_json(table_plan: TablePlan, dialect: Dialect) -> dict[str, Any]:
+    """Under target.snowflake.stage: whether the table's batches are COPYed from the stage
+    ("stage") or staged by the driver ("driver", with why: the plan's R312)."""
+    if not dialect.external_stage:
+        return {}
+    from replicator.plan.stage_roads import driver_reasons
+
+    reasons = [what for what, _ in driver_reasons(table_plan)]
+    return {"stage_road": "driver" if reasons else "stage", "driver_reasons": reasons}
 
 
 def _chunk_read_json(chunk_read: tuple[str, str | None] | None) -> dict[str, Any]:

@@ -186,6 +186,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     follow_pending_columns(context, pending)
     pipeline = context.pipeline  # the YAML with the column renames and drops followed
     catalog, plan = context.catalog, context.plan
+    for note in plan.notes:  # R312: a table whose batches the driver stages, and why
+        notice(note.message)
     # The JVM and Spark start while the driver opens the warehouse, reads its state and
     # takes the lease below (engine.job.session.SessionStart: both take seconds).
     # A bounded run whose stream is committed up to the binlog head probably has nothing to
@@ -470,7 +472,7 @@ def _stream(
         epoch=applier.epoch,
         selection_keys=[(table.selection, [k for k in table.source_key if k != SOURCE_TABLE_COLUMN])
                         for table in plan.tables if table.selection is not None],
-        upload=upload.to_json() if (upload := LandedUpload.of(pipeline)) else "",
+        upload=upload.to_json() if (upload := LandedUpload.of(pipeline, plan)) else "",
     )
     frame = spark.readStream.format(SOURCE_FORMAT).options(**reader).load()
     writer = (

@@ -124,6 +124,8 @@ def write_chunk_file(source: MySQLSource, task: ChunkTask, position: BinlogPosit
     Returns its rows."""
     import pyarrow.parquet as pq
 
+    if upload is not None and not upload.wants(task.table.name):
+        upload = None  # a table only the driver stages: its file is read, never COPYed
     with carry_errors():
         filesystem, target = _filesystem(task.path)
         filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
@@ -419,13 +421,17 @@ def run_snapshot(
             tasks.append(ChunkTask(copy.source_table, copy.chunks[index], path(copy, index),
                                    copy.predicate))
     job = _ReadJob(spark, applier.pipeline.source, tasks, position,
-                   LandedUpload.of(applier.pipeline))
+                   LandedUpload.of(applier.pipeline, applier.plan))
     try:
         for copy in copies:
             for group in copy.groups():
                 paths = [path(copy, index) for index in group]
                 if not job.wait_for(paths, should_stop):
                     return False
+                # The group's files are landed (with target.snowflake.stage: on the stage, or
+                # PUT there by their tasks) and nothing of it is loaded: the crash tests'
+                # window between a chunk's PUT and its COPY.
+                failpoints.reached("snapshot.before_load")
                 for reader in copy.readers:
                     apply_group(applier, reader, copy.numbers[id(reader)](group[0]), paths,
                                 position, fresh=copy.name.lower() in state.fresh)

@@ -42,7 +42,7 @@ from replicator.plan.model import Plan, PlannedColumn, TablePlan
 from replicator.plan.outbox import plan_outbox
 from replicator.plan.problems import PlanProblems, expression_code, table_path
 from replicator.plan.routing import plan_routed, source_table_column
-from replicator.plan.statements import stage_copy
+from replicator.plan.stage_roads import driver_reasons
 from replicator.plan.transpile.errors import Untranslatable
 from replicator.plan.transpile.translator import translate
 from replicator.plan.types import (
@@ -63,53 +63,57 @@ def build_plan(pipeline: Pipeline, catalog: Catalog,
     ignore, its key does not name it and `columns:` does not configure it."""
     problems = PlanProblems()
     ignored = ignored or {}
-    tables = []
+    tables: list[TablePlan] = []
     for table in pipeline.tables:
         problems.base = table_path(pipeline, table)
-        if table.routed:
-            routed = plan_routed(pipeline, table, catalog, problems)
-            if routed is not None:
-                source_table, sources = routed
-                planned = _plan_table(pipeline, table, source_table, catalog.live, problems, ())
-                if planned is not None:
-                    tables.append(dataclasses.replace(planned, sources=sources))
-            continue
-        source_table = catalog.table(table.source_database, table.source_table)
-        if source_table is None:
-            problems.add(
-                f"{table.source_name}: table not found in the MySQL schema",
-                hint="check the `source:` name of the table, and the replicator user's SELECT grant",
-                code="R301", at=("source",),
-            )
-            continue
-        if table.outbox is not None:  # one plan per route, all reading the outbox table
-            tables += plan_outbox(pipeline, table, source_table, catalog.live, problems)
-            continue
-        planned = _plan_table(pipeline, table, source_table, catalog.live, problems,
+        planned = _plan_entry(pipeline, table, catalog, problems,
                               ignored.get(table.source_name.lower(), ()))
-        if planned is not None:
-            tables.append(planned)
+        tables += planned
+        _note_driver_staging(pipeline, planned, problems)
     problems.base = ()
     _check_target_collisions(pipeline, tables, problems)
-    _check_external_stage(pipeline, tables, problems)
+    _check_external_stage(pipeline, problems)
     problems.raise_if_any()
     return Plan(
         pipeline_name=pipeline.name,
         target_kind=pipeline.target.kind,
         tables=tuple(tables),
         live_catalog=catalog.live,
+        notes=tuple(problems.notes),
     )
 
 
-def _check_external_stage(pipeline: Pipeline, tables: Sequence[TablePlan],
-                          problems: PlanProblems) -> None:
-    """R311: ``target.snowflake.stage`` needs the landing zone on an object store, and
-    tables whose transform step the external-stage load runs in Snowflake SQL
-    (``stage_copy.refusals``): refused here rather than staged another way."""
-    warehouse = pipeline.target.warehouse
-    if not isinstance(warehouse, SnowflakeTarget) or not warehouse.stage:
+def _plan_entry(pipeline: Pipeline, table: TablePipeline, catalog: Catalog,
+                problems: PlanProblems, ignored_here: Collection[str]) -> list[TablePlan]:
+    """The plans of one `tables:` entry: one, one per outbox route, or none (its problems
+    are in ``problems``)."""
+    if table.routed:
+        routed = plan_routed(pipeline, table, catalog, problems)
+        if routed is None:
+            return []
+        first_source, sources = routed
+        planned = _plan_table(pipeline, table, first_source, catalog.live, problems, ())
+        return [] if planned is None else [dataclasses.replace(planned, sources=sources)]
+    source_table = catalog.table(table.source_database, table.source_table)
+    if source_table is None:
+        problems.add(
+            f"{table.source_name}: table not found in the MySQL schema",
+            hint="check the `source:` name of the table, and the replicator user's SELECT grant",
+            code="R301", at=("source",),
+        )
+        return []
+    if table.outbox is not None:  # one plan per route, all reading the outbox table
+        return plan_outbox(pipeline, table, source_table, catalog.live, problems)
+    planned = _plan_table(pipeline, table, source_table, catalog.live, problems, ignored_here)
+    return [] if planned is None else [planned]
+
+
+def _check_external_stage(pipeline: Pipeline, problems: PlanProblems) -> None:
+    """R311: ``target.snowflake.stage`` needs ``engine.landing``: on an object store the
+    stage points at, or a local path whose files the executors PUT to it (an HDFS file
+    cannot be PUT)."""
+    if not _external_stage(pipeline):
         return
-    at = ("target", "snowflake", "stage")
     landing = pipeline.engine.landing or ""
     # A local landing zone: the stage is an internal one the executors PUT each file to.
     if not landing or landing.split("://", 1)[0].lower() == "hdfs":
@@ -118,15 +122,37 @@ def _check_external_stage(pipeline: Pipeline, tables: Sequence[TablePlan],
             f"the stage points at (s3://, gs://, azure://) or to a local path whose files the "
             f"executors PUT to the stage, not {landing or 'the checkpoint directory'}",
             hint="set engine.landing (docs/snowflake.md), or remove target.snowflake.stage",
-            code="R311", at=at)
-    for table in tables:
-        for what, setting in stage_copy.refusals(table):
-            problems.add(
-                f"{table.label}: target.snowflake.stage cannot stage {what} yet "
-                f"(the table's `{setting}` setting)",
-                hint="remove target.snowflake.stage (the driver then stages every batch), or "
-                "move the table to a pipeline without it (docs/snowflake.md lists what the "
-                "external-stage load covers)", code="R311", at=at)
+            code="R311", at=("target", "snowflake", "stage"))
+
+
+def _external_stage(pipeline: Pipeline) -> str | None:
+    warehouse = pipeline.target.warehouse
+    return warehouse.stage if isinstance(warehouse, SnowflakeTarget) else None
+
+
+def _note_driver_staging(pipeline: Pipeline, planned: Sequence[TablePlan],
+                         problems: PlanProblems) -> None:
+    """R312 (a warning): under ``target.snowflake.stage``, a table whose transform step the
+    external-stage load cannot run as Snowflake SQL (``stage_roads``) takes the
+    driver's road: the driver reads its change files, stages them in DuckDB and PUTs the
+    rows, as without a stage; the pipeline's other tables keep the driver-free road. Said
+    at the setting that decides it, once per table and setting."""
+    stage = _external_stage(pipeline)
+    if not stage:
+        return
+    for table in planned:
+        reasons: dict[str, list[str]] = {}
+        for what, setting in driver_reasons(table):
+            reasons.setdefault(setting, []).append(what)
+        for setting, whats in reasons.items():
+            problems.note(
+                f"{table.label}: its batches are staged by the driver: target.snowflake.stage "
+                f"cannot stage {'; '.join(whats)} in Snowflake SQL yet (the table's "
+                f"`{setting}` setting); the other tables' change files are COPYed from "
+                f"@{stage}",
+                hint="nothing to do: the table is replicated as without target.snowflake.stage "
+                "(its rows cross the driver); docs/snowflake.md lists what the external-stage "
+                "load covers", code="R312", at=(setting,))
 
 
 def _plan_table(

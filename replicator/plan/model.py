@@ -18,6 +18,7 @@ from replicator.plan.types import TargetType
 
 if TYPE_CHECKING:
     from replicator.plan.expressions.spark_types import SparkType
+    from replicator.plan.problems import PlanProblem
 
 ColumnRole = Literal["data", "metadata", "soft_delete", "scd2"]
 ColumnOrigin = Literal["live", "yaml", "replicator"]
@@ -234,6 +235,9 @@ class Plan:
     target_kind: str  # the pipeline's warehouse: "snowflake" | "duckdb"
     tables: tuple[TablePlan, ...]
     live_catalog: bool = True  # False: built from the YAML only (plan --offline)
+    # Warnings found while planning (``PlanProblems.note``: R312, a table whose batches the
+    # driver stages under target.snowflake.stage): `plan` reports them, `run` says them.
+    notes: tuple[PlanProblem, ...] = ()
 
     def table(self, name: str) -> TablePlan:
         """By source name (db.table), source table name or target table name."""

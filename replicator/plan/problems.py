@@ -29,7 +29,10 @@ PLAN_CODES: dict[str, str] = {
     "R308": "the tables a `sources:` selection matches disagree (column types, keys)",
     "R309": "plan --offline: columns without source_type",
     "R310": "an outbox route that cannot be planned",
-    "R311": "target.snowflake.stage with a table or landing zone the external-stage load does not cover",
+    "R311": "target.snowflake.stage without engine.landing, or with an HDFS one",
+    # A warning: the pipeline runs, the table's batches take the driver's staging road.
+    "R312": "target.snowflake.stage: a table whose batches the driver stages (the external-stage "
+            "load cannot render its transform in Snowflake SQL yet)",
 }
 
 
@@ -39,6 +42,7 @@ class PlanProblem:
     hint: str | None
     code: str
     where: JsonPath  # into the pipeline file; () for the file itself
+    severity: str = "error"  # or "warning": reported, the plan still built (``Plan.notes``)
 
 
 class PlanProblems:
@@ -46,6 +50,7 @@ class PlanProblems:
 
     def __init__(self) -> None:
         self.items: list[PlanProblem] = []
+        self.notes: list[PlanProblem] = []  # warnings: they do not stop the plan
         # The table being planned (``("tables", 2)``): ``add``'s ``at`` is relative to it.
         self.base: JsonPath = ()
 
@@ -53,6 +58,11 @@ class PlanProblems:
             at: JsonPath = ()) -> None:
         """A problem with the setting ``at`` (under the table being planned) that fixes it."""
         self.items.append(PlanProblem(message, hint, code, (*self.base, *at)))
+
+    def note(self, message: str, hint: str | None = None, *, code: str,
+             at: JsonPath = ()) -> None:
+        """A warning at the setting ``at``: reported with the plan, which is still built."""
+        self.notes.append(PlanProblem(message, hint, code, (*self.base, *at), "warning"))
 
     def raise_if_any(self) -> None:
         if not self.items:

@@ -13,6 +13,7 @@ import replicator.plan.program as program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
 from replicator.plan.program import StagingQuery, Statement
+from replicator.plan.stage_roads import driver_reasons, staged_by_driver
 from replicator.plan.statements import merging, stage_copy
 from replicator.plan.transpile.translator import describe_transforms
 
@@ -68,7 +69,8 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
             "\n-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE")
     transforms = describe_transforms(table)
     if transforms:
-        engine = ("Snowflake, in the staging INSERT below" if dialect.external_stage
+        engine = ("Snowflake, in the staging INSERT below"
+                  if dialect.external_stage and not staged_by_driver(table, dialect)
                   else "DuckDB over each change batch before staging")
         parts.append(f"-- transforms, evaluated by {engine} (Spark SQL translated):\n" + "\n".join(f"--   {line}" for line in transforms))
     if chunk_read is not None:
@@ -89,6 +91,8 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
                      "engine.apply.applier.SLICE_ROWS changes, a source column added with a DEFAULT "
                      "while its files were landed, a followed TRUNCATE or re-copy in the "
                      "batch): the driver stages it, as without target.snowflake.stage:")
+    elif staged_by_driver(table, dialect):
+        parts.append(driver_road(table, dialect))
     else:
         parts.append("-- each batch:")
     parts += [f"{_comment(s)}\n{s.sql};" for s in program.batch_program(table, dialect)]
@@ -100,6 +104,17 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
     parts += [f"{_comment(s)}\n{s.sql};" for s in _fresh_copy(table, dialect)]
     parts += [f"{_comment(s)}\n{s.sql};" for s in _recopy_end(table, dialect)]
     return "\n\n".join(parts) + "\n"
+
+
+def driver_road(table: TablePlan, dialect: Dialect) -> str:
+    """Why, under ``target.snowflake.stage``, the driver stages every batch of ``table``
+    (``stage_roads``; the plan's warning R312), as the comment before its program."""
+    whats = "; ".join(what for what, _ in driver_reasons(table))
+    return (f"-- each batch, stream or snapshot, by the driver (R312): target.snowflake.stage "
+            f"cannot stage {whats} in Snowflake SQL yet, so the driver reads the batch's "
+            "change files from engine.landing, runs the transform step in DuckDB and PUTs the "
+            f"staged rows, as without a stage (the other tables' files are COPYed from "
+            f"@{dialect.external_stage}; in an atomic batch both kinds commit together):")
 
 
 def atomic_statements(tables: Sequence[TablePlan], dialect: Dialect,
@@ -158,4 +173,4 @@ def _recopy_end(table: TablePlan, dialect: Dialect) -> list[Statement]:
                       merging.delete_not_rewritten(table, dialect))]
 
 
-__all__ = ["Statement", "atomic_statements", "render_atomic_sql", "render_sql", "table_statements"]
+__all__ = ["Statement", "atomic_statements", "driver_road", "render_atomic_sql", "render_sql", "table_statements"]

@@ -137,8 +137,8 @@ def external_staging(table: TablePlan, dialect: Dialect) -> StagingQuery | None:
     chunk groups (the last change per key is kept for both). What differs from DuckDB's
     rendering is the dialect's: the staged values are Snowflake's casts of the raw columns
     (``stage_copy.raw_value``, typed as staged) and instants are built by
-    ``Dialect.instant_from_micros``. None where the plan refuses the table
-    (``stage_copy.refusals``)."""
+    ``Dialect.instant_from_micros``. None where the driver stages the table
+    (``plan.stage_roads``: ``stage_copy.refusals``)."""
     if dialect.external_stage is None or stage_copy.refusals(table):
         return None
     # The raw table's columns are all the statement reads (no computed column; the filter

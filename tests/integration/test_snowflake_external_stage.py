@@ -33,6 +33,9 @@ from replicator.model.pipeline import (
     ColumnMapping,
     EngineConfig,
     MySQLSource,
+    OutboxColumn,
+    OutboxRoute,
+    OutboxSpec,
     Pipeline,
     SnowflakeTarget,
     TablePipeline,
@@ -66,6 +69,10 @@ ITEMS = [
     ("big_neg", "bigint(20)", True),
 ]
 PEOPLE = [("id", "int(11)", False), ("nick", "varchar(20)", True)]
+# The tables the external-stage load leaves to the driver (R312): an outbox and a table
+# with dead letters.
+OUTBOX = [("id", "bigint(20)", False), ("kind", "varchar(20)", True), ("payload", "json", True)]
+NOTES = [("id", "int(11)", False), ("body", "longblob", True)]
 
 
 def _table(name: str, columns: list[tuple[str, str, bool]]) -> SourceTable:
@@ -75,7 +82,8 @@ def _table(name: str, columns: list[tuple[str, str, bool]]) -> SourceTable:
 
 
 CATALOG = Catalog(tables=(_table("items", ITEMS), _table("people", PEOPLE),
-                          _table("items_b", ITEMS)))
+                          _table("items_b", ITEMS), _table("outbox", OUTBOX),
+                          _table("notes", NOTES)))
 STAGE = "STAGEDB.RAW.LANDING"
 
 
@@ -182,8 +190,46 @@ def _shard_events(number: int) -> list[ChangeEvent]:
             ChangeEvent("shop.items_b", "d", at, 11, ts, before=_row(2, name="b two"))]
 
 
+BINARY_LIMIT = 8_388_608  # Snowflake's BINARY holds at most 8 MB (sink.limits)
+
+
+def _driver_events(number: int) -> list[ChangeEvent]:
+    """Batch ``number`` of the tables only the driver stages: outbox events (two routes, an
+    update, a delete: not events), and a note one BINARY cannot hold (a dead letter)."""
+    at = BinlogPosition("mysql-bin.000001", 1000 * number)
+    ts = 1_700_000_000_000 + number * 1000
+
+    def outbox(index: int, key: int, kind: str, payload: str, op: str = "c") -> ChangeEvent:
+        row = {"id": key, "kind": kind, "payload": payload}
+        return ChangeEvent("shop.outbox", op, at, 20 + index, ts,
+                           before=row if op != "c" else None, after=row if op != "d" else None)
+
+    def note(index: int, key: int, body: bytes | None, op: str = "c") -> ChangeEvent:
+        row = {"id": key, "body": body}
+        return ChangeEvent("shop.notes", op, at, 30 + index, ts,
+                           before=row if op != "c" else None, after=row if op != "d" else None)
+
+    if number == 1:
+        return [
+            outbox(0, 1, "order", '{"id": 7, "total": "12.50", "status": "new"}'),
+            outbox(1, 2, "customer", '{"id": 70, "email": "a@x.org"}'),
+            outbox(2, 3, "order", '{"id": 8, "total": "1.00", "status": "new"}'),
+            outbox(3, 4, "order", '{"id": 7, "total": "13.00", "status": "paid"}'),
+            note(0, 1, b"fits \x00\xff"),
+            note(1, 2, b"\x01" * (BINARY_LIMIT + 1)),  # set aside, the rest goes on
+            note(2, 3, None),
+        ]
+    return [
+        outbox(0, 5, "order", '{"id": 8, "deleted": true}'),
+        outbox(1, 1, "order", '{"id": 7}', op="d"),  # the cleanup: no event
+        outbox(2, 6, "customer", '{"id": 71, "email": "b@x.org"}'),
+        note(0, 1, b"fits again", op="u"),
+        note(1, 3, None, op="d"),
+    ]
+
+
 def _apply(applier: BatchApplier, number: int) -> Any:
-    events = [e for e in [*_events(number), *_shard_events(number)]
+    events = [e for e in [*_events(number), *_shard_events(number), *_driver_events(number)]
               if any(t.reads(e.table) for t in applier.plan.tables)]
     manifest = land_events(applier, events, directory=f"stream/epoch=0/b{number}")
     return applier.apply_manifest(manifest, number, {"file": "mysql-bin.000001",
@@ -297,7 +343,122 @@ def test_a_batch_replayed_after_its_raw_load_committed_loads_once(fakesnow_serve
     assert not any(q.startswith("COPY INTO") for q in fakesnow_server.queries)
 
 
-def test_plan_refuses_what_the_external_stage_load_does_not_cover(fakesnow_server):
+def _mixed_tables() -> tuple[TablePipeline, ...]:
+    """A table the stage covers beside an outbox and a table with dead letters (R312)."""
+    def route(kind: str, target: str, key: str, *columns: OutboxColumn) -> OutboxRoute:
+        return OutboxRoute(kind, target, (key,), (OutboxColumn(key, "$.id", "NUMBER(20,0)"),
+                                                   *columns), delete_when="$.deleted")
+
+    return (
+        TablePipeline(source_database="shop", source_table="people", deletes="soft"),
+        TablePipeline(source_database="shop", source_table="outbox", mode="outbox",
+                      outbox=OutboxSpec("kind", "payload", (
+                          route("order", "ORDERS", "order_id",
+                                OutboxColumn("total", "$.total", "NUMBER(12,2)"),
+                                OutboxColumn("status", "$.status", "VARCHAR")),
+                          route("customer", "CUSTOMERS", "customer_id",
+                                OutboxColumn("email", "$.email", "VARCHAR"))))),
+        TablePipeline(source_database="shop", source_table="notes", on_error="dead_letter"),
+    )
+
+
+def _dead_letters(applier: BatchApplier) -> list[tuple[Any, ...]]:
+    cursor = applier.sink.connection.cursor()
+    cursor.execute('SELECT "TABLE", "KEY", "COLUMN", "BINLOG_POS" FROM '
+                   '"RAW"."_REPLICATOR_DEAD_LETTERS" ORDER BY "KEY"')
+    return cursor.fetchall()
+
+
+def test_tables_the_stage_cannot_render_are_staged_by_the_driver_in_the_same_batch(
+        fakesnow_server, tmp_path):
+    """Outbox routes and dead letters beside a table the stage covers, under
+    target.snowflake.stage: the plan builds (R312 warnings, no error), the covered table's
+    files are COPYed from the stage, the others' batches staged by the driver (PUT of the
+    staged rows), each stream batch ONE transaction (target.atomic) over both roads; every
+    target equals the driver-only pipeline's and the changes' expected rows."""
+    staged, driver, staged_queries = _staged_and_driver(fakesnow_server, tmp_path,
+                                                        _mixed_tables())
+    notes = staged.plan.notes
+    assert {n.code for n in notes} == {"R312"} and all(n.severity == "warning" for n in notes)
+    assert {n.where for n in notes} == {("tables", 1, "outbox"), ("tables", 2, "on_error")}
+    assert not driver.plan.notes
+
+    rows = _every_row(staged)
+    assert rows == _every_row(driver)
+    assert [(r[0], r[1], r[2]) for r in rows["ORDERS"]] == [(7, Decimal("13.00"), "paid")]
+    assert [(r[0], r[1]) for r in rows["CUSTOMERS"]] == [(70, "a@x.org"), (71, "b@x.org")]
+    assert sorted((r[0], r[1]) for r in rows["NOTES"]) == [(1, b"fits again")]
+    assert [(r[0], r[1]) for r in sorted(rows["PEOPLE"])][:2] == [(1, "a2"), (2, "b")]
+    assert _dead_letters(staged) == _dead_letters(driver) == [
+        ("NOTES", '{"ID": 2}', "BODY", 1999)]
+
+    # The covered table: COPYed from the stage by name; the others: PUT to their staging
+    # table's stage and COPYed from there, in the same transaction (one COMMIT of the
+    # batch's MERGEs and state rows after the load's).
+    copies = [q for q in staged_queries if q.startswith("COPY INTO")]
+    assert [q for q in copies if f"FROM @{STAGE}" in q]
+    assert all("_REPLICATOR_RAW_PEOPLE" in q for q in copies if f"FROM @{STAGE}" in q)
+    puts = [q for q in staged_queries if q.lstrip().upper().startswith("PUT")]
+    assert puts and all("@%\"" in q or "_REPLICATOR_STAGE_" in q for q in puts), puts
+    assert not any("PEOPLE" in q for q in puts)
+    # Per batch: the loads of both roads, their COMMIT, then every table's MERGE and state
+    # row, and ONE COMMIT (target.atomic: the stage does not split the transaction).
+    steps = [q.split('"RAW".', 1)[-1].split()[0] if q.startswith("MERGE") else q
+             for q in staged_queries if q.startswith(("MERGE", "COMMIT"))]
+    assert steps == ["COMMIT", '"PEOPLE"', '"ORDERS"', '"CUSTOMERS"', '"NOTES"', "COMMIT"] * 2
+
+
+def test_an_atomic_batch_over_both_roads_replayed_after_its_load_commits_once(
+        fakesnow_server, tmp_path):
+    """The run died after the atomic batch's loads committed (the stage's COPY into the raw
+    table and the driver's PUT + COPY into staging) and before the MERGEs: the replay loads
+    both again and commits once; a replay of the committed batch is skipped whole."""
+    run = uuid.uuid4().hex[:8]
+    landing = f"s3://landing/{run}"
+    database = f"M_{run}".upper()
+    _create_stage(fakesnow_server, database, landing)
+    applier = _applier(fakesnow_server, database, landing, tmp_path, stage=STAGE,
+                       tables=_mixed_tables())
+    _apply(applier, 1)
+    before = _every_row(applier)
+
+    # Batch 2 on a session that dies after the load's COMMIT (sink.failpoint: the run's
+    # ``apply.after_load``): nothing of it reaches the targets.
+    manifest = land_events(applier, [e for e in [*_events(2), *_driver_events(2)]
+                                     if any(t.reads(e.table) for t in applier.plan.tables)],
+                           directory="stream/epoch=0/b2")
+    end = {"file": "mysql-bin.000001", "pos": 2999}
+
+    class Died(BaseException):
+        pass
+
+    def die(name: str) -> None:
+        if name == "apply.after_load":
+            raise Died
+
+    applier.sink.failpoint = die
+    with pytest.raises(Died):
+        applier.apply_manifest(manifest, 2, end)
+    applier.sink.failpoint = None
+    assert _every_row(applier) == before
+
+    fakesnow_server.queries.clear()
+    applier.apply_manifest(manifest, 2, end)
+    replayed = _every_row(applier)
+    loads = [q for q in fakesnow_server.queries if q.startswith("COPY INTO")]
+    assert any(f"FROM @{STAGE}" in q for q in loads) and any("@%" in q or "_REPLICATOR_STAGE_"
+                                                            in q for q in loads)
+    assert [(r[0], r[1]) for r in replayed["CUSTOMERS"]] == [(70, "a@x.org"), (71, "b@x.org")]
+    assert sorted((r[0], r[1]) for r in replayed["NOTES"]) == [(1, b"fits again")]
+    assert replayed["ORDERS"] == [r for r in before["ORDERS"] if r[0] != 8]
+
+    fakesnow_server.queries.clear()
+    applier.apply_manifest(manifest, 2, end)  # committed: the lookup skips every table
+    assert _every_row(applier) == replayed
+    assert not any(q.startswith(("COPY INTO", "PUT", "MERGE")) for q in fakesnow_server.queries)
+
+
+def test_plan_notes_the_tables_the_driver_stages_and_refuses_no_landing_zone(fakesnow_server):
     tables = (
         TablePipeline(source_database="shop", source_table="items",
                       filter="id > 1 AND upper(name) = 'X'",
@@ -305,12 +466,21 @@ def test_plan_refuses_what_the_external_stage_load_does_not_cover(fakesnow_serve
         TablePipeline(source_database="shop", source_table="people", mode="scd2"),
     )
     pipeline = _pipeline(fakesnow_server, "X", "s3://landing/x", stage=STAGE, tables=tables)
-    with pytest.raises(PlanError) as caught:
-        build_plan(pipeline, CATALOG)
-    codes = {problem.code for problem in caught.value.problems}
-    text = str(caught.value)
-    assert codes == {"R311"} and "a filter" in text and "a mask on AMOUNT" in text
-    assert "target.snowflake.stage" in text
+    plan = build_plan(pipeline, CATALOG)  # R312 is a warning: the plan is built
+    assert [(n.code, n.severity, n.where) for n in plan.notes] == [
+        ("R312", "warning", ("tables", 0, "filter")),
+        ("R312", "warning", ("tables", 0, "columns"))]
+    text = " ".join(n.message for n in plan.notes)
+    assert "a mask on AMOUNT" in text and f"@{STAGE}" in text
+    assert all(n.message.startswith("shop.items: its batches are staged by the driver") for n in plan.notes)
+    dialect = pipeline_dialect(pipeline)
+    items, people = plan.tables
+    # The road is the staging query's: none for items (the driver's), one for people.
+    assert external_staging(items, dialect) is None
+    assert external_staging(people, dialect) is not None
+    script = render_sql(items, dialect, None)
+    assert "by the driver (R312)" in script and "PUT 'file://" in script
+    assert "_REPLICATOR_RAW_" not in script
 
     # A local landing zone is fine (the executors PUT its files: engine.job.stage_put); an
     # unset one (the checkpoint's) and HDFS (no local file to PUT) are not.

@@ -141,7 +141,7 @@ def _changes(root: Any, database: str, round_number: int) -> None:
     root.commit()
 
 
-def _pipeline_yaml(database: str, *, modes: bool = False,
+def _pipeline_yaml(database: str, *, modes: bool = False, mixed: bool = False,
                    landing: str = "s3://" + BUCKET + "/${LANDING_PREFIX}", conf: str = "") -> str:
     # Only variables: the endpoint and keys come from the environment (s3_environment).
     return (
@@ -159,12 +159,15 @@ def _pipeline_yaml(database: str, *, modes: bool = False,
         + (f"  - source: {database}.notes\n    mode: scd2\n"
            f"  - source: {database}.events\n    mode: changelog\n"
            "    filter: \"kind <> 'spam' AND (amount >= 1 OR amount IS NULL)\"\n"
-           if modes else ""))
+           if modes else "")
+        # A table the stage cannot stage (dead letters): the driver stages it (R312).
+        + (f"  - source: {database}.notes\n    on_error: dead_letter\n" if mixed else ""))
 
 
 def _setup(fakesnow_server: Any, database: str, mariadb: Any, mysql_source: Any,
            fresh_database: str, s3_endpoint: str, tmp_path: Path, *, modes: bool = False,
-           local: bool = False, conf: str = "") -> tuple[Path, dict[str, str], Any]:
+           local: bool = False, conf: str = "", mixed: bool = False
+           ) -> tuple[Path, dict[str, str], Any]:
     """The source tables, the stage on fakesnow, the pipeline file and its environment.
     ``local``: the landing zone is a local directory and the stage an internal one (the
     executors PUT each landed file to it); ``conf``: more of ``engine.conf``."""
@@ -180,7 +183,8 @@ def _setup(fakesnow_server: Any, database: str, mariadb: Any, mysql_source: Any,
     _source(root, fresh_database)
     pipeline_file = tmp_path / "staged.yaml"
     landing = {"landing": "${WORKDIR}/landing"} if local else {}
-    pipeline_file.write_text(_pipeline_yaml(fresh_database, modes=modes, conf=conf, **landing))
+    pipeline_file.write_text(_pipeline_yaml(fresh_database, modes=modes, conf=conf,
+                                            mixed=mixed, **landing))
     env = {**cli_environment(fakesnow_server, database, mysql_source, tmp_path),
            **s3_environment(s3_endpoint), "LANDING_PREFIX": prefix}
     return pipeline_file, env, root
@@ -303,6 +307,74 @@ def test_runs_killed_after_the_copy_and_before_the_commit_apply_each_change_once
         "people": [(1, 1, False), (2, 1, True), (3, 1, True), (4, 1, True), (40, 1, False),
                    (105, 1, False), (205, 1, False)],
     }
+    root.close()
+
+
+@pytest.mark.parametrize("local", [False, True], ids=["object store", "executors put"])
+def test_a_snapshot_killed_between_landing_and_copy_and_between_copy_and_merge_copies_once(
+        fakesnow_server, fakesnow_database, s3_endpoint, mariadb, mysql_source, fresh_database,
+        tmp_path, local):
+    """The snapshot's chunk files landed on the stage (or PUT there by their executor
+    tasks) and the run SIGKILLed before the group's COPY (``snapshot.before_load``); the
+    resumed run killed after the COPY into the raw table committed, before the INSERT/MERGE
+    (``apply.after_load``); the next run copies every row once. A table the stage cannot
+    stage (dead letters, R312) rides along on the driver's road."""
+    if local:
+        copy_named_internal_files()
+    pipeline_file, env, root = _setup(fakesnow_server, fakesnow_database, mariadb,
+                                      mysql_source, fresh_database, s3_endpoint, tmp_path,
+                                      local=local, mixed=True)
+    stage = f"{fakesnow_database}.RAW.LANDING"
+    pipeline = load_pipeline(pipeline_file, environ=env)
+    empty = {"items": [], "people": []}
+
+    def at_the_failpoint() -> tuple[list[str], dict[str, list[tuple[Any, ...]]]]:
+        sent = list(fakesnow_server.queries)
+        with fakesnow_server.connect(fakesnow_database, "RAW") as connection:
+            return sent, _counts(connection)
+
+    # 1. Every chunk file of the first group landed (PUT, with a local landing zone), nothing
+    #    COPYed or written to a target.
+    fakesnow_server.queries.clear()
+    output, (killed, seen) = kill_at_failpoint(
+        pipeline_file, env, tmp_path / "before-load.log", "snapshot.before_load",
+        args=("--chunk-rows", "2"), meanwhile=at_the_failpoint)
+    assert seen == empty
+    assert "notes: its batches are staged by the driver" in output  # the plan's R312
+    assert not [q for q in killed if q.startswith(("COPY INTO", "MERGE"))
+                or "%_REPLICATOR_STAGE_" in q]  # nor the driver's PUT of staged rows
+    puts = [q for q in killed if q.startswith("PUT") and "/snapshot/" in q]
+    assert bool(puts) == local and all(f" @{stage}/" in q for q in puts), killed
+    # The notes' chunks are not PUT: only the driver reads them (engine.job.stage_put).
+    assert not [q for q in puts if ".notes/" in q]
+
+    # 2. Resumed (the chunks not applied are read and landed again), killed after the
+    #    first group's COPY committed, before its rows reached the target.
+    fakesnow_server.queries.clear()
+    _, (killed, seen) = kill_at_failpoint(pipeline_file, env, tmp_path / "after-load.log",
+                                          "apply.after_load", args=("--chunk-rows", "2"),
+                                          meanwhile=at_the_failpoint)
+    # The driver's last statement was the load's COMMIT (executor tasks may still PUT the
+    # chunks of later groups meanwhile).
+    driver = [q for q in killed if not (q.startswith("PUT") and f" @{stage}/" in q)]
+    assert seen == empty and driver[-1] == "COMMIT"
+    assert [q for q in killed if q.startswith("COPY INTO")]
+
+    # 3. Resumed: each row once, the covered tables COPYed from the stage, the notes staged
+    #    and PUT by the driver (its table stage).
+    fakesnow_server.queries.clear()
+    ok(replicator("run", str(pipeline_file), "--until-caught-up", "--chunk-rows", "2",
+                  env=env))
+    queries = list(fakesnow_server.queries)
+    assert any(q.startswith("COPY INTO") and f"FROM @{stage}" in q for q in queries)
+    assert any(q.startswith("PUT") and "%_REPLICATOR_STAGE_NOTES" in q for q in queries)
+    assert not [q for q in queries if f" @{stage}/" in q and ".notes/" in q]
+    with fakesnow_server.connect(fakesnow_database, "RAW") as connection:
+        assert_target_equals_source(pipeline, root, connection)
+        counts = _counts(connection)
+    assert counts == {
+        "items": [(key, 1) for key, *_ in ITEMS],
+        "people": [(key, 1, False) for key, _ in PEOPLE]}
     root.close()
 
 

@@ -119,3 +119,80 @@ def test_plan_prints_the_snapshot_select_with_the_pushed_down_filter(tmp_path):
     assert done.returncode == 0, done.stderr
     assert (f"--   {table['snapshot_select']}\n--   (the filter as far as MySQL decides it "
             "exactly as Spark does is pushed down: (`amount` >= 10);") in done.stdout
+
+
+MIXED_ROADS = """
+version: 1
+name: mixed-roads
+source:
+  mysql: {host: 127.0.0.1, user: replicator}
+target:
+  snowflake: {account: acme, database: ANALYTICS, schema: RAW, stage: ANALYTICS.RAW.LANDING}
+engine: {landing: "s3://acme/landing"}
+tables:
+  - source: shop.people
+    key: [id]
+    columns:
+      id: {source_type: int}
+      nick: {source_type: varchar(20)}
+  - source: shop.notes
+    key: [id]
+    on_error: dead_letter
+    columns:
+      id: {source_type: int}
+      body: {source_type: longblob}
+  - source: shop.outbox
+    mode: outbox
+    columns:
+      id: {source_type: bigint}
+      kind: {source_type: varchar(20)}
+      payload: {source_type: json}
+    outbox:
+      type_column: kind
+      payload_column: payload
+      routes:
+        order:
+          target: ORDERS
+          key: [order_id]
+          columns:
+            order_id: {path: $.id, type: "NUMBER(20,0)"}
+"""
+
+
+def test_plan_prints_which_road_each_table_takes_under_an_external_stage(tmp_path):
+    """target.snowflake.stage with tables it cannot render (dead letters, an outbox route):
+    the plan succeeds, warns R312 at each deciding setting, prints the driver's program
+    (PUT of staged rows) for those and the stage's COPY for the other, and the atomic
+    batch holds both."""
+    path = tmp_path / "mixed.yaml"
+    path.write_text(MIXED_ROADS)
+    done = run_plan(path)
+    assert done.returncode == 0, done.stderr
+    lines = MIXED_ROADS.split("\n")
+    warned = [line for line in done.stderr.splitlines() if "warning[R312]" in line]
+    assert len(warned) == 2 and "error[" not in done.stderr, done.stderr
+    at = {w.split(": warning", 1)[0].rsplit(":", 2)[1]: w for w in warned}
+    assert lines[int(next(k for k, w in at.items() if "shop.notes" in w)) - 1].strip() \
+        == "on_error: dead_letter"
+    # (a mapping's position is its first key's)
+    assert lines[int(next(k for k, w in at.items() if "outbox[order]" in w)) - 2].strip() \
+        == "outbox:"
+    tables, atomic = done.stdout.split("-- target.atomic: ", 1)
+    scripts = ("\n" + tables).split("\n-- shop.")
+    people, notes, orders = (next(s for s in scripts if s.startswith(name))
+                             for name in ("people ", "notes ", "outbox[order] "))
+    assert "COPY INTO" in people and "FROM @ANALYTICS.RAW.LANDING" in people
+    assert "by the driver (R312)" not in people
+    for script, why in ((notes, "on_error: dead_letter"), (orders, "an outbox route")):
+        driver = script.split("by the driver (R312)", 1)[1]
+        assert why in script.split("by the driver (R312)", 1)[0].rsplit("\n", 1)[-1] + driver
+        assert "PUT 'file://" in driver and "_REPLICATOR_RAW_" not in script
+    assert "FROM @ANALYTICS.RAW.LANDING" in atomic and "PUT 'file://" in atomic
+    assert atomic.count("COMMIT;") == 2  # the loads', then the batch's: one transaction
+
+    document = json.loads(run_plan(path, "--format", "json").stdout)
+    roads = {t["target"]: (t["stage_road"], t["driver_reasons"]) for t in document["tables"]}
+    assert roads == {"ANALYTICS.RAW.PEOPLE": ("stage", []),
+                     "ANALYTICS.RAW.NOTES": ("driver", ["on_error: dead_letter"]),
+                     "ANALYTICS.RAW.ORDERS": ("driver", ["an outbox route"])}
+    assert [w["code"] for w in document["warnings"]] == ["R312", "R312"]

@@ -54,3 +54,35 @@ def test_a_landed_file_goes_to_its_landing_relative_folder_of_the_stage():
                       "/data/landing/snapshot/e0/t/c0/chunk-00000000.parquet", scratch) == (
         f"PUT 'file://{scratch}' @DB.RAW.LANDING/snapshot/e0/t/c0/ "
         "OVERWRITE = TRUE AUTO_COMPRESS = FALSE")
+
+
+def test_files_of_tables_only_the_driver_stages_are_not_put():
+    """A table on the driver's road (R312: dead letters here) is read from the landing
+    zone by the driver, never COPYed from the stage: its files are not PUT; a table a
+    stage-road routed target also reads still is."""
+    from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
+    from replicator.model.pipeline import TablePipeline
+    from replicator.model.selection import TableSelection
+    from replicator.plan import build_plan
+
+    def table(name: str) -> SourceTable:
+        return SourceTable("shop", name, tuple(
+            SourceColumn(c, MySQLType.parse(t), True, i)
+            for i, (c, t) in enumerate((("id", "int"), ("body", "varchar(10)")), start=1)),
+            primary_key=("id",))
+
+    catalog = Catalog(tables=(table("notes"), table("items"), table("logs_1")))
+    tables = (TablePipeline("shop", "notes", on_error="dead_letter"),
+              TablePipeline("shop", "items"),
+              TablePipeline("shop", "logs_1", on_error="dead_letter"),
+              TablePipeline("", "", target_table="LOGS",
+                            selection=TableSelection((r"shop\.logs_.*",))))
+    pipeline = _pipeline("/data/landing")
+    pipeline = Pipeline(name="p", source=MySQLSource(), tables=tables,
+                        target=pipeline.target, engine=pipeline.engine)
+    upload = LandedUpload.of(pipeline, build_plan(pipeline, catalog))
+    assert upload is not None and upload.driver_staged == ("shop.notes",)
+    again = LandedUpload.from_json(upload.to_json())
+    assert again == upload
+    assert not again.wants("SHOP.NOTES") and again.wants("shop.items")
+    assert again.wants("shop.logs_1")  # the routed LOGS reads it from the stage

@@ -338,8 +338,9 @@ class BinlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.upload:  # the driver only COPYs them (engine.job.stage_put)
             from replicator.engine.job.stage_put import LandedUpload
 
-            LandedUpload.from_json(self.upload).put(
-                [row["path"] for row in manifest if row["kind"] == "rows"])
+            upload = LandedUpload.from_json(self.upload)
+            upload.put([row["path"] for row in manifest
+                        if row["kind"] == "rows" and upload.wants(row["table"])])
         give_back_memory()
         if manifest:
             yield manifest_batch(manifest)

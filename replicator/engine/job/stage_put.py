@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, replace
 
 from replicator.model.pipeline import IdentifierCase, Pipeline, SnowflakeTarget
 from replicator.plan.dialects import landed_locally
+from replicator.plan.model import Plan
+from replicator.plan.stage_roads import driver_reasons
 from replicator.plan.statements.stage_copy import put_landed
 from replicator.sink.snowflake import put_from_executor
 
@@ -29,10 +31,14 @@ class LandedUpload:
     identifier_case: IdentifierCase
     stage: str
     landing: str
+    # Source tables (``db.table``, lower case) only the driver stages (``plan.stage_roads``):
+    # their files are never COPYed from the stage, so they are not PUT there.
+    driver_staged: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, pipeline: Pipeline) -> LandedUpload | None:
-        """The upload a pipeline's executors do, or None (no stage, or an object store)."""
+    def of(cls, pipeline: Pipeline, plan: Plan | None = None) -> LandedUpload | None:
+        """The upload a pipeline's executors do, or None (no stage, or an object store);
+        ``plan``: leave out the files of tables only the driver stages."""
         target = pipeline.target.warehouse
         landing = pipeline.engine.landing
         if not isinstance(target, SnowflakeTarget) or not target.stage or not landing \
@@ -41,7 +47,8 @@ class LandedUpload:
         # Absolute, as ``engine.landing.landing_root`` resolves it for the tasks.
         root = landing if "://" in landing else os.path.abspath(landing)
         return cls(replace(target, password=None, token=None, private_key_file_pwd=None),
-                   pipeline.name, pipeline.target.identifier_case, target.stage, root)
+                   pipeline.name, pipeline.target.identifier_case, target.stage, root,
+                   _driver_staged(plan) if plan is not None else ())
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "target": asdict(self.target)})
@@ -49,7 +56,12 @@ class LandedUpload:
     @classmethod
     def from_json(cls, text: str) -> LandedUpload:
         fields = json.loads(text)
-        return cls(**{**fields, "target": SnowflakeTarget(**fields["target"])})
+        return cls(**{**fields, "target": SnowflakeTarget(**fields["target"]),
+                      "driver_staged": tuple(fields.get("driver_staged", ()))})
+
+    def wants(self, source_table: str) -> bool:
+        """Whether a landed file of ``source_table`` (``db.table``) goes to the stage."""
+        return source_table.lower() not in self.driver_staged
 
     def put(self, paths: Iterable[str], local: str | None = None) -> None:
         """PUT each landed file (executor side); ``local``: the one file of ``paths`` is
@@ -59,6 +71,16 @@ class LandedUpload:
         if statements:
             put_from_executor(self.target, self.pipeline_name, self.identifier_case,
                               statements)
+
+
+def _driver_staged(plan: Plan) -> tuple[str, ...]:
+    """The named source tables every reader of which the driver stages; a table a routed
+    target on the stage's road may read (its selection matches it) is still PUT."""
+    on_stage = [table for table in plan.tables if not driver_reasons(table)]
+    names = {name.lower() for table in plan.tables if driver_reasons(table) and not table.routed
+             for name in table.source_names}
+    return tuple(sorted(name for name in names
+                        if not any(table.reads(name) for table in on_stage)))
 
 
 __all__ = ["LandedUpload"]

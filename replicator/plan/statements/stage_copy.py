@@ -35,6 +35,8 @@ filters beyond ``stage_filter``'s exact subset and computed columns (their SQL i
 ``transform.expressions`` has no Snowflake rendering), masks of other than text columns,
 outbox routes, dead letters, and columns whose staged value needs a conversion beyond
 Snowflake's own cast of the Parquet value (a BIT into BINARY, a TIME into a number, ...).
+Refused means the stage's road only: the driver stages such a table's batches, as without a
+stage (``plan.stage_roads``; the plan's warning R312).
 """
 
 from __future__ import annotations
@@ -230,7 +232,7 @@ def _masks(column: PlannedColumn) -> bool:
 
 def refusals(table: TablePlan) -> list[tuple[str, str]]:
     """(what, the setting) the external-stage load cannot do for this table yet; empty: it
-    can. Each is refused by the plan rather than done another way."""
+    can. Any: the driver stages the table's batches (``plan.stage_roads``)."""
     out = []
     if table.outbox is not None:
         out.append(("an outbox route", "outbox"))
