@@ -28,6 +28,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import replicator.source.fast.native as native
 from replicator.errors import SourceError
 from replicator.model import change_batch as cb
 from replicator.model.changes import BinlogPosition, SchemaChange
@@ -104,8 +105,9 @@ def commit_cells(commit: Commit) -> _CommitCells:
 class _TableColumns:
     """The column lists of one table shape, filled until the next chunk."""
 
-    def __init__(self, shape: Any, keys: Sequence[str]) -> None:
+    def __init__(self, shape: Any, keys: Sequence[str], compiled: bool) -> None:
         columns = shape.library_table.columns
+        self.compiled = compiled  # image columns in the compiled decoder's Arrow buffers
         self.table = shape.name
         self.table_key = shape.name.lower()  # its key in ``_Builders.current``
         self.names = [column.name for column in columns]
@@ -117,8 +119,13 @@ class _TableColumns:
         self._reset()
 
     def _reset(self) -> None:
+        # What a decoder fills: the compiled decoder's buffers, or a list per column (the
+        # reference decoder's ``appends``); ``appends`` take a library row's values either way.
+        self.buffers = native.NativeColumns(self.types) if self.compiled else None
         self.values: list[list[Any]] = [[] for _ in self.names]
-        self.appends = [values.append for values in self.values]
+        self.appends = self.buffers.appends if self.buffers else \
+            [values.append for values in self.values]
+        self.target = self.buffers.buffers if self.buffers else self.appends
         # The key-changing updates: their row in the chunk and their whole before-image.
         self.moved_rows: list[int] = []
         self.moved_images: list[tuple[Any, ...]] = []
@@ -188,7 +195,11 @@ class _TableColumns:
         for index, (_table, op, before, after) in enumerate(rows):
             for position, value in enumerate(self._cells(before if op == "d" else after,
                                                          time_fsp)):
-                self.appends[position](value)
+                try:
+                    self.appends[position](value)
+                except (TypeError, ValueError, OverflowError) as exc:  # compiled buffers
+                    raise _unfit(self.table, self.names[position], self.types[position],
+                                 exc) from exc
             if op == "u" and self.keys and any(before.get(k) != after.get(k) for k in self.keys):
                 self.moved_rows.append(self.rows + index)
                 self.moved_images.append(tuple(self._cells(before, time_fsp)))
@@ -197,11 +208,14 @@ class _TableColumns:
         import pyarrow as pa
 
         assert self.first is not None and self.last is not None and self.end is not None
-        arrays = []
-        fields = []
-        for name, kind, values in zip(self.names, self.types, self.values, strict=True):
-            arrays.append(_array(values, kind, self.table, name))
-            fields.append(pa.field(name, kind))
+        if self.buffers is not None:
+            arrays = self.buffers.arrays(
+                lambda values, kind, index: _array(values, kind, self.table, self.names[index]))
+        else:
+            arrays = [_array(values, kind, self.table, name)
+                      for name, kind, values in zip(self.names, self.types, self.values,
+                                                    strict=True)]
+        fields = [pa.field(name, kind) for name, kind in zip(self.names, self.types, strict=True)]
         internal = {
             cb.OP: self.ops, cb.FILE: self.files, cb.FILE_SEQ: self.file_seq, cb.POS: self.pos,
             cb.ROW_INDEX: self.row_index, cb.TS_MS: self.ts_ms, cb.GTID: self.gtid,
@@ -241,12 +255,16 @@ def _array(values: list[Any], kind: pa.DataType, table: str, column: str) -> pa.
     try:
         return pa.array(values, type=kind)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-        raise SourceError(
-            f"{table}.{column}: a binlog value does not fit the column's change-batch type "
-            f"{kind}: {exc}",
-            hint="report this binlog to the replicator project (the column's type and a "
-            "sample value help)",
-        ) from exc
+        raise _unfit(table, column, kind, exc) from exc
+
+
+def _unfit(table: str, column: str, kind: pa.DataType, exc: Exception) -> SourceError:
+    return SourceError(
+        f"{table}.{column}: a binlog value does not fit the column's change-batch type "
+        f"{kind}: {exc}",
+        hint="report this binlog to the replicator project (the column's type and a "
+        "sample value help)",
+    )
 
 
 def read_change_batches(
@@ -272,7 +290,7 @@ def read_change_batches(
     zero_dates = ZeroDates(source.zero_dates, stats)
     local = FastDecodeCounters()
     keys = keys or KeyColumns({})
-    builders = _Builders(keys, force_library)
+    builders = _Builders(keys, force_library, native.enabled())
 
     for item in transactions(source, start=start, end=end, tables=tables, server_id=server_id,
                              zero_dates=zero_dates, local=local, counters=counters,
@@ -296,7 +314,7 @@ def read_change_batches(
                 decode = codec.inserts if op == "c" else codec.deletes if op == "d" \
                     else codec.updates
                 _, count = decode_checked(decode, shape.name, item.start, packet, begin, stop,
-                                          builder.appends, builder.moved, zero_dates)
+                                          builder.target, builder.moved, zero_dates)
                 local.rows_fast += count
                 builder.add_segment(item, internal, op, count, row_index)
                 row_index += count
@@ -318,9 +336,10 @@ class _Builders:
     TIME columns' fsp, by which the library's rows are printed: TIME(0) and TIME(5) are both
     text, and 00:00:00.00001 printed with the first's fsp would lose its digits."""
 
-    def __init__(self, keys: KeyColumns, force_library: bool) -> None:
+    def __init__(self, keys: KeyColumns, force_library: bool, compiled: bool) -> None:
         self.keys = keys
         self.force_library = force_library
+        self.compiled = compiled  # the compiled decoder (``source.fast.native``)
         self.current: dict[str, _TableColumns] = {}  # lower-case table -> its current columns
         # TableShape (identity) -> its builder and the shape's own decoders
         self.by_shape: dict[Any, tuple[_TableColumns, ShapeDecoders]] = {}
@@ -334,14 +353,19 @@ class _Builders:
             return found[0], found[1], None
         columns = shape.library_table.columns
         key_names = self.keys.of(shape.name, columns)
-        codec = None
+        codec: Any = None
+        probe = _TableColumns(shape, key_names, self.compiled)
         if shape.codec is not None and not self.force_library:
             names = [column.name for column in columns]
-            compiled = compile_columnar(columns, shape.name, [names.index(k) for k in key_names])
+            key_indexes = [names.index(k) for k in key_names]
+            compiled = compile_columnar(columns, shape.name, key_indexes)
             codec = compiled if isinstance(compiled, ColumnarCodec) else None
+            if codec is not None and self.compiled:
+                # The same rows into the builder's Arrow buffers (None: the library's rows).
+                codec = native.shape_decoder(columns, shape.name, probe.types, key_indexes,
+                                             codec.before_image)
         decoders = ShapeDecoders(codec, time_fsp(columns))
         current = builders.get(shape.name.lower())
-        probe = _TableColumns(shape, key_names)
         if current is not None and current.fingerprint == probe.fingerprint \
                 and current.keys == probe.keys:
             by_shape[shape] = (current, decoders)
@@ -355,7 +379,8 @@ class _Builders:
 class ShapeDecoders(NamedTuple):
     """How the rows events of one Table_map shape become column values."""
 
-    codec: ColumnarCodec | None  # None: the library decodes them
+    # The generated Python codec, the compiled one (same methods), or None: the library.
+    codec: Any
     time_fsp: tuple[int, ...]  # per column, for the library's rows: TIME's fsp, else -1
 
 
