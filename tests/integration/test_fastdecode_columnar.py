@@ -15,6 +15,7 @@ from replicator.source.fast.columnar import KeyColumns, TableChunk, read_change_
 from replicator.source.fast.counters import FastDecodeCounters
 from replicator.source.fast.reader import read_changes_fast
 from replicator.source.values import parse_time
+from tests.fixtures.decoders import decoder  # noqa: F401  (both decoders)
 
 from .test_fastdecode_differential import corpus  # noqa: F401  (the shared fixture)
 
@@ -83,6 +84,7 @@ def keys_of(table: str) -> list[str]:
 
 
 @pytest.mark.parametrize("chunk_rows", [100_000, 3])
+@pytest.mark.usefixtures("decoder")
 def test_columns_equal_the_change_events(mysql_source, corpus, chunk_rows):  # noqa: F811
     _, start, end = corpus
     events = list(read_changes_fast(mysql_source, start=start, end=end, tables=None,
@@ -113,6 +115,7 @@ def test_columns_equal_the_change_events(mysql_source, corpus, chunk_rows):  # n
         assert (chunk.last.sequence, chunk.last.pos) == keys[-1][:2]
 
 
+@pytest.mark.usefixtures("decoder")
 def test_library_fallback_fills_the_same_columns(mysql_source, corpus):  # noqa: F811
     _, start, end = corpus
     events = list(read_changes_fast(mysql_source, start=start, end=end, tables=None,
