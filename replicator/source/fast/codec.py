@@ -88,6 +88,7 @@ def _cell(column: Any, index: int, table: str, ns: _Namespace) -> _Cell | str:
     kind = column.type
     name = column.name
     reader: Callable[..., Any]
+    native: tuple[str, int, int, Any] | None
     if kind in _INTEGERS:
         code = _INTEGERS[kind]
         code = code.upper() if column.unsigned else code
