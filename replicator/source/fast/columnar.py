@@ -47,6 +47,12 @@ if TYPE_CHECKING:
 # enough that a Parquet row group and the driver's per-file work stay cheap.
 CHUNK_ROWS = 100_000
 
+# The compiled decoder's string columns are Arrow buffers with int32 offsets: a table's chunk
+# closes once one of them holds this many bytes, a rows event (<= 1 GiB, the server's packet
+# limit) short of the 2 GiB they can address. The Python lists of the reference decoder have
+# no such limit (pa.array splits them).
+SPILL_BYTES = 1 << 30
+
 KeyLookup = Mapping[str, Sequence[str]]
 
 
@@ -318,7 +324,8 @@ def read_change_batches(
                 local.rows_fast += count
                 builder.add_segment(item, internal, op, count, row_index)
                 row_index += count
-            if builder.rows >= chunk_rows:
+            if builder.rows >= chunk_rows or (builder.buffers is not None
+                                              and builder.buffers.largest >= SPILL_BYTES):
                 yield builder.chunk()
     for builder in builders.current.values():
         if builder.rows:

@@ -124,6 +124,11 @@ class NativeColumns:
             _unscaled, _micros)
         self.appends = self.buffers.appenders()  # any Python value (library rows)
 
+    @property
+    def largest(self) -> int:
+        """The bytes of the largest string column (``columnar.SPILL_BYTES``)."""
+        return int(self.buffers.largest)
+
     def arrays(self, to_array: Callable[[list[Any], pa.DataType, int], pa.Array]
                ) -> list[pa.Array]:
         """The columns since the last call, emptied; ``to_array(values, type, column)`` for
