@@ -410,7 +410,6 @@ cdef class ShapeDecoder:
         walked, zero dates still counted/refused as the reference does). ``spans``: each key
         cell's (start, length) when not NULL (-1 when NULL)."""
         cdef int i, k, w, kind, nb
-        cdef uint64_t nulls = 0
         cdef uint64_t u
         cdef int64_t s, y, m, d, micros, secs
         cdef Py_ssize_t n, start
@@ -418,7 +417,7 @@ cdef class ShapeDecoder:
         cdef Column column
         cdef i128 unscaled, group
         cdef int intg, frac, intg0, intg0x, frac0, frac0x, g
-        cdef uint8_t mask, x
+        cdef uint8_t mask
         cdef uint8_t[32] dec
         cdef const uint8_t* null_at
         if pos + self.nulls_bytes > end:
