@@ -3,8 +3,10 @@
 The same transactions, positions and values as ``read_changes_fast`` (one state machine:
 ``reader.transactions``), but each table's rows go into per-column Python lists through
 decoders generated per Table_map (``codec.compile_columnar``: one ``append`` per value, no
-dict, tuple or ``ChangeEvent`` per row) and leave as Arrow tables in the layout of
-``model.change_batch``, typed by ``source.arrow_types.binlog_arrow_type``:
+dict, tuple or ``ChangeEvent`` per row) -- or, when the compiled decoder is built, straight
+into Arrow buffers (``native``: the same values, the Python decoder its reference) -- and
+leave as Arrow tables in the layout of ``model.change_batch``, typed by
+``source.arrow_types.binlog_arrow_type``:
 
 - the row image (after-image; the before-image of a delete), one column per source column;
 - the internal columns (op, file, file_seq, pos, row_index, ts_ms, gtid, transaction_id,
@@ -129,9 +131,9 @@ class _TableColumns:
         # reference decoder's ``appends``); ``appends`` take a library row's values either way.
         self.buffers = native.NativeColumns(self.types) if self.compiled else None
         self.values: list[list[Any]] = [[] for _ in self.names]
-        self.appends = self.buffers.appends if self.buffers else \
+        self.appends = self.buffers.appends if self.buffers is not None else \
             [values.append for values in self.values]
-        self.target = self.buffers.buffers if self.buffers else self.appends
+        self.target = self.buffers.buffers if self.buffers is not None else self.appends
         # The key-changing updates: their row in the chunk and their whole before-image.
         self.moved_rows: list[int] = []
         self.moved_images: list[tuple[Any, ...]] = []
