@@ -24,6 +24,7 @@ schema: older chunks simply lack the column, NULL for their rows), and at the en
 
 from __future__ import annotations
 
+import array
 import datetime as dt
 import os
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -110,6 +111,10 @@ def commit_cells(commit: Commit) -> _CommitCells:
                         commit.gtid or str(start))
 
 
+_OPS = ("c", "u", "d")
+_OP_CODES = {op: code for code, op in enumerate(_OPS)}
+
+
 class _TableColumns:
     """The column lists of one table shape, filled until the next chunk."""
 
@@ -137,14 +142,13 @@ class _TableColumns:
         # The key-changing updates: their row in the chunk and their whole before-image.
         self.moved_rows: list[int] = []
         self.moved_images: list[tuple[Any, ...]] = []
-        self.ops: list[str] = []
-        self.row_index: list[int] = []
-        self.files: list[str] = []
-        self.file_seq: list[int] = []
-        self.pos: list[int] = []
-        self.ts_ms: list[int] = []
-        self.gtid: list[str | None] = []
-        self.transaction_id: list[str] = []
+        # The internal columns, one entry per rows event (expanded per row by the chunk):
+        # the event's commit in ``commits``, its op (``_OPS``), rows and first row_index.
+        self.commits: list[_CommitCells] = []
+        self.segment_commit = array.array("q")
+        self.segment_op = array.array("q")
+        self.segment_rows = array.array("q")
+        self.segment_row_index = array.array("q")
         self.rows = 0
         self.first: BinlogPosition | None = None
         self.last: BinlogPosition | None = None
@@ -156,29 +160,17 @@ class _TableColumns:
         ``internal``: the commit's own cells, ``commit_cells``)."""
         if not rows:
             return
-        file, sequence, pos, ts_ms, gtid, transaction_id = internal
-        if rows == 1:  # one row per rows event: the common case of OLTP writes
-            self.ops.append(op)
-            self.row_index.append(row_index)
-            self.files.append(file)
-            self.file_seq.append(sequence)
-            self.pos.append(pos)
-            self.ts_ms.append(ts_ms)
-            self.gtid.append(gtid)
-            self.transaction_id.append(transaction_id)
-        else:
-            self.ops += [op] * rows
-            self.row_index += range(row_index, row_index + rows)
-            self.files += [file] * rows
-            self.file_seq += [sequence] * rows
-            self.pos += [pos] * rows
-            self.ts_ms += [ts_ms] * rows
-            self.gtid += [gtid] * rows
-            self.transaction_id += [transaction_id] * rows
+        commits = self.commits
+        if not commits or commits[-1] is not internal:  # this commit's first rows here
+            commits.append(internal)
+            if self.first is None:
+                self.first = commit.start
+            self.last, self.end = commit.start, commit.end
+        self.segment_commit.append(len(commits) - 1)
+        self.segment_op.append(_OP_CODES[op])
+        self.segment_rows.append(rows)
+        self.segment_row_index.append(row_index)
         self.rows += rows
-        if self.first is None:
-            self.first = commit.start
-        self.last, self.end = commit.start, commit.end
 
     def moved(self, row: int, image: tuple[Any, ...]) -> None:
         """The ``moved`` callback of a columnar decoder: ``row`` counts from the decoder
@@ -224,13 +216,9 @@ class _TableColumns:
                       for name, kind, values in zip(self.names, self.types, self.values,
                                                     strict=True)]
         fields = [pa.field(name, kind) for name, kind in zip(self.names, self.types, strict=True)]
-        internal = {
-            cb.OP: self.ops, cb.FILE: self.files, cb.FILE_SEQ: self.file_seq, cb.POS: self.pos,
-            cb.ROW_INDEX: self.row_index, cb.TS_MS: self.ts_ms, cb.GTID: self.gtid,
-            cb.TRANSACTION_ID: self.transaction_id, cb.TABLE: [self.table] * self.rows,
-        }
+        internal = self._internal_arrays()
         for field in internal_fields():
-            arrays.append(pa.array(internal[field.name], type=field.type))
+            arrays.append(internal[field.name])
             fields.append(field)
         arrays += self._before_arrays()
         fields += [pa.field(cb.before_column(name), kind)
@@ -240,6 +228,34 @@ class _TableColumns:
         self._reset()
         return found
 
+
+    def _internal_arrays(self) -> dict[str, pa.Array]:
+        """The internal columns per row from the rows events' segments: a ``take`` from the
+        chunk's commits (a few hundred values) instead of Python lists of a value per row."""
+        import numpy as np
+        import pyarrow as pa
+
+        def column(segments: array.array) -> np.ndarray:
+            return np.frombuffer(segments, dtype=np.int64)
+
+        commit, op, row_index = (column(self.segment_commit), column(self.segment_op),
+                                 column(self.segment_row_index))
+        if len(commit) != self.rows:  # rows events of several rows: one entry per row
+            count = column(self.segment_rows)
+            segment = np.repeat(np.arange(len(count)), count)
+            commit, op = commit[segment], op[segment]
+            row_index = row_index[segment] + np.arange(self.rows) - (np.cumsum(count)
+                                                                     - count)[segment]
+        rows = pa.array(commit)
+        file, sequence, pos, ts_ms, gtid, transaction_id = (
+            pa.array(values, type=kind).take(rows) for values, kind in zip(
+                zip(*self.commits, strict=True),
+                (pa.string(), pa.int64(), pa.int64(), pa.int64(), pa.string(), pa.string()),
+                strict=True))
+        return {cb.OP: pa.array(_OPS).take(pa.array(op)), cb.FILE: file, cb.FILE_SEQ: sequence,
+                cb.POS: pos, cb.ROW_INDEX: pa.array(row_index), cb.TS_MS: ts_ms, cb.GTID: gtid,
+                cb.TRANSACTION_ID: transaction_id,
+                cb.TABLE: pa.repeat(pa.scalar(self.table, pa.string()), self.rows)}
 
     def _before_arrays(self) -> list[pa.Array]:
         """The sparse before-image columns: all NULL, or the moved rows' images put in place
