@@ -116,11 +116,7 @@ cdef class Buffer:
         return out
 
 
-cdef class Columns
-
-
 cdef class Column:
-    cdef Columns owner
     cdef int storage
     cdef int logical
     cdef int width  # C_FIXED: bytes per value
@@ -151,8 +147,6 @@ cdef class Column:
         cdef Py_ssize_t end = self.data.size + n
         if end > 2147483647:
             raise OverflowError("a change-batch string column past 2 GiB in one chunk")
-        if end > self.owner.largest:
-            self.owner.largest = end
         if n:
             memcpy(self.data.grow(n), at, n)
         (<int32_t*>self.offsets.grow(4))[0] = <int32_t>end
@@ -246,16 +240,11 @@ cdef class Columns:
     """The change-batch image columns of one table, as Arrow buffers (``native.NativeColumns``
     describes them: storage, logical kind, width, decimal precision/scale, tz)."""
     cdef public list columns
-    # The bytes of the largest string column: Arrow's string offsets are int32, so the
-    # reader closes the chunk long before 2 GiB (``columnar.SPILL_BYTES``).
-    cdef public Py_ssize_t largest
 
     def __init__(self, specs, to_unscaled, to_micros):
         self.columns = []
-        self.largest = 0
         for storage, logical, width, precision, scale, aware in specs:
             column = Column()
-            column.owner = self
             column.storage = storage
             column.logical = logical
             column.width = width
@@ -288,8 +277,18 @@ cdef class Columns:
             column.nulls = 0
             if column.storage == C_VAR:
                 column.offsets.grow(4)
-        self.largest = 0
         return out
+
+    @property
+    def largest(self):
+        """The bytes of the largest string column: Arrow's string offsets are int32, so the
+        reader closes the chunk long before 2 GiB (``columnar.SPILL_BYTES``)."""
+        cdef Column column
+        cdef Py_ssize_t most = 0
+        for column in self.columns:
+            if column.storage == C_VAR and column.data.size > most:
+                most = column.data.size
+        return most
 
 
 cdef inline bint utf8_valid(const uint8_t* s, Py_ssize_t n):
