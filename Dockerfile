@@ -31,7 +31,7 @@ RUN pip install --no-cache-dir --constraint docker/constraints.txt \
     && pip uninstall -y replicator
 COPY replicator replicator
 COPY schemas schemas
-# setup.py builds the compiled row decoder (replicator/source/fast/_native.pyx); gcc is there
+# setup.py builds the compiled row decoder (replicator/source/fast/compiled.pyx); gcc is there
 # only for that step. Without it the install still succeeds and the Python decoder runs.
 COPY setup.py ./
 # hadolint ignore=DL3008
@@ -40,7 +40,7 @@ RUN apt-get update \
     && pip install --no-cache-dir --no-deps . \
     && apt-get purge -y --auto-remove gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/* \
-    && python -c "import replicator.source.fast._native" \
+    && python -c "import replicator.source.fast.compiled" \
     && groupadd --gid 10001 replicator \
     && useradd --create-home --uid 10001 --gid 10001 replicator \
     && mkdir -p /data /pipelines \

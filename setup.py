@@ -1,4 +1,4 @@
-"""The compiled row decoder (replicator/source/fast/_native.pyx); everything else is in
+"""The compiled row decoder (replicator/source/fast/compiled.pyx); everything else is in
 pyproject.toml. The extension is optional: without Cython or a C compiler the install goes on
 and the Python reference decoder runs (source.fast.native logs it at debug)."""
 
@@ -30,7 +30,7 @@ except ImportError:  # a build without Cython: the reference decoder only
     extensions = []
 else:
     extensions = cythonize(
-        [Extension("replicator.source.fast._native", ["replicator/source/fast/_native.pyx"],
+        [Extension("replicator.source.fast.compiled", ["replicator/source/fast/compiled.pyx"],
                    extra_compile_args=["-O2"])],
         language_level=3, quiet=True)
 

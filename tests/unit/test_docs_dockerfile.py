@@ -95,4 +95,4 @@ def test_the_package_install_builds_the_compiled_decoder() -> None:
     assert copy < install
     run = steps[install][1]
     assert run.index("gcc") < run.index("--no-deps .") < run.index(
-        "import replicator.source.fast._native")
+        "import replicator.source.fast.compiled")

@@ -72,14 +72,14 @@ def test_the_switch_picks_the_reference_or_the_compiled_decoder(monkeypatch):
 
 def test_without_the_extension_auto_runs_the_reference_and_compiled_is_an_error(
         monkeypatch, caplog):
-    monkeypatch.setattr(native, "_native", None)
+    monkeypatch.setattr(native, "compiled", None)
     monkeypatch.setattr(native, "_announced", [])
     monkeypatch.setenv("REPLICATOR_DECODER", "auto")
     with caplog.at_level(logging.DEBUG, logger=native.__name__):
         assert native.enabled() is False
         assert native.enabled() is False
     assert [r.message for r in caplog.records].count(
-        "the compiled decoder (replicator.source.fast._native) is not built: decoding with "
+        "the compiled decoder (replicator.source.fast.compiled) is not built: decoding with "
         "the Python reference decoder") == 1  # once, not per read
     monkeypatch.setenv("REPLICATOR_DECODER", "compiled")
     with pytest.raises(ConfigError, match="not built") as caught:

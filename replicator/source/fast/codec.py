@@ -69,7 +69,7 @@ class _Cell:
     expr: str = "{0}"  # over the struct fields {0}, {1} ... or over `raw`
     length_bytes: int = 0  # variable width: bytes of the little-endian length prefix
     # The compiled decoder's C reader of the same cell (``native_cells``): (wire kind, a, b,
-    # param) as ``_native.pyx`` reads them; None: it calls ``expr`` per value.
+    # param) as ``compiled.pyx`` reads them; None: it calls ``expr`` per value.
     native: tuple[str, int, int, Any] | None = None
 
 

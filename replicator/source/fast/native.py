@@ -1,4 +1,4 @@
-"""The compiled row decoder (``_native.pyx``, built by ``pip install``), when it is there.
+"""The compiled row decoder (``compiled.pyx``, built by ``pip install``), when it is there.
 
 ``read_change_batches`` asks ``enabled()`` once per read: with the extension, each table's
 image columns are Arrow buffers filled in C (``NativeColumns``) and each Table_map's rows are
@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 try:
-    from replicator.source.fast import _native  # type: ignore[attr-defined]
+    import replicator.source.fast.compiled as compiled
 except ImportError:  # not built (a source tree without `pip install -e .`)
-    _native = None
+    compiled = None
 
 _log = logging.getLogger(__name__)
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -51,7 +51,7 @@ def enabled() -> bool:
                           hint="use auto (the default), compiled or python")
     if wanted == "python":
         return False
-    if _native is None:
+    if compiled is None:
         if wanted == "compiled":
             raise ConfigError(
                 "REPLICATOR_DECODER=compiled, but the compiled decoder is not built",
@@ -59,7 +59,7 @@ def enabled() -> bool:
                 "(pip install -e .), or unset REPLICATOR_DECODER")
         if not _announced:
             _announced.append(True)
-            _log.debug("the compiled decoder (replicator.source.fast._native) is not built: "
+            _log.debug("the compiled decoder (replicator.source.fast.compiled) is not built: "
                        "decoding with the Python reference decoder")
         return False
     return True
@@ -115,11 +115,11 @@ class NativeColumns:
     """One table's image columns as Arrow buffers (the compiled ``Columns``)."""
 
     def __init__(self, types: Sequence[pa.DataType]) -> None:
-        assert _native is not None
+        assert compiled is not None
         self.types = list(types)
         self.storage = [_storage(kind) for kind in self.types]
-        self.buffers = _native.Columns(
-            [(_native.STORAGE[s], _native.LOGICAL[logical], width, precision, scale, tz)
+        self.buffers = compiled.Columns(
+            [(compiled.STORAGE[s], compiled.LOGICAL[logical], width, precision, scale, tz)
              for s, logical, width, precision, scale, tz in self.storage],
             _unscaled, _micros)
         self.appends = self.buffers.appenders()  # any Python value (library rows)
@@ -154,7 +154,7 @@ def shape_decoder(columns: Sequence[Any], table: str, types: Sequence[pa.DataTyp
     """The compiled decoder of one Table_map shape (inserts / updates / deletes with the
     reference codec's signature), or None when the library decodes its rows.
     ``before_image``: the reference codec's, for key moves."""
-    assert _native is not None
+    assert compiled is not None
     plan = native_cells(columns, table)
     if isinstance(plan, str):
         return None
@@ -163,9 +163,9 @@ def shape_decoder(columns: Sequence[Any], table: str, types: Sequence[pa.DataTyp
         # kept in step by the tests, and a mismatch is a bug, never a value.
         if not kind.startswith("object") and _storage(arrow_type)[1] not in _WIRE_WRITES[kind]:
             raise AssertionError(f"{table}: {kind} cannot fill {arrow_type}")
-    wire = [(_native.WIRE[kind], width, a, b, param) for kind, width, a, b, param in plan]
+    wire = [(compiled.WIRE[kind], width, a, b, param) for kind, width, a, b, param in plan]
     names = [column.name for column in columns]
-    return _native.ShapeDecoder(table, names, wire, list(key_indexes), before_image,
+    return compiled.ShapeDecoder(table, names, wire, list(key_indexes), before_image,
                                 ZeroDates("null", ValueStats()))
 
 
