@@ -56,7 +56,8 @@ def enabled() -> bool:
             raise ConfigError(
                 "REPLICATOR_DECODER=compiled, but the compiled decoder is not built",
                 hint="reinstall replicator with a C compiler and Python's headers present "
-                "(pip install -e .), or unset REPLICATOR_DECODER")
+                "(pip install -e .), build it in a source tree (scripts/build-decoder), or "
+                "unset REPLICATOR_DECODER")
         if not _announced:
             _announced.append(True)
             _log.debug("the compiled decoder (replicator.source.fast.compiled) is not built: "
