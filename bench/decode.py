@@ -262,7 +262,11 @@ def decode_columnar(source: MySQLSource, start: BinlogPosition, end: BinlogPosit
                 values += item.data.num_rows * item.data.num_columns
         return rows, values
 
-    return _timed("columnar", run, "replicator.source.fast.columnar.read_change_batches")
+    from replicator.source.fast.native import enabled
+
+    decoder = "compiled" if enabled() else "Python"  # REPLICATOR_DECODER, or what is built
+    return _timed("columnar", run,
+                  f"replicator.source.fast.columnar.read_change_batches ({decoder} decoder)")
 
 
 def decode_landed(source: MySQLSource, start: BinlogPosition, end: BinlogPosition,

@@ -9,12 +9,14 @@ import itertools
 
 import pytest
 
+import replicator.source.fast.columnar as columnar
 from replicator.model import change_batch as cb
 from replicator.model.changes import ChangeEvent, SchemaChange
 from replicator.source.fast.columnar import KeyColumns, TableChunk, read_change_batches
 from replicator.source.fast.counters import FastDecodeCounters
 from replicator.source.fast.reader import read_changes_fast
 from replicator.source.values import parse_time
+from tests.fixtures.decoders import decoder  # noqa: F401  (both decoders)
 
 from .test_fastdecode_differential import corpus  # noqa: F401  (the shared fixture)
 
@@ -83,6 +85,7 @@ def keys_of(table: str) -> list[str]:
 
 
 @pytest.mark.parametrize("chunk_rows", [100_000, 3])
+@pytest.mark.usefixtures("decoder")
 def test_columns_equal_the_change_events(mysql_source, corpus, chunk_rows):  # noqa: F811
     _, start, end = corpus
     events = list(read_changes_fast(mysql_source, start=start, end=end, tables=None,
@@ -113,6 +116,7 @@ def test_columns_equal_the_change_events(mysql_source, corpus, chunk_rows):  # n
         assert (chunk.last.sequence, chunk.last.pos) == keys[-1][:2]
 
 
+@pytest.mark.usefixtures("decoder")
 def test_library_fallback_fills_the_same_columns(mysql_source, corpus):  # noqa: F811
     _, start, end = corpus
     events = list(read_changes_fast(mysql_source, start=start, end=end, tables=None,
@@ -121,3 +125,20 @@ def test_library_fallback_fills_the_same_columns(mysql_source, corpus):  # noqa:
                                      server_id=next(_server_ids), keys=KEYS,
                                      force_library=True))
     compare([i for i in items if isinstance(i, TableChunk)], events, keys_of)
+
+
+def test_compiled_string_buffers_close_the_chunk_before_their_int32_offsets_overflow(
+        mysql_source, corpus, monkeypatch):  # noqa: F811
+    """The compiled decoder's string columns address 2 GiB: past SPILL_BYTES (1 here) in any
+    of them, the chunk closes after the rows event, and the rows are still all there."""
+    monkeypatch.setenv("REPLICATOR_DECODER", "compiled")
+    monkeypatch.setattr(columnar, "SPILL_BYTES", 1)
+    _, start, end = corpus
+    events = list(read_changes_fast(mysql_source, start=start, end=end, tables=None,
+                                    server_id=next(_server_ids)))
+    chunks = [item for item in read_change_batches(mysql_source, start=start, end=end,
+                                                   tables=None, server_id=next(_server_ids),
+                                                   keys=KEYS) if isinstance(item, TableChunk)]
+    compare(chunks, events, keys_of)
+    texts = [c for c in chunks if c.table.endswith(".texts")]
+    assert len(texts) > len({c.fingerprint for c in texts}) + 2  # unspilled: one per shape

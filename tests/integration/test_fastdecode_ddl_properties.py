@@ -51,6 +51,7 @@ from replicator.source.binlog import read_changes
 from replicator.source.fast.columnar import TableChunk, read_change_batches
 from replicator.source.fast.reader import read_changes_fast
 from replicator.source.positions import current_position
+from tests.fixtures.decoders import DECODERS, using
 from tests.integration.test_fastdecode_columnar import expected_rows, same
 from tests.integration.test_fastdecode_differential import strict
 
@@ -710,7 +711,10 @@ def decode_and_check(mysql_source: Any, source: Source, start: Any, end: Any,
 
     fast = read(read_changes_fast)
     check_events(fast, changes, "read_changes_fast")
-    check_chunks(read(read_change_batches, chunk_rows=chunk_rows), changes, fast, "columnar")
+    for decoder in DECODERS:  # the Python reference and the compiled decoder
+        with using(decoder):
+            check_chunks(read(read_change_batches, chunk_rows=chunk_rows), changes, fast,
+                         f"columnar ({decoder})")
     if library_cannot_read(changes):
         event("library path excluded: latin1 C1 bytes")
         with pytest.raises(UnicodeDecodeError):

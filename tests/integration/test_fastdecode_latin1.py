@@ -16,12 +16,14 @@ from replicator.source.binlog import read_changes
 from replicator.source.fast.columnar import TableChunk, read_change_batches
 from replicator.source.fast.reader import read_changes_fast
 from replicator.source.positions import current_position
+from tests.fixtures.decoders import decoder  # noqa: F401  (both decoders)
 
 pytestmark = pytest.mark.mysql
 
 _server_ids = itertools.count(8001)
 
 
+@pytest.mark.usefixtures("decoder")
 def test_every_latin1_byte_decodes_to_what_select_reads(mariadb, mysql_source, fresh_database):
     every_byte = bytes(range(256)).hex()
     with mariadb.root_connection(fresh_database) as connection, connection.cursor() as cursor:

@@ -18,6 +18,7 @@ from replicator.source.binlog import read_changes
 from replicator.source.fast.columnar import TableChunk, read_change_batches
 from replicator.source.fast.reader import read_changes_fast
 from replicator.source.positions import current_position
+from tests.fixtures.decoders import decoder  # noqa: F401  (both decoders)
 
 pytestmark = pytest.mark.mysql
 
@@ -31,6 +32,7 @@ def _run(mariadb, database, *statements):
         connection.commit()
 
 
+@pytest.mark.usefixtures("decoder")
 def test_rows_before_and_after_a_widening_past_255_bytes_decode_with_their_own_map(
         mariadb, mysql_source, fresh_database):
     db = fresh_database
@@ -64,6 +66,7 @@ def test_rows_before_and_after_a_widening_past_255_bytes_decode_with_their_own_m
                 for e in events] == expected, (read.__name__, options)
 
 
+@pytest.mark.usefixtures("decoder")
 def test_library_decoded_time_is_printed_with_its_own_maps_fsp(mariadb, mysql_source,
                                                                  fresh_database):
     """The library's rows (force_library, or a column type the generated decoders leave to it)
@@ -107,6 +110,7 @@ def _members_and_padding_changed(mariadb, mysql_source, db):
     return f"{db}.tags", start, end, expected
 
 
+@pytest.mark.usefixtures("decoder")
 def test_set_members_and_binary_padding_follow_each_rows_own_map(mariadb, mysql_source,
                                                                   fresh_database):
     table, start, end, expected = _members_and_padding_changed(mariadb, mysql_source,

@@ -83,3 +83,16 @@ def test_runs_as_a_numeric_non_root_user_with_replicator_as_entrypoint() -> None
     assert ("ENTRYPOINT", '["replicator"]') in INSTRUCTIONS
     java_home = re.search(r"JAVA_HOME=(\S+)", DOCKERFILE)
     assert java_home and "amd64" not in java_home.group(1)  # one path on every architecture
+
+
+def test_the_package_install_builds_the_compiled_decoder() -> None:
+    """setup.py is copied before the package's install, a compiler is there for it, and the
+    build checks that the extension imports (source.fast.native: else the Python decoder)."""
+    steps = [(keyword, arguments) for keyword, arguments in INSTRUCTIONS]
+    copy = steps.index(("COPY", "setup.py ./"))
+    install = next(i for i, (keyword, arguments) in enumerate(steps)
+                   if keyword == "RUN" and "--no-deps ." in arguments)
+    assert copy < install
+    run = steps[install][1]
+    assert run.index("gcc") < run.index("--no-deps .") < run.index(
+        "import replicator.source.fast.compiled")

@@ -68,6 +68,9 @@ class _Cell:
     size: int = 0
     expr: str = "{0}"  # over the struct fields {0}, {1} ... or over `raw`
     length_bytes: int = 0  # variable width: bytes of the little-endian length prefix
+    # The compiled decoder's C reader of the same cell (``native_cells``): (wire kind, a, b,
+    # param) as ``compiled.pyx`` reads them; None: it calls ``expr`` per value.
+    native: tuple[str, int, int, Any] | None = None
 
 
 class _Namespace:
@@ -85,33 +88,41 @@ def _cell(column: Any, index: int, table: str, ns: _Namespace) -> _Cell | str:
     kind = column.type
     name = column.name
     reader: Callable[..., Any]
+    native: tuple[str, int, int, Any] | None
     if kind in _INTEGERS:
         code = _INTEGERS[kind]
         code = code.upper() if column.unsigned else code
-        return _Cell(code, struct.calcsize("<" + code))
+        return _Cell(code, struct.calcsize("<" + code), native=("int", code.islower(), 0, None))
     if kind == INT24:
-        return _Cell("HB" if column.unsigned else "Hb", 3, "({0} | {1} << 16)")
+        return _Cell("HB" if column.unsigned else "Hb", 3, "({0} | {1} << 16)",
+                     native=("int", not column.unsigned, 0, None))
     if kind == FLOAT:
         return _Cell("f", 4, f"{ns.add('float32_', float32)}({{0}})")
     if kind == DOUBLE:
-        return _Cell("d", 8)
+        return _Cell("d", 8, native=("double", 0, 0, None))
     if kind == YEAR:
-        return _Cell("B", 1, "({0} + 1900 if {0} else 0)")
+        return _Cell("B", 1, "({0} + 1900 if {0} else 0)", native=("year", 0, 0, None))
     if kind == NEWDECIMAL:
         size = cells.decimal_size(column.precision, column.decimals)
         decimal = cells.decimal_reader(column.precision, column.decimals)
-        return _Cell(f"{size}s", size, f"{ns.add('decimal_', decimal)}({{0}})")
+        # decimal128 holds 38 digits: wider columns (decimal256) keep the Decimal objects.
+        native = (("decimal", column.precision, column.decimals, None)
+                  if column.precision <= 38 else None)
+        return _Cell(f"{size}s", size, f"{ns.add('decimal_', decimal)}({{0}})", native=native)
     if kind == DATE:
         reader = cells.date_reader(table, name)
-        return _Cell("HB", 3, f"{ns.add('date_', reader)}({{0}} | {{1}} << 16, zero_dates)")
+        return _Cell("HB", 3, f"{ns.add('date_', reader)}({{0}} | {{1}} << 16, zero_dates)",
+                     native=("date", 0, 0, None))
     if kind == DATETIME2:
         size = 5 + cells.FSP_BYTES[column.fsp]
         reader = cells.datetime2_reader(column.fsp, table, name)
-        return _Cell(f"{size}s", size, f"{ns.add('datetime_', reader)}({{0}}, zero_dates)")
+        return _Cell(f"{size}s", size, f"{ns.add('datetime_', reader)}({{0}}, zero_dates)",
+                     native=("datetime", column.fsp, 0, None))
     if kind == TIMESTAMP2:
         size = 4 + cells.FSP_BYTES[column.fsp]
         reader = cells.timestamp2_reader(column.fsp, table, name)
-        return _Cell(f"{size}s", size, f"{ns.add('timestamp_', reader)}({{0}}, zero_dates)")
+        return _Cell(f"{size}s", size, f"{ns.add('timestamp_', reader)}({{0}}, zero_dates)",
+                     native=("timestamp", column.fsp, 0, None))
     if kind == TIME2:
         size = 3 + cells.FSP_BYTES[column.fsp]
         return _Cell(f"{size}s", size,
@@ -120,9 +131,11 @@ def _cell(column: Any, index: int, table: str, ns: _Namespace) -> _Cell | str:
         if column.size not in (1, 2):
             return f"ENUM stored in {column.size} bytes"
         code = _UINT_BY_SIZE[column.size]
-        if not column.enum_values:
-            return _Cell(code, column.size, "None")
-        return _Cell(code, column.size, f"{ns.add('enum_', tuple(column.enum_values))}[{{0}}]")
+        members = tuple(column.enum_values or ())
+        native = ("enum", 0, 0, tuple(member.encode() for member in members))
+        if not members:
+            return _Cell(code, column.size, "None", native=native)
+        return _Cell(code, column.size, f"{ns.add('enum_', members)}[{{0}}]", native=native)
     if kind == SET:
         size = column.size
         if not column.set_values:
@@ -134,7 +147,8 @@ def _cell(column: Any, index: int, table: str, ns: _Namespace) -> _Cell | str:
         return _Cell(f"{size}s", size, expr.replace("{0}", 'int.from_bytes({0}, "little")'))
     if kind == BIT:
         mask = (1 << column.bits) - 1
-        return _Cell(f"{column.bytes}s", column.bytes, f'(int.from_bytes({{0}}, "big") & {mask})')
+        return _Cell(f"{column.bytes}s", column.bytes, f'(int.from_bytes({{0}}, "big") & {mask})',
+                     native=("bit", column.bits, 0, None))
     if kind in (VARCHAR, STRING):
         prefix = 2 if column.max_length > 255 else 1
         return _string_cell(column, prefix, ns)
@@ -142,7 +156,8 @@ def _cell(column: Any, index: int, table: str, ns: _Namespace) -> _Cell | str:
         if column.length_size not in (1, 2, 3, 4):
             return f"BLOB length prefix of {column.length_size} bytes"
         if kind == GEOMETRY:
-            return _Cell(length_bytes=column.length_size, expr="raw")
+            return _Cell(length_bytes=column.length_size, expr="raw",
+                         native=("bytes", 0, 0, None))
         return _string_cell(column, column.length_size, ns)
     if kind == JSON:
         return "MySQL binary JSON (decoded by the library)"
@@ -154,8 +169,9 @@ def _string_cell(column: Any, prefix: int, ns: _Namespace) -> _Cell:
     if (charset or "binary") == "binary":
         # binlog_converter: BINARY(n) is zero-padded back to n bytes (the binlog strips it).
         if column.type == STRING:
-            return _Cell(length_bytes=prefix, expr=f"raw.ljust({int(column.max_length)}, b'\\x00')")
-        return _Cell(length_bytes=prefix, expr="raw")
+            return _Cell(length_bytes=prefix, expr=f"raw.ljust({int(column.max_length)}, b'\\x00')",
+                         native=("bytes", int(column.max_length), 0, None))
+        return _Cell(length_bytes=prefix, expr="raw", native=("bytes", 0, 0, None))
     encoding = _encoding(charset)
     if encoding is None:
         return _Cell(length_bytes=prefix, expr="raw")
@@ -163,7 +179,9 @@ def _string_cell(column: Any, prefix: int, ns: _Namespace) -> _Cell:
         charmap = ns.add("charmap_decode_", codecs.charmap_decode)
         return _Cell(length_bytes=prefix,
                      expr=f"{charmap}(raw, 'strict', {ns.add('latin1_', MYSQL_LATIN1)})[0]")
-    return _Cell(length_bytes=prefix, expr=f"raw.decode({encoding!r})")
+    # UTF-8 is copied as it is, after a check as strict as Python's decoder.
+    native = ("utf8", 0, 0, None) if codecs.lookup(encoding).name == "utf-8" else None
+    return _Cell(length_bytes=prefix, expr=f"raw.decode({encoding!r})", native=native)
 
 
 def _length_code(length_bytes: int) -> str:
@@ -318,6 +336,9 @@ class ColumnarCodec:
     updates: Callable[..., tuple[int, int]]
     deletes: Callable[..., tuple[int, int]]
     source: str
+    # (buf, pos, zero_dates) -> one row image at pos as a tuple (the compiled decoder asks it
+    # whether an update moved the key, and for the moved row's before-image).
+    before_image: Callable[..., tuple[Any, ...]]
 
 
 def compile_columnar(columns: Sequence[Any], table: str,
@@ -367,7 +388,48 @@ def compile_columnar(columns: Sequence[Any], table: str,
     namespace = dict(ns.values)
     exec(compile(source, f"<columnar row decoder {table}>", "exec"), namespace)
     return ColumnarCodec(inserts=namespace["inserts"], updates=namespace["updates"],
-                         deletes=namespace["deletes"], source=source)
+                         deletes=namespace["deletes"], source=source,
+                         before_image=namespace["before_image"])
+
+
+NativeCell = tuple[str, int, int, int, Any]  # wire kind, bytes or prefix bytes, a, b, param
+
+
+def native_cells(columns: Sequence[Any], table: str) -> list[NativeCell] | str:
+    """The compiled decoder's plan of a Table_map (``source.fast.native``), or why the
+    library must decode its rows: per column the C reader of ``_Cell.native``, or
+    ("object_fixed" | "object_var", bytes, 0, 0, read): ``read(raw, zero_dates)``, the
+    reference decoder's own expression over the cell's bytes (TIME as its text, as
+    ``compile_columnar`` gives it)."""
+    ns = _Namespace()
+    cells_ = _cells(columns, table, ns)
+    if isinstance(cells_, str):
+        return cells_
+    text = ns.add("time_text_", time_text)
+    lines: list[str] = []
+    plan: list[NativeCell] = []
+    for index, (column, cell) in enumerate(zip(columns, cells_, strict=True)):
+        if cell.native is not None:
+            kind, a, b, param = cell.native
+            plan.append((kind, cell.length_bytes or cell.size, int(a), int(b), param))
+            continue
+        if cell.length_bytes:
+            body = [f"value = {cell.expr}"]
+            plan.append(("object_var", cell.length_bytes, 0, 0, f"read{index}"))
+        else:
+            unpack = struct.Struct("<" + cell.fmt)
+            fields = [f"f{k}" for k in range(len(unpack.unpack(bytes(cell.size))))]
+            body = [f"{', '.join(fields)}, = {ns.add('unpack_', unpack.unpack)}(raw)",
+                    f"value = {cell.expr.format(*fields)}"]
+            plan.append(("object_fixed", cell.size, 0, 0, f"read{index}"))
+        if column.type == TIME2:
+            body += ["if value is not None:", f"    value = {text}(value, {int(column.fsp)})"]
+        lines += [f"def read{index}(raw, zero_dates):", *("    " + line for line in body),
+                  "    return value"]
+    namespace = dict(ns.values)
+    exec(compile("\n".join(lines) + "\n", f"<cell readers {table}>", "exec"), namespace)
+    return [(kind, width, a, b, namespace[param] if kind.startswith("object") else param)
+            for kind, width, a, b, param in plan]
 
 
 # What a generated decoder raises when the bytes do not have the layout it was generated

@@ -3,8 +3,10 @@
 The same transactions, positions and values as ``read_changes_fast`` (one state machine:
 ``reader.transactions``), but each table's rows go into per-column Python lists through
 decoders generated per Table_map (``codec.compile_columnar``: one ``append`` per value, no
-dict, tuple or ``ChangeEvent`` per row) and leave as Arrow tables in the layout of
-``model.change_batch``, typed by ``source.arrow_types.binlog_arrow_type``:
+dict, tuple or ``ChangeEvent`` per row) -- or, when the compiled decoder is built, straight
+into Arrow buffers (``native``: the same values, the Python decoder its reference) -- and
+leave as Arrow tables in the layout of ``model.change_batch``, typed by
+``source.arrow_types.binlog_arrow_type``:
 
 - the row image (after-image; the before-image of a delete), one column per source column;
 - the internal columns (op, file, file_seq, pos, row_index, ts_ms, gtid, transaction_id,
@@ -22,12 +24,14 @@ schema: older chunks simply lack the column, NULL for their rows), and at the en
 
 from __future__ import annotations
 
+import array
 import datetime as dt
 import os
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import replicator.source.fast.native as native
 from replicator.errors import SourceError
 from replicator.model import change_batch as cb
 from replicator.model.changes import BinlogPosition, SchemaChange
@@ -45,6 +49,12 @@ if TYPE_CHECKING:
 # Rows of one table per chunk: ~10-50 MB of Python lists for the bench's rows, and big
 # enough that a Parquet row group and the driver's per-file work stay cheap.
 CHUNK_ROWS = 100_000
+
+# The compiled decoder's string columns are Arrow buffers with int32 offsets: a table's chunk
+# closes once one of them holds this many bytes, a rows event (<= 1 GiB, the server's packet
+# limit) short of the 2 GiB they can address. The Python lists of the reference decoder have
+# no such limit (pa.array splits them).
+SPILL_BYTES = 1 << 30
 
 KeyLookup = Mapping[str, Sequence[str]]
 
@@ -101,11 +111,16 @@ def commit_cells(commit: Commit) -> _CommitCells:
                         commit.gtid or str(start))
 
 
+_OPS = ("c", "u", "d")
+_OP_CODES = {op: code for code, op in enumerate(_OPS)}
+
+
 class _TableColumns:
     """The column lists of one table shape, filled until the next chunk."""
 
-    def __init__(self, shape: Any, keys: Sequence[str]) -> None:
+    def __init__(self, shape: Any, keys: Sequence[str], compiled: bool) -> None:
         columns = shape.library_table.columns
+        self.compiled = compiled  # image columns in the compiled decoder's Arrow buffers
         self.table = shape.name
         self.table_key = shape.name.lower()  # its key in ``_Builders.current``
         self.names = [column.name for column in columns]
@@ -117,19 +132,23 @@ class _TableColumns:
         self._reset()
 
     def _reset(self) -> None:
+        # What a decoder fills: the compiled decoder's buffers, or a list per column (the
+        # reference decoder's ``appends``); ``appends`` take a library row's values either way.
+        self.buffers = native.NativeColumns(self.types) if self.compiled else None
         self.values: list[list[Any]] = [[] for _ in self.names]
-        self.appends = [values.append for values in self.values]
+        self.appends = self.buffers.appends if self.buffers is not None else \
+            [values.append for values in self.values]
+        self.target = self.buffers.buffers if self.buffers is not None else self.appends
         # The key-changing updates: their row in the chunk and their whole before-image.
         self.moved_rows: list[int] = []
         self.moved_images: list[tuple[Any, ...]] = []
-        self.ops: list[str] = []
-        self.row_index: list[int] = []
-        self.files: list[str] = []
-        self.file_seq: list[int] = []
-        self.pos: list[int] = []
-        self.ts_ms: list[int] = []
-        self.gtid: list[str | None] = []
-        self.transaction_id: list[str] = []
+        # The internal columns, one entry per rows event (expanded per row by the chunk):
+        # the event's commit in ``commits``, its op (``_OPS``), rows and first row_index.
+        self.commits: list[_CommitCells] = []
+        self.segment_commit = array.array("q")
+        self.segment_op = array.array("q")
+        self.segment_rows = array.array("q")
+        self.segment_row_index = array.array("q")
         self.rows = 0
         self.first: BinlogPosition | None = None
         self.last: BinlogPosition | None = None
@@ -141,29 +160,17 @@ class _TableColumns:
         ``internal``: the commit's own cells, ``commit_cells``)."""
         if not rows:
             return
-        file, sequence, pos, ts_ms, gtid, transaction_id = internal
-        if rows == 1:  # one row per rows event: the common case of OLTP writes
-            self.ops.append(op)
-            self.row_index.append(row_index)
-            self.files.append(file)
-            self.file_seq.append(sequence)
-            self.pos.append(pos)
-            self.ts_ms.append(ts_ms)
-            self.gtid.append(gtid)
-            self.transaction_id.append(transaction_id)
-        else:
-            self.ops += [op] * rows
-            self.row_index += range(row_index, row_index + rows)
-            self.files += [file] * rows
-            self.file_seq += [sequence] * rows
-            self.pos += [pos] * rows
-            self.ts_ms += [ts_ms] * rows
-            self.gtid += [gtid] * rows
-            self.transaction_id += [transaction_id] * rows
+        commits = self.commits
+        if not commits or commits[-1] is not internal:  # this commit's first rows here
+            commits.append(internal)
+            if self.first is None:
+                self.first = commit.start
+            self.last, self.end = commit.start, commit.end
+        self.segment_commit.append(len(commits) - 1)
+        self.segment_op.append(_OP_CODES[op])
+        self.segment_rows.append(rows)
+        self.segment_row_index.append(row_index)
         self.rows += rows
-        if self.first is None:
-            self.first = commit.start
-        self.last, self.end = commit.start, commit.end
 
     def moved(self, row: int, image: tuple[Any, ...]) -> None:
         """The ``moved`` callback of a columnar decoder: ``row`` counts from the decoder
@@ -188,7 +195,11 @@ class _TableColumns:
         for index, (_table, op, before, after) in enumerate(rows):
             for position, value in enumerate(self._cells(before if op == "d" else after,
                                                          time_fsp)):
-                self.appends[position](value)
+                try:
+                    self.appends[position](value)
+                except (TypeError, ValueError, OverflowError) as exc:  # compiled buffers
+                    raise _unfit(self.table, self.names[position], self.types[position],
+                                 exc) from exc
             if op == "u" and self.keys and any(before.get(k) != after.get(k) for k in self.keys):
                 self.moved_rows.append(self.rows + index)
                 self.moved_images.append(tuple(self._cells(before, time_fsp)))
@@ -197,18 +208,17 @@ class _TableColumns:
         import pyarrow as pa
 
         assert self.first is not None and self.last is not None and self.end is not None
-        arrays = []
-        fields = []
-        for name, kind, values in zip(self.names, self.types, self.values, strict=True):
-            arrays.append(_array(values, kind, self.table, name))
-            fields.append(pa.field(name, kind))
-        internal = {
-            cb.OP: self.ops, cb.FILE: self.files, cb.FILE_SEQ: self.file_seq, cb.POS: self.pos,
-            cb.ROW_INDEX: self.row_index, cb.TS_MS: self.ts_ms, cb.GTID: self.gtid,
-            cb.TRANSACTION_ID: self.transaction_id, cb.TABLE: [self.table] * self.rows,
-        }
+        if self.buffers is not None:
+            arrays = self.buffers.arrays(
+                lambda values, kind, index: _array(values, kind, self.table, self.names[index]))
+        else:
+            arrays = [_array(values, kind, self.table, name)
+                      for name, kind, values in zip(self.names, self.types, self.values,
+                                                    strict=True)]
+        fields = [pa.field(name, kind) for name, kind in zip(self.names, self.types, strict=True)]
+        internal = self._internal_arrays()
         for field in internal_fields():
-            arrays.append(pa.array(internal[field.name], type=field.type))
+            arrays.append(internal[field.name])
             fields.append(field)
         arrays += self._before_arrays()
         fields += [pa.field(cb.before_column(name), kind)
@@ -218,6 +228,34 @@ class _TableColumns:
         self._reset()
         return found
 
+
+    def _internal_arrays(self) -> dict[str, pa.Array]:
+        """The internal columns per row from the rows events' segments: a ``take`` from the
+        chunk's commits (a few hundred values) instead of Python lists of a value per row."""
+        import numpy as np
+        import pyarrow as pa
+
+        def column(segments: array.array) -> np.ndarray:
+            return np.frombuffer(segments, dtype=np.int64)
+
+        commit, op, row_index = (column(self.segment_commit), column(self.segment_op),
+                                 column(self.segment_row_index))
+        if len(commit) != self.rows:  # rows events of several rows: one entry per row
+            count = column(self.segment_rows)
+            segment = np.repeat(np.arange(len(count)), count)
+            commit, op = commit[segment], op[segment]
+            row_index = row_index[segment] + np.arange(self.rows) - (np.cumsum(count)
+                                                                     - count)[segment]
+        rows = pa.array(commit)
+        file, sequence, pos, ts_ms, gtid, transaction_id = (
+            pa.array(values, type=kind).take(rows) for values, kind in zip(
+                zip(*self.commits, strict=True),
+                (pa.string(), pa.int64(), pa.int64(), pa.int64(), pa.string(), pa.string()),
+                strict=True))
+        return {cb.OP: pa.array(_OPS).take(pa.array(op)), cb.FILE: file, cb.FILE_SEQ: sequence,
+                cb.POS: pos, cb.ROW_INDEX: pa.array(row_index), cb.TS_MS: ts_ms, cb.GTID: gtid,
+                cb.TRANSACTION_ID: transaction_id,
+                cb.TABLE: pa.repeat(pa.scalar(self.table, pa.string()), self.rows)}
 
     def _before_arrays(self) -> list[pa.Array]:
         """The sparse before-image columns: all NULL, or the moved rows' images put in place
@@ -241,12 +279,16 @@ def _array(values: list[Any], kind: pa.DataType, table: str, column: str) -> pa.
     try:
         return pa.array(values, type=kind)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-        raise SourceError(
-            f"{table}.{column}: a binlog value does not fit the column's change-batch type "
-            f"{kind}: {exc}",
-            hint="report this binlog to the replicator project (the column's type and a "
-            "sample value help)",
-        ) from exc
+        raise _unfit(table, column, kind, exc) from exc
+
+
+def _unfit(table: str, column: str, kind: pa.DataType, exc: Exception) -> SourceError:
+    return SourceError(
+        f"{table}.{column}: a binlog value does not fit the column's change-batch type "
+        f"{kind}: {exc}",
+        hint="report this binlog to the replicator project (the column's type and a "
+        "sample value help)",
+    )
 
 
 def read_change_batches(
@@ -272,7 +314,7 @@ def read_change_batches(
     zero_dates = ZeroDates(source.zero_dates, stats)
     local = FastDecodeCounters()
     keys = keys or KeyColumns({})
-    builders = _Builders(keys, force_library)
+    builders = _Builders(keys, force_library, native.enabled())
 
     for item in transactions(source, start=start, end=end, tables=tables, server_id=server_id,
                              zero_dates=zero_dates, local=local, counters=counters,
@@ -296,11 +338,12 @@ def read_change_batches(
                 decode = codec.inserts if op == "c" else codec.deletes if op == "d" \
                     else codec.updates
                 _, count = decode_checked(decode, shape.name, item.start, packet, begin, stop,
-                                          builder.appends, builder.moved, zero_dates)
+                                          builder.target, builder.moved, zero_dates)
                 local.rows_fast += count
                 builder.add_segment(item, internal, op, count, row_index)
                 row_index += count
-            if builder.rows >= chunk_rows:
+            if builder.rows >= chunk_rows or (builder.buffers is not None
+                                              and builder.buffers.largest >= SPILL_BYTES):
                 yield builder.chunk()
     for builder in builders.current.values():
         if builder.rows:
@@ -318,9 +361,10 @@ class _Builders:
     TIME columns' fsp, by which the library's rows are printed: TIME(0) and TIME(5) are both
     text, and 00:00:00.00001 printed with the first's fsp would lose its digits."""
 
-    def __init__(self, keys: KeyColumns, force_library: bool) -> None:
+    def __init__(self, keys: KeyColumns, force_library: bool, compiled: bool) -> None:
         self.keys = keys
         self.force_library = force_library
+        self.compiled = compiled  # the compiled decoder (``source.fast.native``)
         self.current: dict[str, _TableColumns] = {}  # lower-case table -> its current columns
         # TableShape (identity) -> its builder and the shape's own decoders
         self.by_shape: dict[Any, tuple[_TableColumns, ShapeDecoders]] = {}
@@ -334,14 +378,19 @@ class _Builders:
             return found[0], found[1], None
         columns = shape.library_table.columns
         key_names = self.keys.of(shape.name, columns)
-        codec = None
+        codec: Any = None
+        probe = _TableColumns(shape, key_names, self.compiled)
         if shape.codec is not None and not self.force_library:
             names = [column.name for column in columns]
-            compiled = compile_columnar(columns, shape.name, [names.index(k) for k in key_names])
+            key_indexes = [names.index(k) for k in key_names]
+            compiled = compile_columnar(columns, shape.name, key_indexes)
             codec = compiled if isinstance(compiled, ColumnarCodec) else None
+            if codec is not None and self.compiled:
+                # The same rows into the builder's Arrow buffers (None: the library's rows).
+                codec = native.shape_decoder(columns, shape.name, probe.types, key_indexes,
+                                             codec.before_image)
         decoders = ShapeDecoders(codec, time_fsp(columns))
         current = builders.get(shape.name.lower())
-        probe = _TableColumns(shape, key_names)
         if current is not None and current.fingerprint == probe.fingerprint \
                 and current.keys == probe.keys:
             by_shape[shape] = (current, decoders)
@@ -355,7 +404,8 @@ class _Builders:
 class ShapeDecoders(NamedTuple):
     """How the rows events of one Table_map shape become column values."""
 
-    codec: ColumnarCodec | None  # None: the library decodes them
+    # The generated Python codec, the compiled one (same methods), or None: the library.
+    codec: Any
     time_fsp: tuple[int, ...]  # per column, for the library's rows: TIME's fsp, else -1
 
 
