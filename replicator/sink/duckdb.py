@@ -11,6 +11,7 @@ statement, one writer process per file.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from replicator.errors import SinkError, TransientSinkError
@@ -52,8 +53,6 @@ def default_settings(path: str, settings: dict[str, Any]) -> dict[str, Any]:
     MERGEs read, DuckDB keeps cached) + ``APPLY_MEMORY_BYTES``, at most DuckDB's own default
     (80% of the machine's memory). Without it DuckDB caches up to that 80%, and a big
     transaction's apply grows the driver by what it stages (1M rows: +650 MiB for scd2)."""
-    import os
-
     if "memory_limit" in {name.lower() for name in settings} or path == ":memory:":
         return {}  # the user's; an in-memory target has no file to spill beside
     try:
