@@ -11,6 +11,7 @@ statement, one writer process per file.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from replicator.errors import SinkError, TransientSinkError
@@ -40,6 +41,32 @@ def _sink_error(exc: BaseException, doing: str) -> SinkError:
     return SinkError(message, hint="run `replicator plan` to see the SQL; report a bug if it is wrong")
 
 
+# The working memory a batch's apply gets on top of the target's own size: with it, every
+# process of a run applying a 1M-row transaction stays under 1.5 GiB together (issue 30's
+# bound; docs/decisions/duckdb-memory-limit.md).
+APPLY_MEMORY_BYTES = 384_000_000
+
+
+def default_settings(path: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """The connection settings replicator gives where ``target.duckdb.settings`` does not:
+    ``memory_limit`` = the database file's size when the run opens it (what the target's
+    MERGEs read, DuckDB keeps cached) + ``APPLY_MEMORY_BYTES``, at most DuckDB's own default
+    (80% of the machine's memory). Without it DuckDB caches up to that 80%, and a big
+    transaction's apply grows the driver by what it stages (1M rows: +650 MiB for scd2)."""
+    if "memory_limit" in {name.lower() for name in settings} or path == ":memory:":
+        return {}  # the user's; an in-memory target has no file to spill beside
+    try:
+        cached = sum(os.stat(name).st_size for name in (path, path + ".wal")
+                     if os.path.exists(name))
+        machine = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        return {}
+    limit = cached + APPLY_MEMORY_BYTES
+    if limit >= 0.8 * machine:
+        return {}
+    return {"memory_limit": f"{-(-limit // 1_000_000)}MB"}
+
+
 class DuckDBSink(SQLSink):
     dialect = DUCKDB
 
@@ -50,7 +77,8 @@ class DuckDBSink(SQLSink):
             path = getattr(pipeline.target.warehouse, "path", ":memory:")
             settings = dict(getattr(pipeline.target.warehouse, "settings", ()))
             try:
-                connection = duckdb.connect(path, config=settings)
+                connection = duckdb.connect(path, config={**default_settings(path, settings),
+                                                          **settings})
             except duckdb.Error as exc:
                 if settings and not isinstance(exc, duckdb.IOException):
                     raise SinkError(

@@ -22,7 +22,11 @@ table's change batch.
 
 from __future__ import annotations
 
+import itertools
 import json
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +39,6 @@ from replicator.transform.outbox_sql import (
     ORD,
     ROWS,
     Route,
-    install,
     json_path,
     route_of,
     statement,
@@ -47,8 +50,7 @@ if TYPE_CHECKING:
     from replicator.model.catalog import Catalog
     from replicator.plan.model import OutboxPlan, TablePlan
 
-__all__ = ["OutboxError", "count_unrouted", "describe_flattening", "install", "json_path",
-           "route_batch"]
+__all__ = ["OutboxError", "count_unrouted", "describe_flattening", "json_path", "route_batch"]
 
 
 class OutboxError(SinkError):
@@ -115,7 +117,7 @@ def _first(mask: Any) -> int | None:
 
 def route_batch(table: TablePlan, batch: pa.Table, connection: Any) -> pa.Table:
     """The change batch of ``table``'s route among ``batch`` (the outbox table's), read by
-    one statement on ``connection`` (with ``install``'s macros); a row that breaks a rule
+    one statement on ``connection`` (prepared once per route and batch schema); a row that breaks a rule
     raises ``OutboxError`` naming the first such row."""
     import numpy as np
     import pyarrow as pa
@@ -140,15 +142,7 @@ def route_batch(table: TablePlan, batch: pa.Table, connection: Any) -> pa.Table:
     if payload_kind is None:  # no payload column: every payload is NULL
         rows = rows.append_column(spec.payload_column, pa.nulls(rows.num_rows, pa.string()))
         payload_kind = "string"
-    sql = statement(table, payload_kind, kinds)
-    connection.register(ROWS, rows)
-    try:
-        # execute(), not sql(): the relation API binds the statement twice (once to learn
-        # its columns), and binding is most of a small batch's cost (58 -> 38 ms, 10 rows;
-        # transform.stage silences DuckDB's warning about the result's copy).
-        result = connection.execute(sql).to_arrow_table()
-    finally:
-        connection.unregister(ROWS)
+    result = _run(connection, statement(table, payload_kind, kinds), rows)
     problems = [result.column("payload_error")] + [result.column(f"e{i}")
                                                    for i in range(len(route.columns))]
     failing = _first(pc.is_valid(pc.coalesce(*problems))) if result.num_rows else None
@@ -159,6 +153,68 @@ def route_batch(table: TablePlan, batch: pa.Table, connection: Any) -> pa.Table:
         _raise(table, route, batch.slice(failed_at, 1).to_pylist()[0],
                [column[failing].as_py() for column in problems])
     return _change_batch(route, rows, result)
+
+
+class _Rows:
+    """The rows a prepared statement reads as ``outbox_rows``: an Arrow stream that DuckDB's
+    Python scan asks for at every EXECUTE, so that one statement, bound and optimized once,
+    reads each batch."""
+
+    __slots__ = ("table",)
+
+    def __init__(self) -> None:
+        self.table: pa.Table | None = None
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        assert self.table is not None, "outbox_rows read outside route_batch"
+        return self.table.__arrow_c_stream__(requested_schema)
+
+
+@dataclass
+class _Prepared:
+    name: str
+    rows: _Rows
+
+
+# Per connection: statement and batch schema -> its prepared statement. Binding and optimizing
+# the statement is almost all of a small batch's cost (a 10-row batch of the order route: 37
+# of 39 ms), so each is prepared once; the schema is in the key because the statement is
+# bound to the Arrow types it first read.
+_PREPARED: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[str, Any], _Prepared]] = \
+    weakref.WeakKeyDictionary()
+_PREPARED_PER_CONNECTION = 64
+_NAMES = itertools.count()
+
+
+def _run(connection: Any, sql: str, rows: pa.Table) -> pa.Table:
+    """The result of ``sql`` over ``rows`` (as ``outbox_rows``), prepared once per statement
+    and batch schema on ``connection``.
+
+    The rows reach the statement through DuckDB's Python replacement scan, not a registered
+    view: a view is a catalog entry, and DuckDB binds a statement that reads the catalog
+    again at every EXECUTE (so does a MACRO; ``transform.outbox_sql`` has none). The scan
+    resolves ``outbox_rows`` from the local variable of that name where the statement is
+    bound (PREPARE, or EXECUTE should DuckDB ever bind it again): here."""
+    statements = _PREPARED.setdefault(connection, OrderedDict())
+    key = (sql, rows.schema)
+    prepared = statements.get(key)
+    outbox_rows = prepared.rows if prepared is not None else _Rows()  # DuckDB reads it by name
+    outbox_rows.table = rows
+    try:
+        if prepared is None:
+            prepared = _Prepared(f"{ROWS}_{next(_NAMES)}", outbox_rows)
+            connection.execute(f"PREPARE {prepared.name} AS {sql}")
+            statements[key] = prepared
+            if len(statements) > _PREPARED_PER_CONNECTION:
+                _, oldest = statements.popitem(last=False)
+                connection.execute(f"DEALLOCATE {oldest.name}")
+        else:
+            statements.move_to_end(key)
+        # execute(), not sql(): the relation API binds twice (transform.stage silences
+        # DuckDB's warning about the result's copy into Arrow).
+        return connection.execute(f"EXECUTE {prepared.name}").to_arrow_table()
+    finally:
+        outbox_rows.table = None  # the batch is not kept alive by the cache
 
 
 def _change_batch(route: Route, rows: pa.Table, result: pa.Table) -> pa.Table:

@@ -19,9 +19,10 @@ over the whole batch:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from replicator.model import change_batch as cb
 from replicator.model.jsonpath import parse_path
@@ -43,55 +44,107 @@ _LENIENT = r"(?i:nan|inf)|,[ \t\n\r]*[\]}]"
 _CLOCK = (r"(?:([0-9]{2})(?::([0-9]{2})(?::([0-9]{2})(?:[.,]([0-9]+))?)?)?"
           r"|([0-9]{2})([0-9]{2})(?:([0-9]{2})(?:[.,]([0-9]+))?)?)")
 _STAMP = (rf"^([0-9]{{4}})-([0-9]{{2}})-([0-9]{{2}})(?:(?s:.){_CLOCK}(?:(Z)|([+-]){_CLOCK})?)?$")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STAMP_PARTS = ["y", "mo", "d", "h", "mi", "s", "f", "h2", "mi2", "s2", "f2", "z", "sign",
                 "oh", "om", "os", "of", "oh2", "om2", "os2", "of2"]
 
-# Scalar macros, installed once per DuckDB connection (``install``).
-MACROS = (
-    f"CREATE OR REPLACE TEMP MACRO ob_strip(s) AS regexp_replace(s, '^{_WS}+|{_WS}+$', '', 'g')",
-    # A number's text -> its parts; ``e`` clamped so that 1e999999999 stays arithmetic.
-    "CREATE OR REPLACE TEMP MACRO ob_parts(nt) AS regexp_extract(nt, "
-    r"'^(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$', ['sg', 'i', 'f', 'e'])",
-    "CREATE OR REPLACE TEMP MACRO ob_exp(e) AS CASE WHEN e = '' THEN 0 "
-    "WHEN length(ltrim(e, '+-0')) > 12 THEN CASE WHEN e[1] = '-' THEN -1000000000000 "
-    "ELSE 1000000000000 END ELSE CAST(e AS BIGINT) END",
-    # The value is (-1)^sg * coef * 10^q, coef without leading or trailing zeros ('' = 0).
-    "CREATE OR REPLACE TEMP MACRO ob_coef(p) AS trim(p.i || p.f, '0')",
-    "CREATE OR REPLACE TEMP MACRO ob_q(p) AS ob_exp(p.e) - length(p.f) "
-    "+ length(p.i || p.f) - length(rtrim(p.i || p.f, '0'))",
-    # lpad that never truncates (DuckDB's does)
-    "CREATE OR REPLACE TEMP MACRO ob_lpad(x, n) AS CASE WHEN length(x) >= n THEN x "
-    "ELSE lpad(x, CAST(n AS INTEGER), '0') END",
-    "CREATE OR REPLACE TEMP MACRO ob_point(digits, scale) AS "
-    "left(digits, length(digits) - scale) || '.' || right(digits, scale)",
-    # Every number token -> "N<text>", every string token -> "S<text>" (keys too).
-    # Every number token -> "N<text>", every string token -> "S<text>" (keys too): one
-    # regexp_replace brackets each token with control characters (which valid JSON never
-    # holds raw), and four replaces turn the brackets into the marks.
-    "CREATE OR REPLACE TEMP MACRO ob_mark(d) AS replace(replace(replace(replace(regexp_replace("
-    f"d, '({JSON_STRING})|(-?[0-9][0-9.eE+-]*)', chr(1) || '\\1' || chr(2) || '\\2' || chr(3), 'g'), "
-    "chr(2) || chr(3), ''), chr(1) || chr(2), '\"N'), chr(1) || '\"', '\"S'), chr(3), '\"')",
-    # yyjson writes \u001F, Python \u001f (a tokenizer, so that an escaped backslash
-    # followed by the text u001F stays as it is; only text holding \u pays for it).
-    "CREATE OR REPLACE TEMP MACRO ob_lower_escapes(s) AS CASE WHEN contains(s, '\\u') THEN "
-    "array_to_string(list_transform(regexp_extract_all(s, '\\\\u[0-9A-Fa-f]{4}|\\\\.|[^\\\\]+'), "
-    "lambda y: CASE WHEN y[1:2] = '\\u' THEN lower(y) ELSE y END), '') ELSE s END",
-    # Marked JSON text -> Python's json.dumps(ensure_ascii=False, separators=(',', ':')): a
-    # mark starts right after [ { , : or the start (never after a backslash: an escaped
-    # quote inside a string's text).
-    "CREATE OR REPLACE TEMP MACRO ob_unmark(j) AS ob_lower_escapes(regexp_replace(regexp_replace("
-    "regexp_replace(' ' || j, '([^\\\\])\"N-0\"', '\\10', 'g'), "
-    "'([^\\\\])\"N(-?[0-9][0-9.eE+-]*)\"', '\\1\\2', 'g'), '([^\\\\])\"S', '\\1\"', 'g')[2:])",
-    "CREATE OR REPLACE TEMP MACRO ob_lenient(d) AS regexp_matches(d, "
-    f"'{_LENIENT}') AND regexp_matches(regexp_replace(d, '{JSON_STRING}', '0', 'g'), '{_LENIENT}')",
-    "CREATE OR REPLACE TEMP MACRO ob_micros(f) AS CAST(rpad(left(f, 6), 6, '0') AS BIGINT)",
-)
+# The helpers below were TEMP MACROs: DuckDB expands a macro where it is called anyway, but a
+# statement that calls one reads the catalog, and a prepared statement that reads the catalog
+# is bound and optimized again at every EXECUTE (DuckDB 2.0 re-checks its catalog identity;
+# a 10-row batch of the order route spent 34 ms there). As SQL text built here, the
+# statement reads no catalog entry and ``transform.outbox`` prepares it once.
 
 
-def install(connection: Any) -> None:
-    """The macros this module's statements use, on a new connection."""
-    for sql in MACROS:
-        connection.execute(sql)
+def _arg(expression: str) -> str:
+    """An argument as one SQL term (a name stays as it is)."""
+    return expression if _NAME.fullmatch(expression) else f"({expression})"
+
+
+def _field(parts: str, name: str) -> str:
+    """Field ``name`` of a STRUCT of number parts (``ob_parts``)."""
+    return f"{parts}.{name}" if _NAME.fullmatch(parts) else f"struct_extract({_arg(parts)}, '{name}')"
+
+
+def ob_strip(s: str) -> str:
+    """``s`` trimmed as Python's str.strip() trims."""
+    return f"regexp_replace({s}, '^{_WS}+|{_WS}+$', '', 'g')"
+
+
+def ob_parts(nt: str) -> str:
+    """A number's text -> its parts (sign ``sg``, integer digits ``i``, fraction ``f``,
+    exponent ``e``)."""
+    return (f"regexp_extract({nt}, "
+            r"'^(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$', ['sg', 'i', 'f', 'e'])")
+
+
+def ob_exp(e: str) -> str:
+    """The exponent's text as a BIGINT, clamped so that 1e999999999 stays arithmetic."""
+    e = _arg(e)
+    return (f"CASE WHEN {e} = '' THEN 0 WHEN length(ltrim({e}, '+-0')) > 12 THEN CASE WHEN "
+            f"{e}[1] = '-' THEN -1000000000000 ELSE 1000000000000 END ELSE CAST({e} AS BIGINT) END")
+
+
+# The value is (-1)^sg * coef * 10^q, coef without leading or trailing zeros ('' = 0).
+def ob_coef(p: str) -> str:
+    return f"trim({_field(p, 'i')} || {_field(p, 'f')}, '0')"
+
+
+def ob_q(p: str) -> str:
+    digits = f"{_field(p, 'i')} || {_field(p, 'f')}"
+    return (f"({ob_exp(_field(p, 'e'))} - length({_field(p, 'f')}) + length({digits}) "
+            f"- length(rtrim({digits}, '0')))")
+
+
+def ob_lpad(x: str, n: str) -> str:
+    """lpad that never truncates (DuckDB's does)."""
+    x, n = _arg(x), _arg(n)
+    return f"CASE WHEN length({x}) >= {n} THEN {x} ELSE lpad({x}, CAST({n} AS INTEGER), '0') END"
+
+
+def ob_point(digits: str, scale: str) -> str:
+    digits, scale = _arg(digits), _arg(scale)
+    return f"(left({digits}, length({digits}) - {scale}) || '.' || right({digits}, {scale}))"
+
+
+def ob_mark(d: str) -> str:
+    """Every number token -> "N<text>", every string token -> "S<text>" (keys too): one
+    regexp_replace brackets each token with control characters (which valid JSON never
+    holds raw), and four replaces turn the brackets into the marks."""
+    return ("replace(replace(replace(replace(regexp_replace("
+            f"{d}, '({JSON_STRING})|(-?[0-9][0-9.eE+-]*)', chr(1) || '\\1' || chr(2) || '\\2' "
+            "|| chr(3), 'g'), chr(2) || chr(3), ''), chr(1) || chr(2), '\"N'), chr(1) || '\"', "
+            "'\"S'), chr(3), '\"')")
+
+
+def ob_lower_escapes(s: str) -> str:
+    """yyjson writes \\u001F, Python \\u001f (a tokenizer, so that an escaped backslash
+    followed by the text u001F stays as it is; only text holding \\u pays for it)."""
+    s = _arg(s)
+    return (f"CASE WHEN contains({s}, '\\u') THEN array_to_string(list_transform("
+            f"regexp_extract_all({s}, '\\\\u[0-9A-Fa-f]{{4}}|\\\\.|[^\\\\]+'), "
+            "lambda y: CASE WHEN y[1:2] = '\\u' THEN lower(y) ELSE y END), '') "
+            f"ELSE {s} END")
+
+
+def ob_unmark(j: str) -> str:
+    """Marked JSON text -> Python's json.dumps(ensure_ascii=False, separators=(',', ':')): a
+    mark starts right after [ { , : or the start (never after a backslash: an escaped
+    quote inside a string's text)."""
+    return ob_lower_escapes(
+        "regexp_replace(regexp_replace(regexp_replace(' ' || " + _arg(j) + ", "
+        "'([^\\\\])\"N-0\"', '\\10', 'g'), "
+        "'([^\\\\])\"N(-?[0-9][0-9.eE+-]*)\"', '\\1\\2', 'g'), "
+        "'([^\\\\])\"S', '\\1\"', 'g')[2:]")
+
+
+def ob_lenient(d: str) -> str:
+    d = _arg(d)
+    return (f"(regexp_matches({d}, '{_LENIENT}') AND regexp_matches(regexp_replace({d}, "
+            f"'{JSON_STRING}', '0', 'g'), '{_LENIENT}'))")
+
+
+def ob_micros(f: str) -> str:
+    return f"CAST(rpad(left({f}, 6), 6, '0') AS BIGINT)"
 
 
 # -- the route -------------------------------------------------------------------------------
@@ -261,7 +314,7 @@ def _convert_path_parts(c: _Sql, target: TargetType) -> tuple[list[str], str, st
     t, nt, p = c.t, c.nt, c.np
     kind = target.kind
     coef, q_ = c.coef, c.q
-    numbers = [f"ob_coef({p}) AS {coef}", f"ob_q({p}) AS {q_}"]
+    numbers = [f"{ob_coef(p)} AS {coef}", f"{ob_q(p)} AS {q_}"]
     if kind == "integer":
         digits = f"(length({coef}) + {q_})"
         high, low = "9223372036854775807", "-9223372036854775808"
@@ -279,7 +332,7 @@ def _convert_path_parts(c: _Sql, target: TargetType) -> tuple[list[str], str, st
         precision, scale = target.precision or 38, target.scale or 0
         digits = f"(length({coef}) + {q_} + {scale})"  # of the value at the column's scale
         unscaled = f"({coef} || repeat('0', CAST(greatest({q_} + {scale}, 0) AS BIGINT)))"
-        text = f"ob_point(ob_lpad({unscaled}, {scale + 1}), {scale})" if scale else unscaled
+        text = ob_point(ob_lpad(unscaled, str(scale + 1)), str(scale)) if scale else unscaled
         value = (f"CASE WHEN {coef} = '' THEN 0::DECIMAL({precision},{scale}) WHEN {digits} <= "
                  f"{precision} AND {q_} >= -{scale} THEN CAST({p}.sg || {text} AS "
                  f"DECIMAL({precision},{scale})) END")
@@ -295,10 +348,10 @@ def _convert_path_parts(c: _Sql, target: TargetType) -> tuple[list[str], str, st
                   f"THEN 'is too large for a FLOAT' END)")
         return [], value, reason
     if kind in ("string", "time_text"):
-        numbers = [f"ob_exp({p}.e) - length({p}.f) AS ex{c.i}", f"ltrim({p}.i || {p}.f, '0') AS k{c.i}"]
+        numbers = [f"{ob_exp(p + '.e')} - length({p}.f) AS ex{c.i}", f"ltrim({p}.i || {p}.f, '0') AS k{c.i}"]
         value = (f"CASE WHEN {t} IN ('VARCHAR', 'BOOLEAN') THEN {c.string} "
                  f"WHEN {t} IN {_NUMBERS} THEN {_plain(c)} "
-                 f"WHEN {t} IN ('OBJECT', 'ARRAY') THEN ob_unmark({c.marked_text}) END")
+                 f"WHEN {t} IN ('OBJECT', 'ARRAY') THEN {ob_unmark(c.marked_text)} END")
         reason = "NULL"
         if target.length is not None:
             reason = (f"CASE WHEN length(({value})) > {target.length} THEN 'is ' || "
@@ -330,7 +383,7 @@ def _convert_path_parts(c: _Sql, target: TargetType) -> tuple[list[str], str, st
                   f"text' WHEN ({value}) IS NULL THEN 'is not base64 text' END")
         return [], value, reason
     # json (VARIANT): any JSON value as its text
-    return [], f"ob_unmark({c.marked_text})", "NULL"
+    return [], ob_unmark(c.marked_text), "NULL"
 
 
 def _plain(c: _Sql) -> str:
@@ -342,7 +395,7 @@ def _plain(c: _Sql) -> str:
     padded = f"CASE WHEN length({digits}) > -{ex} THEN {digits} ELSE lpad({digits}, CAST(1 - {ex} AS INTEGER), '0') END"
     return (f"CASE WHEN {p}.f = '' AND {p}.e = '' THEN CASE WHEN {c.nt} = '-0' THEN '0' ELSE {c.nt} END "
             f"WHEN {ex} >= 0 THEN {p}.sg || CASE WHEN {k} = '' THEN '0' ELSE {k} || repeat('0', "
-            f"CAST({ex} AS BIGINT)) END ELSE {p}.sg || ob_point({padded}, -{ex}) END")
+            f"CAST({ex} AS BIGINT)) END ELSE {p}.sg || {ob_point(padded, '-' + ex)} END")
 
 
 def _date_problem(text: str) -> str:
@@ -365,10 +418,10 @@ def _timestamp(c: _Sql, target: TargetType) -> tuple[list[str], str, str]:
     day = f"TRY_CAST({s}.y || '-' || {s}.mo || '-' || {s}.d AS DATE)"
     micros = (f"(epoch_us({day}::TIMESTAMP) + coalesce(CAST({h} AS BIGINT), 0) * 3600000000 "
               f"+ coalesce(CAST({mi} AS BIGINT), 0) * 60000000 + coalesce(CAST({sec} AS BIGINT), 0) "
-              f"* 1000000 + coalesce(ob_micros({frac}), 0))")
+              f"* 1000000 + coalesce({ob_micros(frac)}, 0))")
     offset = (f"(CASE WHEN {s}.sign = '-' THEN -1 ELSE 1 END * (coalesce(CAST({oh} AS BIGINT), 0) "
               f"* 3600000000 + coalesce(CAST({om} AS BIGINT), 0) * 60000000 + coalesce(CAST({osec} "
-              f"AS BIGINT), 0) * 1000000 + coalesce(ob_micros({ofrac}), 0)))")
+              f"AS BIGINT), 0) * 1000000 + coalesce({ob_micros(ofrac)}, 0)))")
     invalid = "'Invalid isoformat string: ''' || " + text + " || ''''"
     problem = (f"CASE WHEN {s}.y = '' THEN {invalid} "
                f"WHEN {day} IS NULL OR {s}.y = '0000' THEN {_date_problem(text)} "
@@ -408,7 +461,7 @@ def _convert_row(column: RouteColumn, kind: str | None, source_of: str) -> tuple
 
 def _truthy(c: _Sql) -> str:
     """delete_when: true, a non-zero number, or the text true/1/yes (any case)."""
-    number = f"ob_coef(ob_parts({c.marked_string}[2:]))"
+    number = ob_coef(ob_parts(f"{c.marked_string}[2:]"))
     return (f"CASE WHEN {c.t} = 'BOOLEAN' THEN {c.string} = 'true' "
             f"WHEN {c.t} IN ('BIGINT', 'UBIGINT') THEN {c.string} <> '0' "
             f"WHEN {c.t} IN {_INEXACT} THEN {number} <> '' "
@@ -416,6 +469,8 @@ def _truthy(c: _Sql) -> str:
             "ELSE FALSE END")
 
 
+# What the statement reads: the name of the local variable through which
+# ``transform.outbox._run`` hands DuckDB the rows (its Python replacement scan).
 ROWS = "outbox_rows"
 
 
@@ -435,7 +490,7 @@ def statement(table: TablePlan, payload_kind: str, row_kinds: tuple[tuple[str, s
     else:
         doc, not_text = "NULL::VARCHAR", ("TRUE", f"'a {payload_kind}, not JSON text'")
     payload_error = (f"CASE WHEN {payload} IS NULL THEN 'null' WHEN {not_text[0]} THEN {not_text[1]} "
-                     f"WHEN NOT json_valid({doc}) THEN 'invalid' WHEN ob_lenient({doc}) THEN 'lenient' "
+                     f"WHEN NOT json_valid({doc}) THEN 'invalid' WHEN {ob_lenient(doc)} THEN 'lenient' "
                      f"WHEN json_type({doc}) NOT IN ('OBJECT', 'ARRAY') THEN 'scalar' END")
     payload_columns = [(i, c) for i, c in enumerate(route.columns) if c.row_column is None]
     sql_of = {i: _Sql(i, _literal(json_path(c.steps)), _literal(json_path(c.steps, marked=True)),
@@ -451,7 +506,7 @@ def statement(table: TablePlan, payload_kind: str, row_kinds: tuple[tuple[str, s
     marked_paths = ", ".join(c.marked for c in every)
     types = [f"json_type({c.value}) AS {c.t}, json_extract_string({c.value}, '$') AS {c.string}"
              for c in every]
-    strips = [f"ob_strip({c.string}) AS {c.stripped}" for c in every]
+    strips = [f"{ob_strip(c.string)} AS {c.stripped}" for c in every]
     marks = [_needs_mark(route.columns[i].target, c.t) for i, c in sql_of.items()]
     if deleting is not None:
         marks.append(f"{deleting.t} IN {_INEXACT}")
@@ -461,7 +516,7 @@ def statement(table: TablePlan, payload_kind: str, row_kinds: tuple[tuple[str, s
     texts += [f"regexp_extract({c.stripped}, {_literal(_STAMP)}, "
               f"[{', '.join(_literal(n) for n in _STAMP_PARTS)}]) AS {c.ts}"
               for i, c in sql_of.items() if route.columns[i].target.kind in ("timestamp", "timestamp_tz")]
-    parts = [f"ob_parts({c.nt}) AS {c.np}" for c in numeric]
+    parts = [f"{ob_parts(c.nt)} AS {c.np}" for c in numeric]
     out = [q(ORD), "payload_error"]
     pre: list[str] = []
     valued: list[str] = []
@@ -500,7 +555,7 @@ def statement(table: TablePlan, payload_kind: str, row_kinds: tuple[tuple[str, s
             f"typed AS (SELECT *{select(types)} FROM extracted),\n"
             f"stripped AS (SELECT *{select(strips)} FROM typed),\n"
             f"marked AS (SELECT *, CASE WHEN {' OR '.join(marks) or 'FALSE'} THEN "
-            f"json_extract(ob_mark(d), [{marked_paths}]) END AS mv FROM stripped),\n"
+            f"json_extract({ob_mark('d')}, [{marked_paths}]) END AS mv FROM stripped),\n"
             f"texts AS (SELECT *{select(texts)} FROM marked),\n"
             f"parted AS (SELECT *{select(parts)} FROM texts),\n"
             f"pre AS (SELECT *{select(pre)} FROM parted),\n"

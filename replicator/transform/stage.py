@@ -44,7 +44,6 @@ from replicator.transform.expressions import (
     result_kind,
     translatable,
 )
-from replicator.transform.outbox import install as install_outbox
 from replicator.transform.outbox import route_batch
 
 if TYPE_CHECKING:
@@ -85,7 +84,6 @@ def _connection() -> Any:
         # TIMESTAMP values are instants in UTC; DuckDB prints and casts them in its zone.
         connection.execute("SET TimeZone = 'UTC'")
         connection.execute(f"SET threads = {THREADS}")
-        install_outbox(connection)
         _local.connection = connection
     return connection
 

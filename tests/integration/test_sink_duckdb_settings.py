@@ -68,3 +68,33 @@ def test_validate_refuses_settings_that_are_not_name_value_pairs(tmp_path, setti
     with pytest.raises(ConfigError) as refused:
         _pipeline(tmp_path, settings)
     assert "settings" in str(refused.value)
+
+
+def test_without_a_memory_limit_the_target_gets_its_size_plus_the_apply_memory(tmp_path):
+    """Default `memory_limit`: the file's size when the run opens it + APPLY_MEMORY_BYTES (a
+    1M-row transaction's apply stays under issue 30's 1.5 GiB bound); a memory_limit of the
+    user's is left as it is, in any case of its name."""
+    import duckdb
+
+    from replicator.sink.duckdb import APPLY_MEMORY_BYTES, default_settings
+
+    pipeline = _pipeline(tmp_path, "{threads: 1}")
+    sink = open_sink(pipeline, build_plan(pipeline, offline_catalog(pipeline)))
+    try:
+        cursor = sink.connection.cursor()
+        cursor.execute("SELECT current_setting('memory_limit')")
+        limit = cursor.fetchone()[0]
+    finally:
+        sink.close()
+    assert limit.endswith("MiB") and round(float(limit.split()[0]) * 2**20 / 1e6) == 384
+
+    path = tmp_path / "big.duckdb"
+    with duckdb.connect(str(path)) as filled:
+        filled.execute("CREATE TABLE t AS SELECT range AS id, md5(range::VARCHAR) AS pad "
+                       "FROM range(100000)")
+    size = path.stat().st_size
+    assert size > 1_000_000
+    assert default_settings(str(path), {}) == {
+        "memory_limit": f"{-(-(size + APPLY_MEMORY_BYTES) // 1_000_000)}MB"}
+    assert default_settings(str(path), {"Memory_Limit": "1GB"}) == {}
+    assert default_settings(":memory:", {}) == {}

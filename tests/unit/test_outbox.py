@@ -587,3 +587,33 @@ def test_plan_prints_the_statement_run_executes(plan):
         batch = batch.append_column(ORD, pa.array([0], pa.int64()))
         kinds = tuple((f.name, outbox.source_kind(f.type)) for f in batch.schema)
         assert outbox.planned_statement(table, outbox_catalog()) == statement(table, "string", kinds)
+
+
+def test_the_prepared_statement_reads_each_batch_and_is_bound_once(plan, tmp_path):
+    """A route's statement is prepared once per connection and batch schema (binding was
+    most of a small batch's cost): each later batch is read by it, not by the first batch's
+    rows, a batch of other Arrow types gets a statement of its own, and an EXECUTE binds
+    nothing again (a catalog read, a view or a MACRO, would make DuckDB bind it each time)."""
+    import pyarrow as pa
+
+    orders = plan.tables[0]
+    first = _batch(orders, [row(1, "order", {"id": 7, "status": "new"}),
+                            row(2, "order", {"id": 8, "status": "paid"})])
+    second = _batch(orders, [row(3, "order", {"id": 9, "status": "sent"})])
+    narrow = second.set_column(second.column_names.index("id"), "id",
+                               second.column("id").cast(pa.int32()))
+    connection = _connection()
+    assert route_batch(orders, first, connection).column("status").to_pylist() == ["new", "paid"]
+    profile = tmp_path / "profile.json"
+    connection.execute("PRAGMA enable_profiling = 'json'")
+    connection.execute(f"PRAGMA profiling_output = '{profile}'")
+    try:
+        routed = route_batch(orders, second, connection)
+    finally:
+        connection.execute("PRAGMA disable_profiling")
+    assert routed.column("order_id").to_pylist() == [Decimal(9)]
+    assert routed.column(cb.POS).to_pylist() == second.column(cb.POS).to_pylist()
+    assert json.loads(profile.read_text())["planner"]["binding_time"] < 0.002  # 5-40 ms bound
+    assert route_batch(orders, narrow, connection).column("status").to_pylist() == ["sent"]
+    assert route_batch(orders, first, connection).column("order_id").to_pylist() == [
+        Decimal(7), Decimal(8)]
