@@ -31,8 +31,8 @@ replayed batch loads its files again whatever ``FORCE`` says
 ``FORCE = TRUE`` is kept so the COPY never depends on that history (docs/snowflake.md).
 
 What this load does not do yet is refused by the plan (``refusals``), naming the setting:
-filters beyond ``stage_filter``'s exact subset and computed columns (their SQL is DuckDB's:
-``transform.expressions`` has no Snowflake rendering), masks of other than text columns,
+filters and computed columns with no exact Snowflake form (``stage_expressions``), masks
+of other than text columns,
 outbox routes, dead letters, and columns whose staged value needs a conversion beyond
 Snowflake's own cast of the Parquet value (a BIT into BINARY, a TIME into a number, ...).
 """
@@ -45,7 +45,7 @@ from replicator.model import change_batch as cb
 from replicator.plan.dialects import Dialect
 from replicator.plan.identifiers import qualified_name
 from replicator.plan.model import PlannedColumn, TablePlan
-from replicator.plan.statements import stage_filter
+from replicator.plan.statements import stage_expressions
 from replicator.plan.statements.names import q, staging_name, staging_namespace
 from replicator.plan.statements.tables import staging_columns
 
@@ -234,9 +234,7 @@ def refusals(table: TablePlan) -> list[tuple[str, str]]:
     out = []
     if table.outbox is not None:
         out.append(("an outbox route", "outbox"))
-    if table.filter and stage_filter.filter_sql(table, lambda _: "?") is None:
-        out.append(("a filter outside what Snowflake decides exactly as Spark "
-                    "(docs/snowflake.md)", "filter"))
+    out += stage_expressions.refusals(table)
     if table.on_error == "dead_letter":
         out.append(("on_error: dead_letter", "on_error"))
     if not table.source_key:
@@ -249,8 +247,8 @@ def refusals(table: TablePlan) -> list[tuple[str, str]]:
                 out.append((f"metadata column {column.target_column}", "metadata"))
             continue
         if column.expression is not None:
-            out.append((f"computed column {column.target_column}", "columns"))
-        elif column.mask is not None and not _masks(column):
+            continue  # stage_expressions
+        if column.mask is not None and not _masks(column):
             out.append((f"a mask on {column.target_column}", "columns"))
         elif not _reaches(column):
             mysql = column.mysql_type.name if column.mysql_type else "?"
