@@ -120,6 +120,11 @@ def _in_range(sql: str, target: SparkType) -> str:
             f"AS {snowflake_type(target)})")
 
 
+def _one_or_zero(sql: str) -> str:
+    """A boolean as 1 or 0, NULL staying NULL (IFF would read NULL as FALSE)."""
+    return f"CASE WHEN {sql} THEN 1 WHEN NOT {sql} THEN 0 END"
+
+
 def to_string_sql(sql: str, source: SparkType) -> str:
     kind = source.kind
     if kind in ("string", "any"):
@@ -157,7 +162,7 @@ def cast_sql(sql: str, source: SparkType, target: SparkType, *, safe: bool = Fal
         low, high = _INT_RANGE[t]
         sf = snowflake_type(target)
         if s == "boolean":
-            return f"CAST(IFF({sql}, 1, 0) AS {sf})"
+            return f"CAST({_one_or_zero(sql)} AS {sf})"
         if s == "double":
             # Bounds as doubles: 2^63 itself is out of range (9223372036854775807 rounds to it).
             return guarded(f"{sql} = {sql} AND TRUNC({sql}) >= CAST('{low}' AS FLOAT) "
@@ -170,7 +175,7 @@ def cast_sql(sql: str, source: SparkType, target: SparkType, *, safe: bool = Fal
     if t == "decimal":
         if s not in ("int", "bigint", "decimal", "boolean"):
             raise Untranslatable(f"CAST of {source} to {target} in Snowflake SQL")
-        number = f"IFF({sql}, 1, 0)" if s == "boolean" else sql
+        number = _one_or_zero(sql) if s == "boolean" else sql
         # ROUND: half away from zero on both engines, Spark's HALF_UP; the CAST then only
         # re-types a value that fits.
         value = f"ROUND({number}, {target.scale})" if s == "decimal" and source.scale > target.scale else number
@@ -179,7 +184,7 @@ def cast_sql(sql: str, source: SparkType, target: SparkType, *, safe: bool = Fal
                        f"the value cannot be represented as Decimal({target.precision}, {target.scale})")
     if t == "double":
         if s == "boolean":
-            return f"CAST(IFF({sql}, 1, 0) AS FLOAT)"
+            return f"CAST({_one_or_zero(sql)} AS FLOAT)"
         if s in ("int", "bigint", "decimal"):
             return f"CAST({sql} AS FLOAT)"
     if t == "boolean" and s in ("int", "bigint", "decimal", "double"):
@@ -355,7 +360,10 @@ class SnowflakeTranslator:
         if result.kind == "double":
             a, b = self.as_type(left, DOUBLE), self.as_type(right, DOUBLE)
         elif result.kind in _INT_RANGE:
-            a, b = self.as_type(left, result), self.as_type(right, result)
+            # In NUMBER(38,0): a bigint product fits, so the range check below sees every
+            # overflow (DuckDB, under fakesnow, would fail first at 18 digits).
+            a = f"CAST({self.as_type(left, result)} AS NUMBER(38,0))"
+            b = f"CAST({self.as_type(right, result)} AS NUMBER(38,0))"
         elif result.kind == "decimal":
             lt, rt = self.type(left), self.type(right)
             for side, t in ((left, lt), (right, rt)):
@@ -364,6 +372,10 @@ class SnowflakeTranslator:
             exact = _scale(lt) + _scale(rt) if name == "Mul" else max(_scale(lt), _scale(rt))
             if result.scale < exact:  # Spark rounds a result past 38 digits
                 raise self.fail(node, "DECIMAL arithmetic Spark rounds")
+            # Snowflake keeps a product's scale only up to max(s1, s2, 12) digits
+            # (https://docs.snowflake.com/en/sql-reference/operators-arithmetic).
+            if name == "Mul" and exact > max(_scale(lt), _scale(rt), 12):
+                raise self.fail(node, "a DECIMAL product whose scale Snowflake cuts")
             a, b = self.sql(left), self.sql(right)
         else:
             raise self.fail(node, f"arithmetic giving {result}")
