@@ -343,6 +343,17 @@ MODES = {
               TablePipeline(source_database="shop", source_table="people", columns=(
                   ColumnMapping("nick", mask="sha256", mask_salt="pepper 'ü",
                                 target_type="VARCHAR(64)"),))),
+    # Masks of other than text (``stage_copy._masks``): an integer's digits hashed or
+    # redacted, NULL for a decimal, a double, a date and a datetime.
+    "masks of numbers and dates": (TablePipeline(
+        source_database="shop", source_table="items", mode="changelog", columns=(
+            ColumnMapping("big_neg", mask="sha256", mask_salt="s"),
+            ColumnMapping("active", mask="md5"),
+            ColumnMapping("yr", mask="null"), ColumnMapping("amount", mask="null"),
+            ColumnMapping("ratio", mask="null"), ColumnMapping("born", mask="null"),
+            ColumnMapping("created", mask="null"))),
+        TablePipeline(source_database="shop", source_table="people", columns=(
+            ColumnMapping("id", mask="sha256"),))),
     "filters": (TablePipeline(source_database="shop", source_table="items", filter=(
                     "(amount >= 0.0000000001 AND name IN ('two', 'three')) "
                     "OR id BETWEEN 20 AND 40 OR NOT (name <> 'back') OR big_neg IS NOT NULL")),
@@ -407,6 +418,11 @@ def test_every_mode_through_the_external_stage_equals_the_drivers(fakesnow_serve
         assert awkward[14:20] == ("it'-1", 5e-301, 1001, 354285, "yes",
                                   Decimal("-1234567890123456789012345678.01"))
         assert any("_COMPUTED_" in q.upper() and "SUBSTR(" in q for q in staged_queries)
+    if mode == "masks of numbers and dates":
+        awkward = [row for row in rows["ITEMS"] if row[0] == 1 and row[13] is not None]
+        assert awkward and all(row[2] is None and row[9] is None and len(row[13]) == 64
+                               and row[12] == "c4ca4238a0b923820dcc509a6f75849b"  # md5('1')
+                               for row in awkward)
     if mode == "masks":  # masked, not copied: the salted SHA-256 of each nick, in hex
         assert all(len(row[1]) == 64 and row[1] not in ("a", "a2", "b") for row in rows["PEOPLE"])
     assert not any(q.lstrip().upper().startswith("PUT") for q in staged_queries)

@@ -168,9 +168,9 @@ def raw_value(column: PlannedColumn, dialect: Dialect, bind: Callable[[object], 
     value = f"CAST({source} AS {_raw_type(column, dialect)})"
     if column.mask is None:
         return value
-    # Only text reaches here (``refusals``): its text form is itself. Snowflake's LENGTH,
-    # SUBSTR and RIGHT count characters, as DuckDB's do; SHA2 and MD5 hash the UTF-8 bytes
-    # and return lower-case hex, as DuckDB's sha256 and md5.
+    # Only text and integers reach here (``_masks``): the raw VARCHAR is the text form.
+    # Snowflake's LENGTH, SUBSTR and RIGHT count characters, as DuckDB's do; SHA2 and MD5
+    # hash the UTF-8 bytes and return lower-case hex, as DuckDB's sha256 and md5.
     if column.mask == "null":
         return "NULL"
     if column.mask == "truncate":
@@ -221,11 +221,21 @@ def _reaches(column: PlannedColumn) -> bool:
 
 
 def _masks(column: PlannedColumn) -> bool:
-    """Whether ``raw_value`` masks the column: a text column into text (its text form is
-    itself; other kinds print by DuckDB's ``text_form``, not rendered for Snowflake)."""
-    return (column.mysql_type is not None and column.mysql_type.name in _TEXT
-            and column.mysql_type.name != "time" and column.target_type.kind == "string"
-            and column.mask in ("null", "truncate", "redact", "sha256", "md5"))
+    """Whether ``raw_value`` masks the column as ``transform.columns.staged_value`` does:
+    a text column into text (its text form is itself); an integer column by a hash or
+    redaction of its digits (the raw column is VARCHAR: Snowflake's cast of the Parquet
+    integer is its digits, as DuckDB's ``text_form`` prints it); ``null`` for any column
+    but bytes (the value is never read). Other kinds print by DuckDB's ``text_form``
+    (dates, decimals, doubles, TIME), not rendered for Snowflake."""
+    mysql = column.mysql_type
+    if mysql is None or column.target_type.kind != "string":
+        return False
+    if column.mask == "null":
+        return mysql.name not in _BYTES
+    if mysql.name in _INTEGERS - {"bit", "year"}:
+        return column.mask in ("redact", "sha256", "md5")
+    return (mysql.name in _TEXT and mysql.name != "time"
+            and column.mask in ("truncate", "redact", "sha256", "md5"))
 
 
 def refusals(table: TablePlan) -> list[tuple[str, str]]:
@@ -248,8 +258,9 @@ def refusals(table: TablePlan) -> list[tuple[str, str]]:
             continue
         if column.expression is not None:
             continue  # stage_expressions
-        if column.mask is not None and not _masks(column):
-            out.append((f"a mask on {column.target_column}", "columns"))
+        if column.mask is not None:
+            if not _masks(column):
+                out.append((f"a mask on {column.target_column}", "columns"))
         elif not _reaches(column):
             mysql = column.mysql_type.name if column.mysql_type else "?"
             out.append((f"column {column.source_column} ({mysql} as "
