@@ -50,7 +50,7 @@ AWKWARD = [
     "datediff(ts, '2024-01-01')", "year(ts) * 10000 + month(ts) * 100 + day(ts)",
     "to_date(ts) = dt", "second(ts) + minute(ts)", "replace(s, '', 'x')",
     "substring(s, 0, j)", "left(s, -1)", "nullif(s, '')", "i <=> NULL", "NULL = i",
-    "cast(l as decimal(20,0)) * 10", "ts < dt",
+    "cast(l as decimal(20,0)) * 10", "ts < dt", "round(d, -1)", "cast(e as decimal(19,4))",
 ]
 CANDIDATES = [*EXPRESSIONS, *AWKWARD]
 

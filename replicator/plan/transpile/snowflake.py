@@ -179,7 +179,12 @@ def cast_sql(sql: str, source: SparkType, target: SparkType, *, safe: bool = Fal
         # ROUND: half away from zero on both engines, Spark's HALF_UP; the CAST then only
         # re-types a value that fits.
         value = f"ROUND({number}, {target.scale})" if s == "decimal" and source.scale > target.scale else number
-        return guarded(f"ABS({value}) < 1e{target.precision - target.scale}",
+        digits = target.precision - target.scale
+        if digits >= 38:  # every NUMBER fits
+            return f"CAST({value} AS {snowflake_type(target)})"
+        # The bound as an exact integer: 1e{digits} would be a FLOAT, and the comparison
+        # then rounds the value to a double.
+        return guarded(f"ABS({value}) < 1{'0' * digits}",
                        f"CAST({value} AS {snowflake_type(target)})", "NUMERIC_VALUE_OUT_OF_RANGE",
                        f"the value cannot be represented as Decimal({target.precision}, {target.scale})")
     if t == "double":
@@ -498,13 +503,15 @@ class SnowflakeTranslator:
 
     def fn_round(self, node: Any, args: list[Any], result: SparkType) -> str:
         source = self.type(args[0])
-        places = int(self._constant(args[1])[1]) if len(args) > 1 else 0
+        constant, places = self._constant(args[1]) if len(args) > 1 else (True, 0)
+        if not constant or not isinstance(places, int):
+            raise self.fail(node, "round() to a scale that is not an integer literal")
         if source.kind != "decimal" and not (source.integral and places >= 0):
             raise self.fail(node, f"round() of {source}")
         if source.integral:
             return self.sql(args[0])
         # ROUND of a NUMBER: half away from zero on both engines, Spark's HALF_UP.
-        return f"CAST(ROUND({self.sql(args[0])}, {places}) AS {snowflake_type(result)})"
+        return f"CAST(ROUND({self.sql(args[0])}, {int(places)}) AS {snowflake_type(result)})"
 
     def _integral(self, node: Any, arg: Any, result: SparkType, function: str) -> str:
         source = self.type(arg)
