@@ -13,7 +13,7 @@ import replicator.plan.program as program
 from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
 from replicator.plan.program import StagingQuery, Statement
-from replicator.plan.statements import merging, stage_copy
+from replicator.plan.statements import merging, stage_copy, stage_expressions
 from replicator.plan.transpile.translator import describe_transforms
 
 
@@ -67,8 +67,11 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
             "\n-- sources: " + ", ".join(table.sources) if table.sources else
             "\n-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE")
     transforms = describe_transforms(table)
+    if transforms and dialect.external_stage:  # DuckDB's for the batches the driver stages
+        transforms += stage_expressions.describe(table)
     if transforms:
-        engine = ("Snowflake, in the staging INSERT below" if dialect.external_stage
+        engine = ("Snowflake, in the staging INSERT below, or DuckDB for a batch the driver "
+                  "stages" if dialect.external_stage
                   else "DuckDB over each change batch before staging")
         parts.append(f"-- transforms, evaluated by {engine} (Spark SQL translated):\n" + "\n".join(f"--   {line}" for line in transforms))
     if chunk_read is not None:

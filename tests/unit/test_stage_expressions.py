@@ -5,6 +5,8 @@ rows against the driver's staging: tests/integration/test_snowflake_external_sta
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from replicator.model.catalog import Catalog, MySQLType, SourceColumn, SourceTable
@@ -64,3 +66,14 @@ def test_a_computed_column_is_refused_where_its_declared_type_would_change_the_v
                    ColumnMapping("label", expression="concat(name, '!')", target_type="VARCHAR"))
     assert refusals(table) == [
         ("computed column NARROW: its int value into type integer(5,0)", "columns")]
+
+
+def test_plan_prints_the_snowflake_sql_the_staging_insert_runs():
+    from replicator.plan.dialects import SNOWFLAKE
+    from replicator.plan.render import render_sql
+
+    table = _table("name LIKE 'a%'", ColumnMapping("twice", expression="n * 2",
+                                                  target_type="NUMBER(12,0)"))
+    printed = render_sql(table, dataclasses.replace(SNOWFLAKE, external_stage="DB.RAW.LANDING"))
+    assert "--   filter in Snowflake -> (\"name\" LIKE 'a%' ESCAPE '\\\\')" in printed
+    assert "--   TWICE in Snowflake -> CAST(CASE WHEN" in printed

@@ -108,6 +108,18 @@ def computed_sql(column: PlannedColumn, table: TablePlan) -> str:
     return _translate(table, column.expression, dict(column.expression_inputs))[0]
 
 
+def describe(table: TablePlan) -> list[str]:
+    """``replicator plan``'s view of the Snowflake SQL of the table's filter and computed
+    columns (what the staging INSERT runs), beside DuckDB's (``describe_transforms``)."""
+    lines = []
+    if table.filter and not refusals(table):
+        lines.append(f"filter in Snowflake -> {filter_sql(table)}")
+    if not refusals(table):
+        lines += [f"{column.target_column} in Snowflake -> {computed_sql(column, table)}"
+                  for column in table.computed_columns]
+    return lines
+
+
 def computed_value(column: PlannedColumn, value: str, dialect: Dialect) -> str:
     """The staged value of a computed column whose value is ``value``: its declared type."""
     return f"CAST({value} AS {dialect.staging_type_name(column.target_type)})"
@@ -154,4 +166,4 @@ def refusals(table: TablePlan) -> list[tuple[str, str]]:
     return out
 
 
-__all__ = ["computed_sql", "computed_value", "filter_sql", "refusals"]
+__all__ = ["computed_sql", "computed_value", "describe", "filter_sql", "refusals"]
