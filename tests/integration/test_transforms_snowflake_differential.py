@@ -51,6 +51,7 @@ AWKWARD = [
     "to_date(ts) = dt", "second(ts) + minute(ts)", "replace(s, '', 'x')",
     "substring(s, 0, j)", "left(s, -1)", "nullif(s, '')", "i <=> NULL", "NULL = i",
     "cast(l as decimal(20,0)) * 10", "ts < dt", "round(d, -1)", "cast(e as decimal(19,4))",
+    "cast(cast(e as decimal(38,10)) as string)",
 ]
 CANDIDATES = [*EXPRESSIONS, *AWKWARD]
 
@@ -67,7 +68,7 @@ SNOWFLAKE_REFUSED = sorted([
     "date_trunc('hour', ts)", "date_trunc('quarter', ts)",
     "date_format(ts, 'yyyy-MM-dd HH:mm:ss.SSS')", "date_format(dt, 'dd/MM/yy EEE MMM a h')",
     "date_format(ts, 'EEEE d MMMM yyyy, H')", "md5(b)", "lower(s) = 'abc' OR s IS NULL",
-    "upper(s) LIKE 'A%'",
+    "upper(s) LIKE 'A%'", "cast(cast(e as decimal(38,10)) as string)",
 ])
 
 SNOWFLAKE_TYPES = {"i": "NUMBER(10,0)", "j": "NUMBER(10,0)", "l": "NUMBER(19,0)",

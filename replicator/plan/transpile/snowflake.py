@@ -131,8 +131,9 @@ def to_string_sql(sql: str, source: SparkType) -> str:
         return sql
     if kind == "boolean":
         return f"CASE WHEN {sql} THEN 'true' WHEN NOT {sql} THEN 'false' END"
-    if kind in ("int", "bigint", "decimal"):
-        # Snowflake prints a NUMBER(p,s) with its s digits, as Spark prints a decimal.
+    if kind in ("int", "bigint") or (kind == "decimal" and source.scale <= 6):
+        # Snowflake prints a NUMBER(p,s) with its s digits, as Spark prints a decimal up to
+        # scale 6; past it Java's BigDecimal.toString may switch to E notation (0E-10).
         return f"CAST({sql} AS VARCHAR)"
     if kind == "date":
         return f"TO_CHAR({sql}, 'YYYY-MM-DD')"
