@@ -49,6 +49,7 @@ from replicator.plan.expressions.spark_types import (
 from replicator.plan.transpile.errors import Untranslatable
 from replicator.plan.transpile.operators import COMPARISONS
 
+_INTEGER_DIGITS = {"int": 10, "bigint": 19, "boolean": 1}
 _INT_RANGE = {"int": ("-2147483648", "2147483647"),
               "bigint": ("-9223372036854775808", "9223372036854775807")}
 
@@ -181,10 +182,13 @@ def cast_sql(sql: str, source: SparkType, target: SparkType, *, safe: bool = Fal
         # re-types a value that fits.
         value = f"ROUND({number}, {target.scale})" if s == "decimal" and source.scale > target.scale else number
         digits = target.precision - target.scale
-        if digits >= 38:  # every NUMBER fits
+        carry = 1 if value != number else 0  # ROUND may carry into one more digit (9.99 -> 10.0)
+        source_digits = _INTEGER_DIGITS.get(s, source.precision - source.scale) + carry
+        if source_digits <= digits:  # every value fits
             return f"CAST({value} AS {snowflake_type(target)})"
-        # The bound as an exact integer: 1e{digits} would be a FLOAT, and the comparison
-        # then rounds the value to a double.
+        # The bound as an exact integer (1e{digits} would be a FLOAT, and the comparison
+        # would round the value to a double), of fewer digits than the value's type holds:
+        # DuckDB compares in the value's decimal type.
         return guarded(f"ABS({value}) < 1{'0' * digits}",
                        f"CAST({value} AS {snowflake_type(target)})", "NUMERIC_VALUE_OUT_OF_RANGE",
                        f"the value cannot be represented as Decimal({target.precision}, {target.scale})")
