@@ -30,7 +30,8 @@ from replicator.plan.expressions.spark_types import SparkType
 from replicator.plan.model import PlannedColumn, TablePlan
 from replicator.plan.statements.names import q
 from replicator.plan.transpile.errors import Untranslatable
-from replicator.plan.transpile.snowflake import snowflake_type, translate_snowflake
+from replicator.plan.transpile.snowflake import translate_snowflake
+from replicator.plan.transpile.snowflake_casts import snowflake_type
 
 _TEXTS = frozenset({"varchar", "tinytext", "text", "mediumtext", "longtext"})
 _INTEGERS = frozenset({"tinyint", "smallint", "mediumint", "int", "integer", "bigint"})
