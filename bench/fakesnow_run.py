@@ -280,6 +280,36 @@ def lock_conflicts_as_snowflake() -> None:
     cursor_class._execute = _execute
 
 
+def data_errors_as_snowflake() -> None:
+    """Answer a value DuckDB cannot compute (an overflow, a division by zero, a date out of
+    range) as Snowflake does: a statement error.
+
+    fakesnow 0.12.1 turns only some of DuckDB's errors into the connector's ProgrammingError;
+    an OutOfRangeException or InvalidInputException escapes as an HTTP 500, which the
+    connector retries for minutes, where Snowflake fails the statement at once (its
+    "Numeric value out of range", 100046). Only the emulator is patched.
+    """
+    import duckdb
+    import fakesnow.cursor
+    import snowflake.connector.errors
+
+    cursor_class = fakesnow.cursor.FakeSnowflakeCursor
+    original = cursor_class._execute
+    if getattr(original, "translates_data_errors", False):
+        return
+
+    def _execute(self: Any, transformed: Any, params: Any = None) -> None:
+        try:
+            original(self, transformed, params)
+        except (duckdb.OutOfRangeException, duckdb.InvalidInputException) as exc:
+            raise snowflake.connector.errors.ProgrammingError(
+                msg=str(exc).splitlines()[0], errno=100046, sqlstate="22003") from exc
+
+    _execute.__dict__.update(original.__dict__)  # the other patches' marks stay true
+    _execute.translates_data_errors = True  # type: ignore[attr-defined]
+    cursor_class._execute = _execute
+
+
 def snowflake_error(message: str) -> Exception:
     import snowflake.connector.errors
 

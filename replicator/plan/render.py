@@ -14,7 +14,7 @@ from replicator.plan.dialects import Dialect
 from replicator.plan.model import TablePlan
 from replicator.plan.program import StagingQuery, Statement
 from replicator.plan.stage_roads import driver_reasons, staged_by_driver
-from replicator.plan.statements import merging, stage_copy
+from replicator.plan.statements import merging, stage_copy, stage_expressions
 from replicator.plan.transpile.translator import describe_transforms
 
 
@@ -68,9 +68,11 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
             "\n-- sources: " + ", ".join(table.sources) if table.sources else
             "\n-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE")
     transforms = describe_transforms(table)
+    if transforms and dialect.external_stage and not staged_by_driver(table, dialect):
+        transforms += stage_expressions.describe(table)  # and DuckDB's, for the driver's batches
     if transforms:
-        engine = ("Snowflake, in the staging INSERT below"
-                  if dialect.external_stage and not staged_by_driver(table, dialect)
+        engine = ("Snowflake, in the staging INSERT below, or DuckDB for a batch the driver "
+                  "stages" if dialect.external_stage and not staged_by_driver(table, dialect)
                   else "DuckDB over each change batch before staging")
         parts.append(f"-- transforms, evaluated by {engine} (Spark SQL translated):\n" + "\n".join(f"--   {line}" for line in transforms))
     if chunk_read is not None:

@@ -32,7 +32,7 @@ from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 from replicator.plan.dialects import DUCKDB
 from replicator.plan.model import STAGE_CHANGE_SEQ, STAGE_OP, STAGE_SEQ, STAGE_TS, STAGE_VALID_TO
 from replicator.plan.program import StagingQuery
-from replicator.plan.statements import stage_copy, stage_filter
+from replicator.plan.statements import stage_copy, stage_expressions
 from replicator.plan.statements.stage_copy import METADATA_SOURCES
 from replicator.sink.staging import staging_schema
 from replicator.source.arrow_types import INTERNAL_KINDS, source_kind_name, wide_decimal
@@ -139,14 +139,22 @@ def external_staging(table: TablePlan, dialect: Dialect) -> StagingQuery | None:
     (``plan.stage_roads``: ``stage_copy.refusals``)."""
     if dialect.external_stage is None or stage_copy.refusals(table):
         return None
-    # The raw table's columns are all the statement reads (no computed column; the filter
-    # is ``stage_filter``'s, over those columns).
+    # The raw table's columns are all the statement reads; the filter and the computed
+    # columns are ``stage_expressions``' Snowflake SQL over them.
     kinds = {name: "string" for name, _ in stage_copy.raw_columns(table, dialect)}
     params = Params()
+    computed = {column: index for index, column in enumerate(table.computed_columns)}
+
+    def staged_value(column: PlannedColumn) -> str:
+        if column in computed:
+            return stage_expressions.computed_value(column, q(_COMPUTED + str(computed[column])), dialect)
+        return stage_copy.raw_value(column, dialect, params.bind)
+
     sql = statement(table, {**kinds, _ORD: "int"}, params,
                     batch=f"SELECT *, 0 AS {q(_ORD)} FROM {stage_copy.raw_name(table, dialect)}",
-                    source_value=lambda column: stage_copy.raw_value(column, dialect, params.bind),
-                    row_filter=lambda: stage_filter.filter_sql(table, params.bind),
+                    source_value=staged_value,
+                    row_filter=lambda: stage_expressions.filter_sql(table),
+                    computed_value=lambda column: stage_expressions.computed_sql(column, table),
                     instant=dialect.instant_from_micros)
     return StagingQuery(stage_copy.insert_staging(table, dialect, sql), tuple(params))
 
@@ -344,6 +352,7 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
               columns: Sequence[PlannedColumn] | None = None,
               source_value: Callable[[PlannedColumn], str] | None = None,
               row_filter: Callable[[], str | None] | None = None,
+              computed_value: Callable[[PlannedColumn], str] | None = None,
               instant: str = DUCKDB.instant_from_micros) -> str:
     """The DuckDB statement staging a change batch whose columns have these batch kinds
     (``transform.columns.source_kind``); the batch is the view ``batch``. ``STAGE_SEQ``
@@ -360,8 +369,9 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
 
     The same statement in another warehouse's SQL (``external_staging``: Snowflake): the
     parts whose SQL differs come from these hooks. ``source_value``: a source column's
-    staged value (default: DuckDB's conversions and masks); ``row_filter``: the filter
-    (default: ``filter_sql``, DuckDB's); ``instant``: an instant from microseconds since the
+    staged value (default: DuckDB's conversions and masks), a computed column's too;
+    ``row_filter``: the filter (default: ``filter_sql``, DuckDB's); ``computed_value``: a
+    computed column's value (default: ``computed_sql``, DuckDB's); ``instant``: an instant from microseconds since the
     epoch (``Dialect.instant_from_micros``)."""
     names = set(kinds)
     key = batch_key(table)
@@ -392,7 +402,7 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
         last = (f"SELECT * FROM split QUALIFY row_number() OVER (PARTITION BY {partition} "
                 f"ORDER BY {descending}) = 1")
 
-    judged_columns = _judged_columns(table, kinds, row_filter)
+    judged_columns = _judged_columns(table, kinds, row_filter, computed_value)
     computed = table.computed_columns
     final_op = f"CASE WHEN {op} <> 'd' AND NOT {q(_PASS)} THEN 'd' ELSE {op} END"
     # Every change: inserts, reads and deletes of rows the filter never matched are dropped;
@@ -430,7 +440,8 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
 
 
 def _judged_columns(table: TablePlan, kinds: dict[str, str],
-                    row_filter: Callable[[], str | None] | None = None) -> list[str]:
+                    row_filter: Callable[[], str | None] | None = None,
+                    computed_value: Callable[[PlannedColumn], str] | None = None) -> list[str]:
     """The row images' columns, whether each passes the filter, and the computed values."""
     judged_columns = ["*"]
     if row_filter is not None:
@@ -440,7 +451,8 @@ def _judged_columns(table: TablePlan, kinds: dict[str, str],
     judged_columns.append(f"coalesce(({filter_text}), FALSE) AS {q(_PASS)}" if filter_text
                           else f"TRUE AS {q(_PASS)}")
     for index, column in enumerate(table.computed_columns):
-        judged_columns.append(f"({computed_sql(column, kinds, table)}) AS {q(_COMPUTED + str(index))}")
+        value = computed_value(column) if computed_value is not None else computed_sql(column, kinds, table)
+        judged_columns.append(f"({value}) AS {q(_COMPUTED + str(index))}")
     return judged_columns
 
 
@@ -509,6 +521,8 @@ def _staged(column: PlannedColumn, kinds: dict[str, str], names: set[str],
             source_value: Callable[[PlannedColumn], str] | None = None) -> str:
     if column.role == "data":
         if column in computed_index:
+            if source_value is not None:
+                return source_value(column)
             sql = q(_COMPUTED + str(computed_index[column]))
             return staged_value(sql, result_kind(column), column, params)
         source = column.source_column or ""

@@ -472,6 +472,7 @@ def test_plan_notes_the_tables_the_driver_stages_and_refuses_no_landing_zone(fak
         ("R312", "warning", ("tables", 0, "columns"))]
     text = " ".join(n.message for n in plan.notes)
     assert "a mask on AMOUNT" in text and f"@{STAGE}" in text
+    assert "the filter: upper() has no exact Snowflake SQL form" in text
     assert all(n.message.startswith("shop.items: its batches are staged by the driver") for n in plan.notes)
     dialect = pipeline_dialect(pipeline)
     items, people = plan.tables
@@ -512,11 +513,40 @@ MODES = {
               TablePipeline(source_database="shop", source_table="people", columns=(
                   ColumnMapping("nick", mask="sha256", mask_salt="pepper 'ü",
                                 target_type="VARCHAR(64)"),))),
+    # Masks of other than text (``stage_copy._masks``): an integer's digits hashed or
+    # redacted, NULL for a decimal, a double, a date and a datetime.
+    "masks of numbers and dates": (TablePipeline(
+        source_database="shop", source_table="items", mode="changelog", columns=(
+            ColumnMapping("big_neg", mask="sha256", mask_salt="s"),
+            ColumnMapping("active", mask="md5"),
+            ColumnMapping("yr", mask="null"), ColumnMapping("amount", mask="null"),
+            ColumnMapping("ratio", mask="null"), ColumnMapping("born", mask="null"),
+            ColumnMapping("created", mask="null"))),
+        TablePipeline(source_database="shop", source_table="people", columns=(
+            ColumnMapping("id", mask="sha256"),))),
     "filters": (TablePipeline(source_database="shop", source_table="items", filter=(
                     "(amount >= 0.0000000001 AND name IN ('two', 'three')) "
                     "OR id BETWEEN 20 AND 40 OR NOT (name <> 'back') OR big_neg IS NOT NULL")),
                 TablePipeline(source_database="shop", source_table="people", mode="changelog",
                               filter="nick <> 'b' AND id >= -1")),
+    # Spark SQL beyond comparisons, rendered for Snowflake (``stage_expressions``): a
+    # string function, LIKE, a decimal remainder, a double division, dates, IF, CASE.
+    "computed columns and the filter language": (
+        TablePipeline(source_database="shop", source_table="items", mode="changelog", filter=(
+            "length(name) > 4 AND NOT name LIKE 'max%' OR id % 2 = 0"), columns=(
+            ColumnMapping("label", expression="concat(substring(name, 1, 3), '-', id)",
+                          target_type="VARCHAR"),
+            ColumnMapping("half", expression="ratio / 2", target_type="FLOAT"),
+            ColumnMapping("next_year", expression="year(born) + 1", target_type="NUMBER(10,0)"),
+            ColumnMapping("age", expression="datediff(to_date(created), born)",
+                          target_type="INTEGER"),
+            ColumnMapping("flag", expression="if(active, 'yes', CASE WHEN big_neg < 0 "
+                          "THEN 'neg' END)", target_type="VARCHAR"),
+            ColumnMapping("cents", expression="round(amount, 2)", target_type="NUMBER(38,2)"))),
+        TablePipeline(source_database="shop", source_table="people", mode="changelog",
+                      filter="coalesce(nick, '') <> 'b'", columns=(
+            ColumnMapping("nick_len", expression="length(nick) * 10 - id",
+                          target_type="NUMBER(12,0)"),))),
     "routed": (TablePipeline(source_database="", source_table="", target_table="ALL_ITEMS",
                              selection=TableSelection((r"shop\.items.*",))),),
 }
@@ -551,6 +581,18 @@ def test_every_mode_through_the_external_stage_equals_the_drivers(fakesnow_serve
     if mode == "filters":  # "two again" fails it; so do b's changes (never matched: dropped)
         assert [row[0] for row in rows["ITEMS"]] == [1, 30]
         assert sorted(row[1] for row in rows["PEOPLE"]) == ["a", "a2"]
+    if mode == "computed columns and the filter language":
+        # every change of rows the filter matched; the max key's and "back"'s are dropped
+        assert sorted(row[0] for row in rows["ITEMS"]) == [1, 1, 2, 2, 3, 3, 30]
+        awkward = next(row for row in rows["ITEMS"] if row[0] == 1)
+        assert awkward[14:20] == ("it'-1", 5e-301, 1001, 354285, "yes",
+                                  Decimal("-1234567890123456789012345678.01"))
+        assert any("_COMPUTED_" in q.upper() and "SUBSTR(" in q for q in staged_queries)
+    if mode == "masks of numbers and dates":
+        awkward = [row for row in rows["ITEMS"] if row[0] == 1 and row[13] is not None]
+        assert awkward and all(row[2] is None and row[9] is None and len(row[13]) == 64
+                               and row[12] == "c4ca4238a0b923820dcc509a6f75849b"  # md5('1')
+                               for row in awkward)
     if mode == "masks":  # masked, not copied: the salted SHA-256 of each nick, in hex
         assert all(len(row[1]) == 64 and row[1] not in ("a", "a2", "b") for row in rows["PEOPLE"])
     assert not any(q.lstrip().upper().startswith("PUT") for q in staged_queries)

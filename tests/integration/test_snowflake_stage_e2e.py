@@ -158,7 +158,12 @@ def _pipeline_yaml(database: str, *, modes: bool = False, mixed: bool = False,
         f"  - source: {database}.people\n    deletes: soft\n"
         + (f"  - source: {database}.notes\n    mode: scd2\n"
            f"  - source: {database}.events\n    mode: changelog\n"
-           "    filter: \"kind <> 'spam' AND (amount >= 1 OR amount IS NULL)\"\n"
+           # Beyond comparisons (rendered for Snowflake: plan.transpile.snowflake): a
+           # function, LIKE, a computed column; verify recomputes them with DuckDB's SQL.
+           "    filter: \"kind <> 'spam' AND NOT kind LIKE 'sp%m' AND (amount * 2 >= 2 "
+           "OR amount IS NULL) AND length(coalesce(kind, '')) < 20\"\n"
+           "    columns:\n      label: {expression: \"concat(substring(kind, 1, 3), '/', "
+           "id % 7, '/', round(amount, 1))\", type: VARCHAR}\n"
            if modes else "")
         # A table the stage cannot stage (dead letters): the driver stages it (R312).
         + (f"  - source: {database}.notes\n    on_error: dead_letter\n" if mixed else ""))
@@ -238,6 +243,8 @@ def test_snapshot_and_stream_through_the_external_stage(fakesnow_server, fakesno
     assert counts["people"] == [(1, 1, False), (2, 1, True), (3, 1, True), (4, 1, True),
                                 (40, 1, False), (105, 1, False), (205, 1, False)]
     _assert_staged_only(queries, stage)
+    # events' filter and computed column ran in Snowflake's INSERT into staging
+    assert any(q.startswith("INSERT INTO") and "SUBSTR(" in q and "ESCAPE" in q for q in queries)
     ok(replicator("verify", str(pipeline_file), env=env))
     root.close()
 

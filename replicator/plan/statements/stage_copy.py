@@ -31,8 +31,8 @@ replayed batch loads its files again whatever ``FORCE`` says
 ``FORCE = TRUE`` is kept so the COPY never depends on that history (docs/snowflake.md).
 
 What this load does not do yet is refused by the plan (``refusals``), naming the setting:
-filters beyond ``stage_filter``'s exact subset and computed columns (their SQL is DuckDB's:
-``transform.expressions`` has no Snowflake rendering), masks of other than text columns,
+filters and computed columns with no exact Snowflake form (``stage_expressions``), masks
+of other than text columns,
 outbox routes, dead letters, and columns whose staged value needs a conversion beyond
 Snowflake's own cast of the Parquet value (a BIT into BINARY, a TIME into a number, ...).
 Refused means the stage's road only: the driver stages such a table's batches, as without a
@@ -47,7 +47,7 @@ from replicator.model import change_batch as cb
 from replicator.plan.dialects import Dialect
 from replicator.plan.identifiers import qualified_name
 from replicator.plan.model import PlannedColumn, TablePlan
-from replicator.plan.statements import stage_filter
+from replicator.plan.statements import stage_expressions
 from replicator.plan.statements.names import q, staging_name, staging_namespace
 from replicator.plan.statements.tables import staging_columns
 
@@ -170,9 +170,9 @@ def raw_value(column: PlannedColumn, dialect: Dialect, bind: Callable[[object], 
     value = f"CAST({source} AS {_raw_type(column, dialect)})"
     if column.mask is None:
         return value
-    # Only text reaches here (``refusals``): its text form is itself. Snowflake's LENGTH,
-    # SUBSTR and RIGHT count characters, as DuckDB's do; SHA2 and MD5 hash the UTF-8 bytes
-    # and return lower-case hex, as DuckDB's sha256 and md5.
+    # Only text and integers reach here (``_masks``): the raw VARCHAR is the text form.
+    # Snowflake's LENGTH, SUBSTR and RIGHT count characters, as DuckDB's do; SHA2 and MD5
+    # hash the UTF-8 bytes and return lower-case hex, as DuckDB's sha256 and md5.
     if column.mask == "null":
         return "NULL"
     if column.mask == "truncate":
@@ -223,11 +223,21 @@ def _reaches(column: PlannedColumn) -> bool:
 
 
 def _masks(column: PlannedColumn) -> bool:
-    """Whether ``raw_value`` masks the column: a text column into text (its text form is
-    itself; other kinds print by DuckDB's ``text_form``, not rendered for Snowflake)."""
-    return (column.mysql_type is not None and column.mysql_type.name in _TEXT
-            and column.mysql_type.name != "time" and column.target_type.kind == "string"
-            and column.mask in ("null", "truncate", "redact", "sha256", "md5"))
+    """Whether ``raw_value`` masks the column as ``transform.columns.staged_value`` does:
+    a text column into text (its text form is itself); an integer column by a hash or
+    redaction of its digits (the raw column is VARCHAR: Snowflake's cast of the Parquet
+    integer is its digits, as DuckDB's ``text_form`` prints it); ``null`` for any column
+    but bytes (the value is never read). Other kinds print by DuckDB's ``text_form``
+    (dates, decimals, doubles, TIME), not rendered for Snowflake."""
+    mysql = column.mysql_type
+    if mysql is None or column.target_type.kind != "string":
+        return False
+    if column.mask == "null":
+        return mysql.name not in _BYTES
+    if mysql.name in _INTEGERS - {"bit", "year"}:
+        return column.mask in ("redact", "sha256", "md5")
+    return (mysql.name in _TEXT and mysql.name != "time"
+            and column.mask in ("truncate", "redact", "sha256", "md5"))
 
 
 def refusals(table: TablePlan) -> list[tuple[str, str]]:
@@ -236,9 +246,7 @@ def refusals(table: TablePlan) -> list[tuple[str, str]]:
     out = []
     if table.outbox is not None:
         out.append(("an outbox route", "outbox"))
-    if table.filter and stage_filter.filter_sql(table, lambda _: "?") is None:
-        out.append(("a filter outside what Snowflake decides exactly as Spark "
-                    "(docs/snowflake.md)", "filter"))
+    out += stage_expressions.refusals(table)
     if table.on_error == "dead_letter":
         out.append(("on_error: dead_letter", "on_error"))
     if not table.source_key:
@@ -251,9 +259,10 @@ def refusals(table: TablePlan) -> list[tuple[str, str]]:
                 out.append((f"metadata column {column.target_column}", "metadata"))
             continue
         if column.expression is not None:
-            out.append((f"computed column {column.target_column}", "columns"))
-        elif column.mask is not None and not _masks(column):
-            out.append((f"a mask on {column.target_column}", "columns"))
+            continue  # stage_expressions
+        if column.mask is not None:
+            if not _masks(column):
+                out.append((f"a mask on {column.target_column}", "columns"))
         elif not _reaches(column):
             mysql = column.mysql_type.name if column.mysql_type else "?"
             out.append((f"column {column.source_column} ({mysql} as "

@@ -24,5 +24,8 @@ invalid CAST, is its run-time error, raised as Spark's). One module per concern,
 - ``operators``: the translator's core (comparisons, arithmetic, CASE, TRIM, conditionals);
 - ``string_functions``, ``numeric_functions``, ``date_functions``: the function families;
 - ``translator``: the dispatch and the entry points (``translate``, ``result_type``,
-  ``describe_transforms``).
+  ``describe_transforms``);
+- ``snowflake_casts`` and ``snowflake``: the same typed tree as Snowflake SQL, for the
+  external-stage path (``plan.statements.stage_expressions``; docs/decisions/
+  snowflake-expressions.md).
 """
