@@ -40,6 +40,7 @@ def _figures(entry: dict[str, Any]) -> dict[str, Any]:
         "wall_seconds": entry["wall_seconds"],
         "streaming_seconds": entry["streaming_seconds"],
         "startup_seconds": entry["phases_seconds"].get("startup"),
+        "phases_seconds": entry["phases_seconds"],
         "us_per_change": {k: v for k, v in budget["us_per_change"].items()
                           if k in ("mariadb", "jvm", "spark_python", "apply", "driver_rest", "tree")},
         "streaming_us_per_change_by_role": budget["streaming_us_per_change_by_role"],
@@ -56,9 +57,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="an environment variable of the B runs; repeatable")
     parser.add_argument("--b-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting of the B runs (replicator run --conf); repeatable")
+    parser.add_argument("--b-duckdb", action="append", default=[], metavar="KEY=VALUE",
+                        help="a DuckDB setting of the B runs (target.duckdb.settings); repeatable")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     b_env = dict(item.split("=", 1) for item in args.b_env)
+    b_duckdb = dict(item.split("=", 1) for item in args.b_duckdb)
     from replicator.source.throwaway import ThrowawayMariaDB
 
     workdir = Path(tempfile.mkdtemp(prefix="replicator-ab-"))
@@ -74,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
                     os.environ.update(b_env)
                 try:
                     entry = run_e2e(ctx, generated, "duckdb", None, suffix=f"-{side.lower()}{number}",
-                                    conf=tuple(args.b_conf) if side == "B" else ())
+                                    conf=tuple(args.b_conf) if side == "B" else (),
+                                    duckdb_settings=b_duckdb if side == "B" else None)
                 finally:
                     for key, value in saved.items():
                         if value is None:
@@ -101,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
                 part: round(statistics.median(r["us_per_change"][part] for r in mine), 1)
                 for part in mine[0]["us_per_change"]},
         }
-    result = {"changes": args.changes, "b_env": b_env, "b_conf": args.b_conf, "runs": runs, "summary": summary,
+    result = {"changes": args.changes, "b_env": b_env, "b_conf": args.b_conf,
+              "b_duckdb": b_duckdb, "runs": runs, "summary": summary,
               "environment": environment}
     print(json.dumps(summary, indent=1))
     if args.out:

@@ -133,14 +133,15 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
             atomic: bool | None = None, max_rows: int | None = None,
             suffix: str = "", tables: tuple[str, ...] | None = None,
             transforms: dict[str, Any] | None = None,
-            conf: tuple[str, ...] = (), stage: bool = False) -> dict[str, Any]:
+            conf: tuple[str, ...] = (), stage: bool = False,
+            duckdb_settings: dict[str, str] | None = None) -> dict[str, Any]:
     """One ``replicator run --until-caught-up`` of the workload range into ``target``
     (``atomic``: target.atomic, None its default; ``max_rows``: batching.max_rows;
     ``suffix``: a pipeline of its own, when the same settings run again; ``tables``: only
     these of the workload's tables; ``transforms``: ``pipeline_yaml``'s, per table;
     ``conf``: Spark settings KEY=VALUE, ``replicator run --conf``; ``stage``: Snowflake through
     an internal stage the executors PUT the landed files to, the driver only COPYs:
-    ``bench.stage``)."""
+    ``bench.stage``; ``duckdb_settings``: target.duckdb.settings)."""
     name = (f"bench-e2e-{target}" + (f"-p{decode_partitions}" if decode_partitions != "auto" else "")
             + ("" if atomic is None else f"-atomic-{str(atomic).lower()}")
             + ("" if max_rows is None else f"-{max_rows}") + suffix)
@@ -151,6 +152,7 @@ def run_e2e(ctx: BenchContext, workload: WorkloadResult, target: str,
         **({} if max_rows is None else {"max_rows": max_rows}),
         **({} if tables is None else {"tables": [t for t in TABLES if t.name in tables]}),
         transforms=transforms, stage=STAGE if stage else None,
+        **({"duckdb_settings": duckdb_settings} if duckdb_settings else {}),
     )
     env = ctx.environment()
     with contextlib.ExitStack() as stack:
