@@ -64,13 +64,13 @@ class Statements:
         self._by_connection: weakref.WeakKeyDictionary[Any, OrderedDict[Hashable, Prepared]] = \
             weakref.WeakKeyDictionary()
 
-    def get(self, connection: Any, key: Hashable, constants: pa.Table | None = None) -> Prepared:
+    def get(self, connection: Any, key: Hashable) -> Prepared:
         """The statement of ``key`` on ``connection``, or a fresh one (``fresh``: the caller
-        PREPAREs it, then calls ``prepared``)."""
+        sets its constants, PREPAREs it, then calls ``prepared``)."""
         statements = self._by_connection.setdefault(connection, OrderedDict())
         prepared = statements.get(key)
         if prepared is None:
-            return Prepared(f"{self.prefix}_{next(_NAMES)}", Rows(), Rows(constants))
+            return Prepared(f"{self.prefix}_{next(_NAMES)}", Rows(), Rows())
         statements.move_to_end(key)
         return prepared
 

@@ -305,12 +305,13 @@ def _execute(connection: Any, sql: str, params: tuple[Any, ...], rows: pa.Table)
     parameters as ``stage_params``, through DuckDB's replacement scan of this frame's local
     variables of those names (``transform.prepared``), never a registered view."""
     key = (sql, params, rows.schema)
-    prepared = _STATEMENTS.get(connection, key, _constants(params))
+    prepared = _STATEMENTS.get(connection, key)
     # DuckDB reads both by name (a PREPARE in this frame); Python never does.
     batch, stage_params = prepared.rows, prepared.constants  # noqa: F841
     batch.table = rows
     try:
         if prepared.fresh:
+            prepared.constants.table = _constants(params)
             connection.execute(f"PREPARE {prepared.name} AS {sql}")
             _STATEMENTS.prepared(connection, key, prepared)
         # execute(), not sql(): the relation API binds twice (see THREADS).
