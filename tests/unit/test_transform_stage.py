@@ -445,6 +445,12 @@ def test_a_value_its_target_type_cannot_hold_names_the_table_column_and_row() ->
     assert "shop.Order Items" in caught.value.message and "AMOUNT" in caught.value.message
     assert "fails on the row with id=30" in caught.value.message
     assert "NUMBER" in caught.value.hint
+    # Finding the column left no view behind: a statement prepared next (another layout)
+    # reads its own batch, not the failing row.
+    fitting_batch = batch.slice(0, 29)
+    fitting_batch = fitting_batch.set_column(fitting_batch.column_names.index("id"), "id",
+                                             fitting_batch.column("id").cast(pa.int16()))
+    assert stage_batch(narrow, fitting_batch).column("ID").to_pylist() == list(range(1, 30))
 
 
 def test_the_staging_statement_is_prepared_once_and_reads_each_batch() -> None:
