@@ -157,8 +157,12 @@ def run_transforms(rows: int = 50_000, repeats: int = 9, *, spark: bool = True) 
     return out
 
 
-if __name__ == "__main__":  # python -m bench.transforms [rows]: the section alone, no server
+if __name__ == "__main__":
+    # python -m bench.transforms [rows [repeats]] [--no-spark]: the section alone, no server
+    # (a small batch, 10 rows, is the fixed cost per batch: docs/decisions/staging-prepared.md)
     import json
     import sys
 
-    print(json.dumps(run_transforms(int(sys.argv[1]) if len(sys.argv) > 1 else 50_000), indent=2))
+    numbers = [int(arg) for arg in sys.argv[1:] if not arg.startswith("--")]
+    print(json.dumps(run_transforms(*numbers[:2] or [50_000], spark="--no-spark" not in sys.argv),
+                     indent=2))

@@ -22,11 +22,7 @@ table's change batch.
 
 from __future__ import annotations
 
-import itertools
 import json
-import weakref
-from collections import OrderedDict
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +39,7 @@ from replicator.transform.outbox_sql import (
     route_of,
     statement,
 )
+from replicator.transform.prepared import Statements
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -155,35 +152,10 @@ def route_batch(table: TablePlan, batch: pa.Table, connection: Any) -> pa.Table:
     return _change_batch(route, rows, result)
 
 
-class _Rows:
-    """The rows a prepared statement reads as ``outbox_rows``: an Arrow stream that DuckDB's
-    Python scan asks for at every EXECUTE, so that one statement, bound and optimized once,
-    reads each batch."""
-
-    __slots__ = ("table",)
-
-    def __init__(self) -> None:
-        self.table: pa.Table | None = None
-
-    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
-        assert self.table is not None, "outbox_rows read outside route_batch"
-        return self.table.__arrow_c_stream__(requested_schema)
-
-
-@dataclass
-class _Prepared:
-    name: str
-    rows: _Rows
-
-
-# Per connection: statement and batch schema -> its prepared statement. Binding and optimizing
-# the statement is almost all of a small batch's cost (a 10-row batch of the order route: 37
-# of 39 ms), so each is prepared once; the schema is in the key because the statement is
-# bound to the Arrow types it first read.
-_PREPARED: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[str, Any], _Prepared]] = \
-    weakref.WeakKeyDictionary()
-_PREPARED_PER_CONNECTION = 64
-_NAMES = itertools.count()
+# Per connection: statement and batch schema -> its prepared statement (``transform.prepared``).
+# Binding and optimizing the statement is almost all of a small batch's cost (a 10-row batch
+# of the order route: 37 of 39 ms), so each is prepared once.
+_STATEMENTS = Statements(ROWS, 64)
 
 
 def _run(connection: Any, sql: str, rows: pa.Table) -> pa.Table:
@@ -195,21 +167,14 @@ def _run(connection: Any, sql: str, rows: pa.Table) -> pa.Table:
     again at every EXECUTE (so does a MACRO; ``transform.outbox_sql`` has none). The scan
     resolves ``outbox_rows`` from the local variable of that name where the statement is
     bound (PREPARE, or EXECUTE should DuckDB ever bind it again): here."""
-    statements = _PREPARED.setdefault(connection, OrderedDict())
     key = (sql, rows.schema)
-    prepared = statements.get(key)
-    outbox_rows = prepared.rows if prepared is not None else _Rows()  # DuckDB reads it by name
+    prepared = _STATEMENTS.get(connection, key)
+    outbox_rows = prepared.rows  # DuckDB reads it by name
     outbox_rows.table = rows
     try:
-        if prepared is None:
-            prepared = _Prepared(f"{ROWS}_{next(_NAMES)}", outbox_rows)
+        if prepared.fresh:
             connection.execute(f"PREPARE {prepared.name} AS {sql}")
-            statements[key] = prepared
-            if len(statements) > _PREPARED_PER_CONNECTION:
-                _, oldest = statements.popitem(last=False)
-                connection.execute(f"DEALLOCATE {oldest.name}")
-        else:
-            statements.move_to_end(key)
+            _STATEMENTS.prepared(connection, key, prepared)
         # execute(), not sql(): the relation API binds twice (transform.stage silences
         # DuckDB's warning about the result's copy into Arrow).
         return connection.execute(f"EXECUTE {prepared.name}").to_arrow_table()

@@ -45,6 +45,7 @@ from replicator.transform.expressions import (
     translatable,
 )
 from replicator.transform.outbox import route_batch
+from replicator.transform.prepared import Statements
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -72,6 +73,24 @@ THREADS = 1  # a batch is small, and the cores serve Spark
 # shop.Order Items: 17.7 -> 13.4 ms; 50k rows: the same). DuckDB warns that execute()'s
 # result is copied into Arrow: a copy of the staged rows, cheaper than the second bind.
 warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
+
+# The staging statements, prepared once per connection (``transform.prepared``: binding was
+# all of a small batch's 5-7 ms). One per table and batch layout; a pipeline with more tables
+# than this rebinds some at every batch, as every batch did before.
+_STATEMENTS = Statements("stage", 256)
+# The name the driver's statements read their bind parameters from (``_HeldParams``).
+_CONSTANTS = "stage_params"
+
+
+class _HeldParams(Params):
+    """Bind parameters read from the one-row ``stage_params``, a Python object like the batch.
+    A prepared statement's ``?`` needs ``EXECUTE name(?)``, which DuckDB refuses ("this type of
+    statement can't be prepared"), and ``getvariable`` binds the statement again at every
+    EXECUTE; a value in the SQL text is what ``Params`` exists to prevent."""
+
+    def bind(self, value: object) -> str:
+        self.append(value)
+        return f"(SELECT {q(f'p{len(self) - 1}')} FROM {_CONSTANTS})"
 
 
 def _connection() -> Any:
@@ -220,7 +239,7 @@ def judge_rows(table: TablePlan, batch: pa.Table,
     row passes the table's filter. The same SQL, so verify can never expect other values
     than replication writes."""
     batch = _prepared(batch)
-    params = Params()
+    params = _HeldParams()
     sql = judge_statement(table, dict(_layout(batch)), params, columns)
     return _run(table, batch, (sql, tuple(params)))
 
@@ -266,11 +285,10 @@ def _run(table: TablePlan, batch: pa.Table, query: tuple[str, tuple[Any, ...]]) 
 
     sql, params = query
     connection = _connection()
-    connection.register("batch", batch)
     try:
-        return connection.execute(sql, list(params)).to_arrow_table()  # one bind: see THREADS
+        return _execute(connection, sql, params, batch)
     except duckdb.Error as exc:
-        row = _failing_row(batch, sql, params)
+        row = _failing_row(connection, sql, params, batch)
         key = {k: row.get(k) for k in batch_key(table)}
         # A source column's conversion (a value its target type cannot hold) is named as
         # such, even when DuckDB's words ("out of range") read like an expression's failure;
@@ -287,8 +305,37 @@ def _run(table: TablePlan, batch: pa.Table, query: tuple[str, tuple[Any, ...]]) 
                         f"{str(exc).splitlines()[0]}",
                         hint="declare a wider target type for the column "
                         "(type: NUMBER(38,s) or VARCHAR)") from None
+
+
+def _execute(connection: Any, sql: str, params: tuple[Any, ...], rows: pa.Table) -> pa.Table:
+    """``sql`` (its parameters ``_HeldParams``') over ``rows``, prepared once per statement,
+    parameters and Arrow schema on ``connection``: the batch is read as ``batch`` and the
+    parameters as ``stage_params``, through DuckDB's replacement scan of this frame's local
+    variables of those names (``transform.prepared``), never a registered view."""
+    key = (sql, params, rows.schema)
+    prepared = _STATEMENTS.get(connection, key)
+    # DuckDB reads both by name (a PREPARE in this frame); Python never does.
+    batch, stage_params = prepared.rows, prepared.constants  # noqa: F841
+    batch.table = rows
+    try:
+        if prepared.fresh:
+            prepared.constants.table = _constants(params)
+            connection.execute(f"PREPARE {prepared.name} AS {sql}")
+            _STATEMENTS.prepared(connection, key, prepared)
+        # execute(), not sql(): the relation API binds twice (see THREADS).
+        return connection.execute(f"EXECUTE {prepared.name}").to_arrow_table()
     finally:
-        connection.unregister("batch")
+        batch.table = None  # the batch is not kept alive by the cache
+
+
+def _constants(params: tuple[Any, ...]) -> pa.Table | None:
+    """The one row ``_HeldParams`` reads: ``p0``, ``p1`` ... (text stays VARCHAR, bytes BLOB,
+    the types ``?`` bound them as)."""
+    import pyarrow as pa
+
+    if not params:
+        return None
+    return pa.table({f"p{index}": pa.array([value]) for index, value in enumerate(params)})
 
 
 def _failing_column(table: TablePlan, row: pa.Table) -> PlannedColumn | None:
@@ -299,51 +346,54 @@ def _failing_column(table: TablePlan, row: pa.Table) -> PlannedColumn | None:
     connection = _connection()
     connection.register("batch", row)
     kinds = dict(_layout(row))
-    # No column at all first: a failure there is the filter's (every row's op depends on
-    # it; DuckDB drops the computed values no selected column reads).
-    for columns in ((), *((column,) for column in table.staged_columns)):
-        params = Params()
-        sql = statement(table, kinds, params, columns=columns)
-        try:
-            connection.sql(sql, params=list(params)).to_arrow_table()
-        except duckdb.Error:
-            return columns[0] if columns else None
-    return None
+    try:
+        # No column at all first: a failure there is the filter's (every row's op depends on
+        # it; DuckDB drops the computed values no selected column reads).
+        for columns in ((), *((column,) for column in table.staged_columns)):
+            params = Params()
+            sql = statement(table, kinds, params, columns=columns)
+            try:
+                connection.sql(sql, params=list(params)).to_arrow_table()
+            except duckdb.Error:
+                return columns[0] if columns else None
+        return None
+    finally:
+        # A view named batch would be what a statement PREPAREd later binds to (a catalog
+        # read: bound again at every EXECUTE, and reading this row).
+        connection.unregister("batch")
 
 
 @lru_cache(maxsize=256)
 def _statement(table: TablePlan, layout: tuple[tuple[str, str], ...]) -> tuple[str, tuple[Any, ...]]:
     """The statement for batches of this layout ((column, batch kind) pairs), built once per
     table and layout: the expressions are type-checked and translated at the first batch."""
-    params = Params()
+    params = _HeldParams()
     sql = statement(table, dict(layout), params)
     return sql, tuple(params)
 
 
-def _failing_row(batch: pa.Table, sql: str, params: tuple[Any, ...]) -> dict[str, Any]:
-    """The first row the statement fails on (bisection: ~log2(rows) statements, only on the
-    way to an error); ``batch`` stays registered as it was."""
+def _failing_row(connection: Any, sql: str, params: tuple[Any, ...],
+                 batch: pa.Table) -> dict[str, Any]:
+    """The first row the statement fails on (bisection: ~log2(rows) EXECUTEs of the same
+    prepared statement, only on the way to an error)."""
     import duckdb
 
-    connection = _connection()
-    connection.register("batch", batch.slice(0, 0))
-    try:
-        connection.sql(sql, params=list(params)).to_arrow_table()
-    except duckdb.Error:
+    def fails(rows: pa.Table) -> bool:
+        try:
+            _execute(connection, sql, params, rows)
+        except duckdb.Error:
+            return True
+        return False
+
+    if fails(batch.slice(0, 0)):
         return {}  # it fails without any row: no row is to blame
-    finally:
-        connection.register("batch", batch)
     low, size = 0, batch.num_rows
     while size > 1:
         half = size // 2
-        connection.register("batch", batch.slice(low, half))
-        try:
-            connection.sql(sql, params=list(params)).to_arrow_table()
-            low, size = low + half, size - half  # the first half runs: the failure is later
-        except duckdb.Error:
+        if fails(batch.slice(low, half)):
             size = half
-        finally:
-            connection.register("batch", batch)
+        else:
+            low, size = low + half, size - half  # the first half runs: the failure is later
     return batch.slice(low, 1).to_pylist()[0] if batch.num_rows else {}
 
 
@@ -355,7 +405,8 @@ def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
               computed_value: Callable[[PlannedColumn], str] | None = None,
               instant: str = DUCKDB.instant_from_micros) -> str:
     """The DuckDB statement staging a change batch whose columns have these batch kinds
-    (``transform.columns.source_kind``); the batch is the view ``batch``. ``STAGE_SEQ``
+    (``transform.columns.source_kind``); the batch is read as ``batch`` (the driver's: a Python
+object, ``_execute``). ``STAGE_SEQ``
     counts from 0 (``first_seq`` is added to the result).
 
     ``batch``: the SELECT that reads the batch, as the first CTE (the warehouse runs the

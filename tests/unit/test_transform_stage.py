@@ -445,3 +445,56 @@ def test_a_value_its_target_type_cannot_hold_names_the_table_column_and_row() ->
     assert "shop.Order Items" in caught.value.message and "AMOUNT" in caught.value.message
     assert "fails on the row with id=30" in caught.value.message
     assert "NUMBER" in caught.value.hint
+    # Finding the column left no view behind: a statement prepared next (another layout)
+    # reads its own batch, not the failing row.
+    fitting_batch = batch.slice(0, 29)
+    fitting_batch = fitting_batch.set_column(fitting_batch.column_names.index("id"), "id",
+                                             fitting_batch.column("id").cast(pa.int16()))
+    assert stage_batch(narrow, fitting_batch).column("ID").to_pylist() == list(range(1, 30))
+
+
+def test_the_staging_statement_is_prepared_once_and_reads_each_batch() -> None:
+    """A table's staging statement is prepared once per connection, batch schema and bind
+    parameters (binding was all of a small batch's cost): a later batch is read by it (not
+    the first batch's rows), an EXECUTE binds nothing again (a registered view would make
+    DuckDB bind it each time), a batch of other Arrow types gets a statement of its own, and
+    the salt stays a value the statement reads, never its text, one per table."""
+    import tempfile
+
+    from replicator.transform import stage
+
+    table_plan, catalog = _transforms()
+    peppered = build_plan(*(lambda p: (p, offline_catalog(p)))(load_pipeline(
+        ROOT / "pipelines" / "transforms.yaml", environ={"PII_SALT": "other salt"}))
+    ).table("crm.customers")
+    columns = _columns(catalog, "crm.customers")
+
+    def batch(*ids):
+        events = [_event("crm.customers", "c", None, dict(ROW, id=n, email=f"{n}@x"), n) for n in ids]
+        return change_batch(events, columns, batch_key(table_plan))
+
+    def emails(salt, *ids):
+        return [hashlib.sha256(f"{salt}{n}@x".encode()).hexdigest() for n in ids]
+
+    assert stage_batch(table_plan, batch(1, 2)).column("EMAIL").to_pylist() == emails(SALT, 1, 2)
+    connection = stage._connection()
+    with tempfile.TemporaryDirectory() as directory:
+        profile = Path(directory) / "profile.json"
+        connection.execute("PRAGMA enable_profiling = 'json'")
+        connection.execute(f"PRAGMA profiling_output = '{profile}'")
+        try:
+            staged = stage_batch(table_plan, batch(3))
+        finally:
+            connection.execute("PRAGMA disable_profiling")
+        binding = json.loads(profile.read_text())["planner"]["binding_time"]
+    assert staged.column("ID").to_pylist() == [3]
+    assert staged.column("EMAIL").to_pylist() == emails(SALT, 3)
+    assert binding < 0.001, binding  # 3-6 ms when the statement read a registered view
+    narrow = batch(4)
+    narrow = narrow.set_column(narrow.column_names.index("id"), "id", narrow.column("id").cast(pa.int16()))
+    assert stage_batch(table_plan, narrow).column("ID").to_pylist() == [4]
+    # Same statement text, another salt: a statement of its own reads it.
+    assert stage_batch(peppered, batch(5)).column("EMAIL").to_pylist() == emails("other salt", 5)
+    assert stage_batch(table_plan, batch(6)).column("EMAIL").to_pylist() == emails(SALT, 6)
+    texts = [row[0] for row in connection.execute("SELECT statement FROM duckdb_prepared_statements()").fetchall()]
+    assert texts and not any(SALT in text or "other salt" in text for text in texts)
