@@ -1,6 +1,7 @@
-"""The string and binary functions: concat, concat_ws, upper and lower (with
-Java's one-to-many case mappings DuckDB lacks), trims, length, substring/left/right, replace,
-regexp_replace (where Java's and RE2's regexes agree), lpad/rpad, and the hashes.
+"""The string and binary functions in DuckDB: concat_ws, upper and lower (with Java's
+one-to-many case mappings DuckDB lacks), length, substring/left/right, replace,
+regexp_replace (where Java's and RE2's regexes agree), lpad/rpad, and the hashes; concat
+and the trims are ``base``'s.
 """
 
 from __future__ import annotations
@@ -16,9 +17,6 @@ from replicator.plan.transpile.operators import OperatorTranslator
 class StringFunctions(OperatorTranslator):
     """Translates ``fn_<name>`` of the string and binary functions (``OperatorTranslator`` does the rest)."""
 
-    def fn_concat(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self.concat(args)
-
     def fn_concat_ws(self, node: Any, args: list[Any], result: SparkType) -> str:
         separator, rest = args[0], args[1:]
         if not rest:
@@ -32,15 +30,6 @@ class StringFunctions(OperatorTranslator):
         return _lower(self.string_arg(args[0]))
 
     fn_ucase, fn_lcase = fn_upper, fn_lower
-
-    def fn_ltrim(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return f"ltrim({self.string_arg(args[0])}, ' ')"
-
-    def fn_rtrim(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return f"rtrim({self.string_arg(args[0])}, ' ')"
-
-    def fn_trim(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return f"trim({self.string_arg(args[0])}, ' ')"
 
     def fn_length(self, node: Any, args: list[Any], result: SparkType) -> str:
         if self.type(args[0]).kind == "binary":
