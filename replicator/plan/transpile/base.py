@@ -35,6 +35,15 @@ COMPARISONS = {"EQ": "=", "NEQ": "<>", "GT": ">", "GTE": ">=", "LT": "<", "LTE":
 ColumnSql = Callable[[str], str]  # source column name -> its SQL, already in the dialect's form of its Spark type
 
 
+def _date_part_function(part: str) -> Callable[..., str]:
+    """``fn_<part>``: the date part ``part`` of a date or timestamp (``_date_part``)."""
+
+    def fn(self: BaseTranslator, node: Any, args: list[Any], result: SparkType) -> str:
+        return self._date_part(node, args, part)
+
+    return fn
+
+
 class BaseTranslator:
     """Spark SQL nodes -> a dialect's SQL: the dispatch and the shared rules (the module's
     docstring); ``fn_<name>`` per function, the dialect's own in its subclass."""
@@ -44,6 +53,7 @@ class BaseTranslator:
     upper_case_functions: ClassVar[bool] = False  # the spelling of function names in the SQL
     arithmetic_names: ClassVar[tuple[str, ...]] = ("Add", "Sub", "Mul", "Div", "Mod")
     negation: ClassVar[str] = "-({})"  # a negated operand, before ``exact``
+    substring_function: ClassVar[str] = "substring"
 
     @staticmethod
     def sql_type(spark_type: SparkType) -> str:
@@ -91,6 +101,10 @@ class BaseTranslator:
 
     def string_arg(self, node: Any) -> str:
         return self.as_type(node, STRING)
+
+    def count_arg(self, node: Any) -> str:
+        """A position, length or count: Spark's int."""
+        return self.as_type(node, INT)
 
     def common(self, nodes: list[Any]) -> SparkType:
         result = NULL
@@ -196,7 +210,8 @@ class BaseTranslator:
         """floor or ceil (``function``, as the dialect spells it) of ``arg``."""
         raise NotImplementedError
 
-    def fn_substring(self, node: Any, args: list[Any], result: SparkType) -> str:
+    def position_sum(self, start: str, length: str) -> str:
+        """A substring's end: a start plus a length, without overflow."""
         raise NotImplementedError
 
     # -- operators -----------------------------------------------------------------------------
@@ -279,6 +294,38 @@ class BaseTranslator:
     def fn_trim(self, node: Any, args: list[Any], result: SparkType) -> str:
         return f"{self.call('trim')}({self.trim_operand(args[0])}, ' ')"
 
+    def fn_length(self, node: Any, args: list[Any], result: SparkType) -> str:
+        return f"CAST({self.call('length')}({self.string_arg(args[0])}) AS {self.sql_type(INT)})"
+
+    fn_char_length = fn_character_length = fn_length
+
+    def fn_substring(self, node: Any, args: list[Any], result: SparkType) -> str:
+        text = self.string_arg(args[0])
+        pos = self.count_arg(args[1])
+        length = self.count_arg(args[2]) if len(args) > 2 else "2147483647"
+        # Spark's UTF8String.substringSQL over code points; the dialect's substring then only
+        # sees a start of at least 1 and a length of at least 0.
+        size = f"{self.call('length')}({text})"
+        start = f"(CASE WHEN {pos} > 0 THEN {pos} - 1 WHEN {pos} < 0 THEN {size} + {pos} ELSE 0 END)"
+        end = self.position_sum(start, length)
+        first = f"{self.call('greatest')}({start}, 0)"
+        return (f"CASE WHEN {text} IS NULL OR {pos} IS NULL OR {length} IS NULL THEN NULL "
+                f"WHEN {first} >= {end} THEN '' ELSE {self.substring_function}({text}, {first} + 1, "
+                f"{self.call('least')}({end}, {size}) - {first}) END")
+
+    fn_substr = fn_substring
+
+    def fn_left(self, node: Any, args: list[Any], result: SparkType) -> str:
+        return self._end_of_text(args, "left")
+
+    def fn_right(self, node: Any, args: list[Any], result: SparkType) -> str:
+        return self._end_of_text(args, "right")
+
+    def _end_of_text(self, args: list[Any], function: str) -> str:
+        text, count = self.string_arg(args[0]), self.count_arg(args[1])
+        return (f"CASE WHEN {text} IS NULL OR {count} IS NULL THEN NULL WHEN {count} <= 0 THEN '' "
+                f"ELSE {self.call(function)}({text}, {count}) END")
+
     # -- numbers -------------------------------------------------------------------------------
     def fn_abs(self, node: Any, args: list[Any], result: SparkType) -> str:
         return self.exact(f"{self.call('abs')}({self.as_type(args[0], result)})", result)
@@ -322,28 +369,13 @@ class BaseTranslator:
         value = self.sql(args[0]) if part in ("year", "month", "day", "quarter") else self.as_type(args[0], TIMESTAMP)
         return f"CAST({function}({value}) AS {self.sql_type(INT)})"
 
-    def fn_year(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._date_part(node, args, "year")
-
-    def fn_month(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._date_part(node, args, "month")
-
-    def fn_day(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._date_part(node, args, "day")
-
-    fn_dayofmonth = fn_day
-
-    def fn_quarter(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._date_part(node, args, "quarter")
-
-    def fn_hour(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._date_part(node, args, "hour")
-
-    def fn_minute(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._date_part(node, args, "minute")
-
-    def fn_second(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._date_part(node, args, "second")
+    fn_year = _date_part_function("year")
+    fn_month = _date_part_function("month")
+    fn_day = fn_dayofmonth = _date_part_function("day")
+    fn_quarter = _date_part_function("quarter")
+    fn_hour = _date_part_function("hour")
+    fn_minute = _date_part_function("minute")
+    fn_second = _date_part_function("second")
 
     def as_date(self, node: Any) -> str:
         source = self.type(node)

@@ -19,10 +19,10 @@ class DateFunctions(OperatorTranslator):
         return f"CAST({self.as_date(args[0])} - {self.as_date(args[1])} AS INTEGER)"
 
     def fn_date_add(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return f"CAST({self.as_date(args[0])} + {self.integer_arg(args[1])} AS DATE)"
+        return f"CAST({self.as_date(args[0])} + {self.count_arg(args[1])} AS DATE)"
 
     def fn_date_sub(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return f"CAST({self.as_date(args[0])} - {self.integer_arg(args[1])} AS DATE)"
+        return f"CAST({self.as_date(args[0])} - {self.count_arg(args[1])} AS DATE)"
 
     def fn_date_trunc(self, node: Any, args: list[Any], result: SparkType) -> str:
         constant, unit = self.constant(args[0])

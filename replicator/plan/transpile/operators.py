@@ -12,7 +12,6 @@ from typing import Any
 
 from replicator.plan.expressions.spark_types import (
     DOUBLE,
-    INT,
     STRING,
     SparkType,
     as_decimal_type,
@@ -37,15 +36,16 @@ class OperatorTranslator(BaseTranslator):
     cast = staticmethod(cast_sql)
     quote = staticmethod(string_literal)
     arithmetic_names = ("Add", "Sub", "Mul", "Div", "Mod", "IntDiv")
+    substring_function = "substring"
+
+    def position_sum(self, start: str, length: str) -> str:
+        return f"(CAST({start} AS BIGINT) + {length})"  # two INTEGERs overflow past 2^31
 
     def string_arg(self, node: Any) -> str:
         source = self.type(node)
         if source.kind == "binary":
             raise self.fail(node, "a BINARY argument")
         return cast_sql(self.sql(node), source, STRING)
-
-    def integer_arg(self, node: Any) -> str:
-        return self.as_type(node, INT)
 
     def binary_arg(self, node: Any) -> str:
         if self.type(node).kind == "binary":

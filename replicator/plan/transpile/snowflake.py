@@ -59,6 +59,10 @@ class SnowflakeTranslator(BaseTranslator):
     refusal = "has no exact Snowflake SQL form"
     upper_case_functions = True
     negation = "(-{})"
+    substring_function = "SUBSTR"
+
+    def position_sum(self, start: str, length: str) -> str:
+        return f"({start} + {length})"  # NUMBER(38,0): no overflow
 
     def exact(self, value: str, result: SparkType) -> str:
         """Snowflake's NUMBER does not overflow at 32 or 64 bits: an int or bigint is
@@ -125,37 +129,6 @@ class SnowflakeTranslator(BaseTranslator):
         return self.exact(f"({a} {op} {b})", result)
 
     # -- strings -------------------------------------------------------------------------------
-    def fn_length(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return f"CAST(LENGTH({self.string_arg(args[0])}) AS NUMBER(10,0))"
-
-    fn_char_length = fn_character_length = fn_length
-
-    def fn_substring(self, node: Any, args: list[Any], result: SparkType) -> str:
-        text = self.string_arg(args[0])
-        pos = self.count_arg(args[1])
-        length = self.count_arg(args[2]) if len(args) > 2 else "2147483647"
-        # Spark's UTF8String.substringSQL over code points; SUBSTR then only sees a start of
-        # at least 1 and a length of at least 0.
-        size = f"LENGTH({text})"
-        start = f"(CASE WHEN {pos} > 0 THEN {pos} - 1 WHEN {pos} < 0 THEN {size} + {pos} ELSE 0 END)"
-        end = f"({start} + {length})"
-        first = f"GREATEST({start}, 0)"
-        return (f"CASE WHEN {text} IS NULL OR {pos} IS NULL OR {length} IS NULL THEN NULL "
-                f"WHEN {first} >= {end} THEN '' ELSE SUBSTR({text}, {first} + 1, "
-                f"LEAST({end}, {size}) - {first}) END")
-
-    fn_substr = fn_substring
-
-    def fn_left(self, node: Any, args: list[Any], result: SparkType) -> str:
-        text, count = self.string_arg(args[0]), self.count_arg(args[1])
-        return (f"CASE WHEN {text} IS NULL OR {count} IS NULL THEN NULL WHEN {count} <= 0 THEN '' "
-                f"ELSE LEFT({text}, {count}) END")
-
-    def fn_right(self, node: Any, args: list[Any], result: SparkType) -> str:
-        text, count = self.string_arg(args[0]), self.count_arg(args[1])
-        return (f"CASE WHEN {text} IS NULL OR {count} IS NULL THEN NULL WHEN {count} <= 0 THEN '' "
-                f"ELSE RIGHT({text}, {count}) END")
-
     def fn_replace(self, node: Any, args: list[Any], result: SparkType) -> str:
         text, search = self.string_arg(args[0]), self.string_arg(args[1])
         replacement = self.string_arg(args[2]) if len(args) > 2 else "''"
