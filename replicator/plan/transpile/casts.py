@@ -13,7 +13,7 @@ from typing import Any
 
 from replicator.plan.expressions.spark_types import SparkType
 from replicator.plan.transpile.errors import Untranslatable
-from replicator.plan.transpile.values import boolean_text, common_cast, common_literal, guarded
+from replicator.plan.transpile.values import common_cast, common_literal, common_text, guarded
 
 
 def duck_type(spark_type: SparkType) -> str:
@@ -64,19 +64,16 @@ def _timestamp_text(sql: str) -> str:
 
 
 def to_string_sql(sql: str, source: SparkType) -> str:
+    common = common_text(sql, source)
+    if common is not None:
+        return common
     kind = source.kind
-    if kind in ("string", "any"):
-        return sql
-    if kind == "boolean":
-        return boolean_text(sql)
     if kind in ("int", "bigint", "decimal"):
         return f"CAST({sql} AS VARCHAR)"
     if kind == "date":
         return f"strftime({sql}, '%Y-%m-%d')"
     if kind == "timestamp":
         return f"CASE WHEN {sql} IS NOT NULL THEN regexp_replace({_timestamp_text(sql)}, ':(\\d\\d)$', ':\\1') END"
-    if kind == "null":
-        return "CAST(NULL AS VARCHAR)"
     raise Untranslatable(f"CAST of {source} to string")
 
 

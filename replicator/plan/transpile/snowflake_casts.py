@@ -12,7 +12,7 @@ from typing import Any
 
 from replicator.plan.expressions.spark_types import SparkType
 from replicator.plan.transpile.errors import Untranslatable
-from replicator.plan.transpile.values import boolean_text, common_cast, common_literal, guarded
+from replicator.plan.transpile.values import common_cast, common_literal, common_text, guarded
 
 _INTEGER_DIGITS = {"int": 10, "bigint": 19, "boolean": 1}
 INT_RANGE = {"int": ("-2147483648", "2147483647"),
@@ -82,19 +82,16 @@ def _one_or_zero(sql: str) -> str:
 
 
 def to_string_sql(sql: str, source: SparkType) -> str:
+    common = common_text(sql, source)
+    if common is not None:
+        return common
     kind = source.kind
-    if kind in ("string", "any"):
-        return sql
-    if kind == "boolean":
-        return boolean_text(sql)
     if kind in ("int", "bigint") or (kind == "decimal" and source.scale <= 6):
         # Snowflake prints a NUMBER(p,s) with its s digits, as Spark prints a decimal up to
         # scale 6; past it Java's BigDecimal.toString may switch to E notation (0E-10).
         return f"CAST({sql} AS VARCHAR)"
     if kind == "date":
         return f"TO_CHAR({sql}, 'YYYY-MM-DD')"
-    if kind == "null":
-        return "CAST(NULL AS VARCHAR)"
     raise Untranslatable(f"CAST of {source} to string in Snowflake SQL")
 
 

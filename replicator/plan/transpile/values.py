@@ -1,6 +1,6 @@
 """The forms of Spark's values both dialects write alike (``casts``: DuckDB, ``snowflake_casts``:
 Snowflake), given the dialect's type names (``sql_type``) and string escapes (``quote``): the
-literals of most types, the casts that only re-type a value, a boolean as Spark's text, and a
+literals of most types, the casts that only re-type a value, the text of a text, a boolean or NULL, and a
 CAST that fails (or gives NULL) outside its condition. What a dialect writes its own way stays
 in its module. Literals the user wrote are rendered as SQL literals; row values never enter
 SQL text.
@@ -49,9 +49,17 @@ def common_cast(sql: str, source: SparkType, target: SparkType, sql_type: TypeNa
     return None
 
 
-def boolean_text(sql: str) -> str:
-    """A boolean as Spark's text of it, NULL staying NULL."""
-    return f"CASE WHEN {sql} THEN 'true' WHEN NOT {sql} THEN 'false' END"
+def common_text(sql: str, source: SparkType) -> str | None:
+    """Spark's text of a value, where the dialects write it alike (a text, a boolean, NULL);
+    None for the others."""
+    kind = source.kind
+    if kind in ("string", "any"):
+        return sql
+    if kind == "boolean":
+        return f"CASE WHEN {sql} THEN 'true' WHEN NOT {sql} THEN 'false' END"
+    if kind == "null":
+        return "CAST(NULL AS VARCHAR)"
+    return None
 
 
 def guarded(sql: str, condition: str, value: str, failure: str) -> str:
