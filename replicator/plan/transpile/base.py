@@ -248,7 +248,9 @@ class BaseTranslator:
             raise self.fail(node, "LIKE with a non-literal pattern or an ESCAPE")
         if pattern.endswith("\\") and not pattern.endswith("\\\\"):
             raise self.fail(node, "a LIKE pattern ending in an escape")
-        return f"({self.like_operand(node.this)} LIKE {self.quote(pattern)} ESCAPE {self.quote(chr(92))})"
+        like = f"({self.like_operand(node.this)} LIKE {self.quote(pattern)} ESCAPE {self.quote(chr(92))})"
+        # sqlglot parses ``x NOT LIKE p`` as one Like node with ``negate`` set (not as Not(Like)).
+        return f"(NOT {like})" if node.args.get("negate") else like
 
     def concat(self, nodes: list[Any]) -> str:
         return "(" + " || ".join(self.string_arg(n) for n in nodes) + ")"
