@@ -23,6 +23,8 @@ invalid CAST, is its run-time error, raised as Spark's). One module per concern,
 - ``base``: what both dialects share (the dispatch over node types, comparisons, CASE,
   TRIM, the conditional functions, mod/pmod, the date parts), each dialect a subclass giving
   its types, literals, casts and the hooks where its SQL differs;
+- ``values``: the value forms both dialects write alike (literals, re-typing casts, a
+  value's text, the guarded CAST), given a dialect's type names and escapes;
 - ``casts``: DuckDB types, literals, Spark's CAST as DuckDB SQL;
 - ``operators``: the DuckDB dialect (its data and hooks, arithmetic, argument forms);
 - ``string_functions``, ``numeric_functions``, ``date_functions``: the DuckDB function families;
