@@ -54,7 +54,7 @@ EXPRESSIONS = [
     "i = j", "i <> j", "i < j", "d >= e", "f > d", "s = t", "s < t", "i <=> j", "dt < ts",
     "dt = '2024-02-29'", "ts >= '2024-01-01 00:00:00'", "flag AND i > 0", "flag OR i > 0",
     "NOT flag", "i IS NULL", "s IS NOT NULL", "i IN (1, 2, j)", "d BETWEEN -1 AND 1.5",
-    "s LIKE 'a%'", "s LIKE '%\\\\_%'",
+    "s LIKE 'a%'", "s LIKE '%\\\\_%'", "s NOT LIKE 'a%'",
     # conditionals
     "CASE WHEN i > 0 THEN 'pos' WHEN i < 0 THEN 'neg' ELSE 'zero' END",
     "CASE i WHEN 1 THEN d ELSE e END", "if(flag, i, l)", "coalesce(s, t, 'none')",

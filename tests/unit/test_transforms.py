@@ -182,6 +182,8 @@ def test_computed_column_named_like_a_source_column_is_refused_by_plan() -> None
     ("d / 2", {"d": decimal(4, 2)}, decimal(8, 6), Decimal("5.275000")),
     ("i / 2", {"i": INT}, None, 3.5),  # int / int is DOUBLE
     ("concat(s, i)", {"s": STRING, "i": BIGINT}, STRING, "x7"),
+    ("s NOT LIKE 'x%'", {"s": STRING}, None, False),  # sqlglot: Like(negate=True), once read as LIKE
+    ("s NOT LIKE 'y%'", {"s": STRING}, None, True),
 ])
 def test_expression_types(text, types, result_type, value) -> None:
     from tests.fixtures.row_transforms import duckdb_values

@@ -20,10 +20,15 @@ literals, which DuckDB folds when it runs (a constant's error, such as an overfl
 invalid CAST, is its run-time error, raised as Spark's). One module per concern, each importing only those above it:
 
 - ``errors``: ``Untranslatable``;
+- ``base``: what both dialects share (the dispatch over node types, comparisons, CASE,
+  TRIM, the conditional functions, mod/pmod, the date parts), each dialect a subclass giving
+  its types, literals, casts and the hooks where its SQL differs;
+- ``values``: the value forms both dialects write alike (literals, re-typing casts, a
+  value's text, the guarded CAST), given a dialect's type names and escapes;
 - ``casts``: DuckDB types, literals, Spark's CAST as DuckDB SQL;
-- ``operators``: the translator's core (comparisons, arithmetic, CASE, TRIM, conditionals);
-- ``string_functions``, ``numeric_functions``, ``date_functions``: the function families;
-- ``translator``: the dispatch and the entry points (``translate``, ``result_type``,
+- ``operators``: the DuckDB dialect (its data and hooks, arithmetic, argument forms);
+- ``string_functions``, ``numeric_functions``, ``date_functions``: the DuckDB function families;
+- ``translator``: the DuckDB translator and the entry points (``translate``, ``result_type``,
   ``describe_transforms``);
 - ``snowflake_casts`` and ``snowflake``: the same typed tree as Snowflake SQL, for the
   external-stage path (``plan.statements.stage_expressions``; docs/decisions/

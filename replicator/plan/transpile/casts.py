@@ -13,6 +13,7 @@ from typing import Any
 
 from replicator.plan.expressions.spark_types import SparkType
 from replicator.plan.transpile.errors import Untranslatable
+from replicator.plan.transpile.values import common_cast, common_literal, common_text, guarded
 
 
 def duck_type(spark_type: SparkType) -> str:
@@ -34,26 +35,15 @@ def fail_sql(error_class: str, message: str) -> str:
 
 def literal_sql(value: Any, spark_type: SparkType) -> str:
     """A constant of the expression (written by the user, or folded from what they wrote)."""
-    if value is None:
-        return f"CAST(NULL AS {duck_type(spark_type)})"
     kind = spark_type.kind
-    if kind == "boolean":
-        return "TRUE" if value else "FALSE"
-    if kind in ("int", "bigint"):
-        return f"CAST({int(value)} AS {duck_type(spark_type)})"
-    if kind == "decimal":
+    if value is not None and kind == "decimal":
         return f"CAST({string_literal(format(Decimal(value), 'f'))} AS {duck_type(spark_type)})"
-    if kind == "double":
-        return f"CAST({string_literal(repr(float(value)))} AS DOUBLE)"
-    if kind == "string":
-        return string_literal(value)
-    if kind == "date":
-        return f"CAST({string_literal(value.isoformat())} AS DATE)"
-    if kind == "timestamp":
-        return f"CAST({string_literal(value.isoformat(sep=' '))} AS TIMESTAMP)"
-    if kind == "binary":
+    if value is not None and kind == "binary":
         return f"unhex({string_literal(bytes(value).hex())})"
-    raise Untranslatable(f"no literal of type {spark_type}")
+    common = common_literal(value, spark_type, duck_type, string_literal)
+    if common is None:
+        raise Untranslatable(f"no literal of type {spark_type}")
+    return common
 
 
 # -- implicit and explicit casts ------------------------------------------------------------
@@ -74,34 +64,29 @@ def _timestamp_text(sql: str) -> str:
 
 
 def to_string_sql(sql: str, source: SparkType) -> str:
+    common = common_text(sql, source)
+    if common is not None:
+        return common
     kind = source.kind
-    if kind in ("string", "any"):
-        return sql
-    if kind == "boolean":
-        return f"CASE WHEN {sql} THEN 'true' WHEN NOT {sql} THEN 'false' END"
     if kind in ("int", "bigint", "decimal"):
         return f"CAST({sql} AS VARCHAR)"
     if kind == "date":
         return f"strftime({sql}, '%Y-%m-%d')"
     if kind == "timestamp":
         return f"CASE WHEN {sql} IS NOT NULL THEN regexp_replace({_timestamp_text(sql)}, ':(\\d\\d)$', ':\\1') END"
-    if kind == "null":
-        return "CAST(NULL AS VARCHAR)"
     raise Untranslatable(f"CAST of {source} to string")
 
 
 def cast_sql(sql: str, source: SparkType, target: SparkType, *, safe: bool = False) -> str:
     """``sql`` (of Spark type ``source``) as ``target``: Spark's ANSI CAST (``safe``: try_cast,
     NULL where CAST fails)."""
+    common = common_cast(sql, source, target, duck_type)
+    if common is not None:
+        return common
     s, t = source.kind, target.kind
-    if source == target or s == "any":
-        return sql  # every node is already in the DuckDB form of its Spark type
-    if s == "null":
-        return f"CAST({sql} AS {duck_type(target)})"
 
-    def guarded(condition: str, value: str, error_class: str, what: str) -> str:
-        failure = "NULL" if safe else fail_sql(error_class, what)
-        return f"CASE WHEN {sql} IS NULL THEN NULL WHEN {condition} THEN {value} ELSE {failure} END"
+    def checked(condition: str, value: str, error_class: str, what: str) -> str:
+        return guarded(sql, condition, value, "NULL" if safe else fail_sql(error_class, what))
 
     if t == "string":
         return to_string_sql(sql, source)
@@ -111,20 +96,20 @@ def cast_sql(sql: str, source: SparkType, target: SparkType, *, safe: bool = Fal
             return f"CAST({sql} AS {duck_type(target)})"
         if s == "string":
             text = _trim_all(sql)
-            return guarded(f"regexp_matches({text}, '^[+-]?[0-9]+$') AND "
+            return checked(f"regexp_matches({text}, '^[+-]?[0-9]+$') AND "
                            f"TRY_CAST({text} AS HUGEINT) BETWEEN {low} AND {high}",
                            f"CAST({text} AS {duck_type(target)})", "CAST_INVALID_INPUT",
                            f"a STRING value cannot be cast to {t.upper()} because it is malformed")
         if s == "double":
-            return guarded(f"NOT isnan({sql}) AND NOT isinf({sql}) AND trunc({sql}) BETWEEN {low} AND {high}",
+            return checked(f"NOT isnan({sql}) AND NOT isinf({sql}) AND trunc({sql}) BETWEEN {low} AND {high}",
                            f"CAST(trunc({sql}) AS {duck_type(target)})", "CAST_OVERFLOW",
                            f"a DOUBLE value cannot be cast to {t.upper()} due to an overflow")
         if s == "decimal":
-            return guarded(f"trunc({sql}) BETWEEN {low} AND {high}",
+            return checked(f"trunc({sql}) BETWEEN {low} AND {high}",
                            f"CAST(trunc({sql}) AS {duck_type(target)})", "CAST_OVERFLOW",
                            f"a DECIMAL value cannot be cast to {t.upper()} due to an overflow")
         if s in ("int", "bigint"):
-            return guarded(f"{sql} BETWEEN {low} AND {high}", f"CAST({sql} AS {duck_type(target)})",
+            return checked(f"{sql} BETWEEN {low} AND {high}", f"CAST({sql} AS {duck_type(target)})",
                            "CAST_OVERFLOW", f"the value cannot be cast to {t.upper()} due to an overflow")
     if t == "decimal":
         p, sc = target.precision, target.scale
@@ -133,7 +118,7 @@ def cast_sql(sql: str, source: SparkType, target: SparkType, *, safe: bool = Fal
             value = f"CAST({sql} AS DECIMAL(38,{sc}))" if s != "decimal" else f"round({sql}, {sc})"
             if s == "boolean":
                 value = f"CAST(CAST({sql} AS INTEGER) AS DECIMAL(38,{sc}))"
-            return guarded(f"abs({value}) < {bound}", f"CAST({value} AS {duck_type(target)})",
+            return checked(f"abs({value}) < {bound}", f"CAST({value} AS {duck_type(target)})",
                            "NUMERIC_VALUE_OUT_OF_RANGE",
                            f"the value cannot be represented as Decimal({p}, {sc})")
         raise Untranslatable(f"CAST of {source} to {target}")
@@ -148,10 +133,6 @@ def cast_sql(sql: str, source: SparkType, target: SparkType, *, safe: bool = Fal
             return (f"CASE WHEN {sql} IS NULL THEN NULL WHEN {text} IN ('t', 'true', 'y', 'yes', '1') THEN TRUE "
                     f"WHEN {text} IN ('f', 'false', 'n', 'no', '0') THEN FALSE ELSE {failure} END")
         return f"({sql} <> 0)"
-    if t == "date" and s == "timestamp":
-        return f"CAST({sql} AS DATE)"
-    if t == "timestamp" and s == "date":
-        return f"CAST({sql} AS TIMESTAMP)"
     if t == "binary" and s == "string":
         return f"encode({sql})"
     raise Untranslatable(f"CAST of {source} to {target}")

@@ -1,5 +1,6 @@
-"""The date and time functions: to_date, year .. second, datediff, date_add and date_sub,
-date_trunc, and date_format (Spark's datetime pattern letters as strftime's).
+"""The date and time functions in DuckDB: datediff, date_add and date_sub, date_trunc, and
+date_format (Spark's datetime pattern letters as strftime's); to_date and year .. second are
+``base``'s.
 """
 
 from __future__ import annotations
@@ -14,57 +15,14 @@ from replicator.plan.transpile.operators import OperatorTranslator
 class DateFunctions(OperatorTranslator):
     """Translates ``fn_<name>`` of the date and time functions (``OperatorTranslator`` does the rest)."""
 
-    def _date_part(self, node: Any, args: list[Any], part: str) -> str:
-        source = self.type(args[0])
-        if source.kind not in ("date", "timestamp"):
-            raise self.fail(node, f"{part}() of {source}")
-        value = self.sql(args[0]) if part in ("year", "month", "day", "quarter") else self.as_type(args[0], TIMESTAMP)
-        return f"CAST({part}({value}) AS INTEGER)"
-
-    def fn_year(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._date_part(node, args, "year")
-
-    def fn_month(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._date_part(node, args, "month")
-
-    def fn_day(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._date_part(node, args, "day")
-
-    fn_dayofmonth = fn_day
-
-    def fn_quarter(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._date_part(node, args, "quarter")
-
-    def fn_hour(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._date_part(node, args, "hour")
-
-    def fn_minute(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._date_part(node, args, "minute")
-
-    def fn_second(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._date_part(node, args, "second")
-
-    def _as_date(self, node: Any) -> str:
-        source = self.type(node)
-        if source.kind == "timestamp":
-            return f"CAST({self.sql(node)} AS DATE)"
-        if source.kind == "date":
-            return self.sql(node)
-        raise self.fail(node, f"a {source} where a date is expected")
-
-    def fn_to_date(self, node: Any, args: list[Any], result: SparkType) -> str:
-        if len(args) != 1:
-            raise self.fail(node, "to_date() with a format")
-        return self._as_date(args[0])
-
     def fn_datediff(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return f"CAST({self._as_date(args[0])} - {self._as_date(args[1])} AS INTEGER)"
+        return f"CAST({self.as_date(args[0])} - {self.as_date(args[1])} AS INTEGER)"
 
     def fn_date_add(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return f"CAST({self._as_date(args[0])} + {self.integer_arg(args[1])} AS DATE)"
+        return f"CAST({self.as_date(args[0])} + {self.count_arg(args[1])} AS DATE)"
 
     def fn_date_sub(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return f"CAST({self._as_date(args[0])} - {self.integer_arg(args[1])} AS DATE)"
+        return f"CAST({self.as_date(args[0])} - {self.count_arg(args[1])} AS DATE)"
 
     def fn_date_trunc(self, node: Any, args: list[Any], result: SparkType) -> str:
         constant, unit = self.constant(args[0])

@@ -1,5 +1,5 @@
-"""The math functions: round and bround, floor and ceil, abs, mod and pmod, try_divide
-(division with NULL for a zero divisor), greatest and least, in Spark's result types.
+"""The math functions in DuckDB: round and bround, floor and ceil (``integral``), greatest
+and least, in Spark's result types; abs, mod, pmod and try_divide are ``base``'s.
 """
 
 from __future__ import annotations
@@ -30,48 +30,17 @@ class NumericFunctions(OperatorTranslator):
     def fn_bround(self, node: Any, args: list[Any], result: SparkType) -> str:
         return self._round(node, args, result, "bround")
 
-    def fn_floor(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._integral(node, args, result, "floor")
-
-    def fn_ceil(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self._integral(node, args, result, "ceil")
-
-    fn_ceiling = fn_ceil
-
-    def _integral(self, node: Any, args: list[Any], result: SparkType, function: str) -> str:
-        source = self.type(args[0])
+    def integral(self, node: Any, arg: Any, result: SparkType, function: str) -> str:
+        source = self.type(arg)
         if source.kind == "double":
-            value = self.sql(args[0])
+            value = self.sql(arg)
             failure = fail_sql("ARITHMETIC_OVERFLOW", "overflow")
             return (f"CASE WHEN {value} IS NULL THEN NULL WHEN isnan({value}) OR isinf({value}) OR "
                     f"{function}({value}) NOT BETWEEN -9223372036854775808 AND 9223372036854775807 "
                     f"THEN {failure} ELSE CAST({function}({value}) AS BIGINT) END")
         if source.integral:
-            return f"CAST({self.sql(args[0])} AS BIGINT)"
-        return f"CAST({function}({self.sql(args[0])}) AS {duck_type(result)})"
-
-    def fn_abs(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return f"CAST(abs({self.as_type(args[0], result)}) AS {duck_type(result)})"
-
-    def fn_mod(self, node: Any, args: list[Any], result: SparkType) -> str:
-        from sqlglot import exp
-
-        return self.arithmetic(exp.Mod(this=args[0], expression=args[1]), "Mod", result)
-
-    def fn_pmod(self, node: Any, args: list[Any], result: SparkType) -> str:
-        remainder = self.fn_mod(node, args, result)
-        divisor = self.as_type(args[1], result)
-        return (f"CAST(CASE WHEN {remainder} < 0 AND {divisor} > 0 THEN {remainder} + {divisor} "
-                f"ELSE {remainder} END AS {duck_type(result)})")
-
-    def fn_try_divide(self, node: Any, args: list[Any], result: SparkType) -> str:
-        from sqlglot import exp
-
-        self.safe_division = True
-        try:
-            return self.arithmetic(exp.Div(this=args[0], expression=args[1]), "Div", result)
-        finally:
-            self.safe_division = False
+            return f"CAST({self.sql(arg)} AS BIGINT)"
+        return f"CAST({function}({self.sql(arg)}) AS {duck_type(result)})"
 
     def fn_greatest(self, node: Any, args: list[Any], result: SparkType) -> str:
         return f"greatest({', '.join(self.as_type(a, result) for a in args)})"

@@ -12,6 +12,7 @@ from typing import Any
 
 from replicator.plan.expressions.spark_types import SparkType
 from replicator.plan.transpile.errors import Untranslatable
+from replicator.plan.transpile.values import common_cast, common_literal, common_text, guarded
 
 _INTEGER_DIGITS = {"int": 10, "bigint": 19, "boolean": 1}
 INT_RANGE = {"int": ("-2147483648", "2147483647"),
@@ -38,27 +39,17 @@ def string_literal(text: str) -> str:
 
 def literal_sql(value: Any, spark_type: SparkType) -> str:
     """A constant the user wrote, in the Snowflake form of its Spark type."""
-    if value is None:
-        return f"CAST(NULL AS {snowflake_type(spark_type)})"
     kind = spark_type.kind
-    if kind == "boolean":
-        return "TRUE" if value else "FALSE"
-    if kind in ("int", "bigint"):
-        return f"CAST({int(value)} AS {snowflake_type(spark_type)})"
-    if kind == "decimal":
+    if value is not None and kind == "decimal":
         return f"CAST({format(Decimal(value), 'f')} AS {snowflake_type(spark_type)})"
-    if kind == "double":
+    if value is not None and kind == "double":
         number = float(value)
         if number != number or number in (float("inf"), float("-inf")):
             raise Untranslatable("a non-finite DOUBLE literal")
-        return f"CAST({string_literal(repr(number))} AS FLOAT)"
-    if kind == "string":
-        return string_literal(value)
-    if kind == "date":
-        return f"CAST({string_literal(value.isoformat())} AS DATE)"
-    if kind == "timestamp":
-        return f"CAST({string_literal(value.isoformat(sep=' '))} AS TIMESTAMP_NTZ)"
-    raise Untranslatable(f"a {spark_type} literal in Snowflake SQL")
+    common = common_literal(value, spark_type, snowflake_type, string_literal)
+    if common is None:
+        raise Untranslatable(f"a {spark_type} literal in Snowflake SQL")
+    return common
 
 
 def fail_sql(error_class: str, message: str, witness: str, result: SparkType) -> str:
@@ -91,34 +82,29 @@ def _one_or_zero(sql: str) -> str:
 
 
 def to_string_sql(sql: str, source: SparkType) -> str:
+    common = common_text(sql, source)
+    if common is not None:
+        return common
     kind = source.kind
-    if kind in ("string", "any"):
-        return sql
-    if kind == "boolean":
-        return f"CASE WHEN {sql} THEN 'true' WHEN NOT {sql} THEN 'false' END"
     if kind in ("int", "bigint") or (kind == "decimal" and source.scale <= 6):
         # Snowflake prints a NUMBER(p,s) with its s digits, as Spark prints a decimal up to
         # scale 6; past it Java's BigDecimal.toString may switch to E notation (0E-10).
         return f"CAST({sql} AS VARCHAR)"
     if kind == "date":
         return f"TO_CHAR({sql}, 'YYYY-MM-DD')"
-    if kind == "null":
-        return "CAST(NULL AS VARCHAR)"
     raise Untranslatable(f"CAST of {source} to string in Snowflake SQL")
 
 
 def cast_sql(sql: str, source: SparkType, target: SparkType, *, safe: bool = False) -> str:
     """``sql`` (of Spark type ``source``) as ``target``: Spark's ANSI CAST (``safe``:
     try_cast, NULL where CAST fails)."""
+    common = common_cast(sql, source, target, snowflake_type)
+    if common is not None:
+        return common
     s, t = source.kind, target.kind
-    if source == target or s == "any":
-        return sql
-    if s == "null":
-        return f"CAST({sql} AS {snowflake_type(target)})"
 
-    def guarded(condition: str, value: str, error_class: str, what: str) -> str:
-        failure = "NULL" if safe else fail_sql(error_class, what, sql, target)
-        return f"CASE WHEN {sql} IS NULL THEN NULL WHEN {condition} THEN {value} ELSE {failure} END"
+    def checked(condition: str, value: str, error_class: str, what: str) -> str:
+        return guarded(sql, condition, value, "NULL" if safe else fail_sql(error_class, what, sql, target))
 
     if t == "string":
         return to_string_sql(sql, source)
@@ -131,12 +117,12 @@ def cast_sql(sql: str, source: SparkType, target: SparkType, *, safe: bool = Fal
             return f"CAST({_one_or_zero(sql)} AS {sf})"
         if s == "double":
             # Bounds as doubles: 2^63 itself is out of range (9223372036854775807 rounds to it).
-            return guarded(f"{sql} = {sql} AND TRUNC({sql}) >= CAST('{low}' AS FLOAT) "
+            return checked(f"{sql} = {sql} AND TRUNC({sql}) >= CAST('{low}' AS FLOAT) "
                            f"AND TRUNC({sql}) < CAST('{int(high) + 1}' AS FLOAT)",
                            f"CAST(TRUNC({sql}) AS {sf})", "CAST_OVERFLOW",
                            f"a DOUBLE value cannot be cast to {t.upper()} due to an overflow")
         value = f"TRUNC({sql})" if s == "decimal" else sql  # towards zero, as Spark
-        return guarded(f"{value} BETWEEN {low} AND {high}", f"CAST({value} AS {sf})", "CAST_OVERFLOW",
+        return checked(f"{value} BETWEEN {low} AND {high}", f"CAST({value} AS {sf})", "CAST_OVERFLOW",
                        f"the value cannot be cast to {t.upper()} due to an overflow")
     if t == "decimal":
         if s not in ("int", "bigint", "decimal", "boolean"):
@@ -153,7 +139,7 @@ def cast_sql(sql: str, source: SparkType, target: SparkType, *, safe: bool = Fal
         # The bound as an exact integer (1e{digits} would be a FLOAT, and the comparison
         # would round the value to a double), of fewer digits than the value's type holds:
         # DuckDB compares in the value's decimal type.
-        return guarded(f"ABS({value}) < 1{'0' * digits}",
+        return checked(f"ABS({value}) < 1{'0' * digits}",
                        f"CAST({value} AS {snowflake_type(target)})", "NUMERIC_VALUE_OUT_OF_RANGE",
                        f"the value cannot be represented as Decimal({target.precision}, {target.scale})")
     if t == "double":
@@ -163,10 +149,6 @@ def cast_sql(sql: str, source: SparkType, target: SparkType, *, safe: bool = Fal
             return f"CAST({sql} AS FLOAT)"
     if t == "boolean" and s in ("int", "bigint", "decimal", "double"):
         return f"({sql} <> 0)"
-    if t == "date" and s == "timestamp":
-        return f"CAST({sql} AS DATE)"
-    if t == "timestamp" and s == "date":
-        return f"CAST({sql} AS TIMESTAMP_NTZ)"
     raise Untranslatable(f"CAST of {source} to {target} in Snowflake SQL")
 
 

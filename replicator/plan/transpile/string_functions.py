@@ -1,6 +1,7 @@
-"""The string and binary functions: concat, concat_ws, upper and lower (with
-Java's one-to-many case mappings DuckDB lacks), trims, length, substring/left/right, replace,
-regexp_replace (where Java's and RE2's regexes agree), lpad/rpad, and the hashes.
+"""The string and binary functions in DuckDB: concat_ws, upper and lower (with Java's
+one-to-many case mappings DuckDB lacks), length and substring of BINARY, replace,
+regexp_replace (where Java's and RE2's regexes agree), lpad/rpad, and the hashes; concat,
+the trims, length, substring, left and right are ``base``'s.
 """
 
 from __future__ import annotations
@@ -16,9 +17,6 @@ from replicator.plan.transpile.operators import OperatorTranslator
 class StringFunctions(OperatorTranslator):
     """Translates ``fn_<name>`` of the string and binary functions (``OperatorTranslator`` does the rest)."""
 
-    def fn_concat(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return self.concat(args)
-
     def fn_concat_ws(self, node: Any, args: list[Any], result: SparkType) -> str:
         separator, rest = args[0], args[1:]
         if not rest:
@@ -33,48 +31,19 @@ class StringFunctions(OperatorTranslator):
 
     fn_ucase, fn_lcase = fn_upper, fn_lower
 
-    def fn_ltrim(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return f"ltrim({self.string_arg(args[0])}, ' ')"
-
-    def fn_rtrim(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return f"rtrim({self.string_arg(args[0])}, ' ')"
-
-    def fn_trim(self, node: Any, args: list[Any], result: SparkType) -> str:
-        return f"trim({self.string_arg(args[0])}, ' ')"
-
     def fn_length(self, node: Any, args: list[Any], result: SparkType) -> str:
         if self.type(args[0]).kind == "binary":
             return f"CAST(octet_length({self.sql(args[0])}) AS INTEGER)"
-        return f"CAST(length({self.string_arg(args[0])}) AS INTEGER)"
+        return super().fn_length(node, args, result)
 
     fn_char_length = fn_character_length = fn_length
 
     def fn_substring(self, node: Any, args: list[Any], result: SparkType) -> str:
         if self.type(args[0]).kind == "binary":
             raise self.fail(node, "substring() of BINARY")
-        text = self.string_arg(args[0])
-        pos = self.integer_arg(args[1])
-        length = self.integer_arg(args[2]) if len(args) > 2 else "2147483647"
-        # Spark's UTF8String.substringSQL over code points.
-        size = f"length({text})"
-        start = f"(CASE WHEN {pos} > 0 THEN {pos} - 1 WHEN {pos} < 0 THEN {size} + {pos} ELSE 0 END)"
-        end = f"(CAST({start} AS BIGINT) + {length})"
-        first = f"greatest({start}, 0)"
-        return (f"CASE WHEN {text} IS NULL OR {pos} IS NULL OR {length} IS NULL THEN NULL "
-                f"WHEN {first} >= {end} THEN '' ELSE substring({text}, {first} + 1, "
-                f"least({end}, {size}) - {first}) END")
+        return super().fn_substring(node, args, result)
 
     fn_substr = fn_substring
-
-    def fn_left(self, node: Any, args: list[Any], result: SparkType) -> str:
-        text, count = self.string_arg(args[0]), self.integer_arg(args[1])
-        return (f"CASE WHEN {text} IS NULL OR {count} IS NULL THEN NULL WHEN {count} <= 0 THEN '' "
-                f"ELSE left({text}, {count}) END")
-
-    def fn_right(self, node: Any, args: list[Any], result: SparkType) -> str:
-        text, count = self.string_arg(args[0]), self.integer_arg(args[1])
-        return (f"CASE WHEN {text} IS NULL OR {count} IS NULL THEN NULL WHEN {count} <= 0 THEN '' "
-                f"ELSE right({text}, {count}) END")
 
     def fn_replace(self, node: Any, args: list[Any], result: SparkType) -> str:
         text, search = self.string_arg(args[0]), self.string_arg(args[1])
@@ -94,7 +63,7 @@ class StringFunctions(OperatorTranslator):
         return f"regexp_replace({self.string_arg(args[0])}, {string_literal(pattern)}, {string_literal(groups)}, 'g')"
 
     def _pad(self, function: str, args: list[Any]) -> str:
-        text, size = self.string_arg(args[0]), self.integer_arg(args[1])
+        text, size = self.string_arg(args[0]), self.count_arg(args[1])
         pad = self.string_arg(args[2]) if len(args) > 2 else "' '"
         return (f"CASE WHEN {text} IS NULL OR {size} IS NULL OR {pad} IS NULL THEN NULL "
                 f"WHEN {size} <= 0 THEN '' WHEN {pad} = '' THEN left({text}, {size}) "

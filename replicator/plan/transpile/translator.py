@@ -4,8 +4,9 @@ The user writes Spark SQL (one dialect for ``filter:`` and ``expression:``); ``p
 parses and type-checks it (Spark 4's analyzer types, ANSI mode). This package writes the same
 expression as a DuckDB expression that gives Spark's value in Spark's type on every row, so the
 transform step (``transform.stage``) evaluates it vectorized inside its one statement. This
-module holds the dispatch over node types and the entry points (``translate``,
-``result_type``, and ``describe_transforms`` for ``replicator plan``).
+module holds the DuckDB translator (the dispatch over node types is ``base``'s) and the
+entry points (``translate``, ``result_type``, and ``describe_transforms`` for
+``replicator plan``).
 """
 
 from __future__ import annotations
@@ -17,93 +18,17 @@ from replicator.plan.expressions.errors import ExpressionError
 from replicator.plan.expressions.parsing import parse
 from replicator.plan.expressions.spark_types import SparkType
 from replicator.plan.identifiers import quote_identifier as q
-from replicator.plan.transpile.casts import cast_sql, duck_type, literal_sql, string_literal
+from replicator.plan.transpile.casts import duck_type
 from replicator.plan.transpile.date_functions import DateFunctions
 from replicator.plan.transpile.errors import Untranslatable
 from replicator.plan.transpile.numeric_functions import NumericFunctions
-from replicator.plan.transpile.operators import COMPARISONS
 from replicator.plan.transpile.string_functions import StringFunctions
 
 
 class _Translator(StringFunctions, NumericFunctions, DateFunctions):
-    """Spark SQL nodes -> DuckDB SQL: the dispatch over node types; the operators are
-    ``operators.OperatorTranslator``'s, each function family (``fn_<name>``) its own module's."""
-
-    def sql(self, node: Any) -> str:
-        """DuckDB SQL for ``node``, giving Spark's value in the DuckDB form of Spark's type."""
-        from sqlglot import exp
-
-        typed = self.checker.check(node)  # type-checks the node (ExpressionError)
-        if typed.literal:  # what the user wrote; an expression over literals the engine folds
-            return literal_sql(typed.value, typed.type)
-        result = typed.type
-        if isinstance(node, exp.Paren):
-            return self.sql(node.this)
-        if isinstance(node, exp.Column):
-            return self.column_sql(self.columns[node.name.lower()])
-        if isinstance(node, exp.Neg):
-            return f"CAST(-({self.sql(node.this)}) AS {duck_type(result)})"
-        if isinstance(node, exp.Not):
-            return f"(NOT {self.sql(node.this)})"
-        if isinstance(node, exp.And):
-            return f"({self.sql(node.this)} AND {self.sql(node.expression)})"
-        if isinstance(node, exp.Or):
-            return f"({self.sql(node.this)} OR {self.sql(node.expression)})"
-        name = type(node).__name__
-        if name in COMPARISONS:
-            return self.comparison(node, COMPARISONS[name])
-        if name in ("Add", "Sub", "Mul", "Div", "Mod", "IntDiv"):
-            return self.arithmetic(node, name, result)
-        if isinstance(node, exp.DPipe):
-            return self.concat([node.this, node.expression])
-        if isinstance(node, exp.Concat):
-            return self.concat(node.expressions)
-        if isinstance(node, exp.Is):
-            target = node.expression
-            if isinstance(target, exp.Null):
-                return f"({self.sql(node.this)} IS NULL)"
-            return f"({self.sql(node.this)} IS {'TRUE' if target.this else 'FALSE'})"
-        if isinstance(node, exp.In):
-            parts = [self.comparison(exp.EQ(this=node.this, expression=o), "=") for o in node.expressions]
-            return "(" + " OR ".join(parts) + ")"
-        if isinstance(node, exp.Between):
-            low = exp.GTE(this=node.this, expression=node.args["low"])
-            high = exp.LTE(this=node.this, expression=node.args["high"])
-            return f"({self.sql(low)} AND {self.sql(high)})"
-        if isinstance(node, exp.Like):
-            pattern = node.expression.this
-            if pattern.endswith("\\") and not pattern.endswith("\\\\"):
-                raise self.fail(node, "a LIKE pattern ending in an escape")
-            return f"({self.sql(node.this)} LIKE {string_literal(pattern)} ESCAPE '\\')"
-        if isinstance(node, exp.Case):
-            subject = node.this
-            branches = []
-            for when in node.args.get("ifs") or []:
-                condition = when.this if subject is None else exp.EQ(this=subject, expression=when.this)
-                branches.append((condition, when.args.get("true")))
-            return self.conditional(branches, node.args.get("default"), result)
-        if isinstance(node, exp.If):
-            return self.conditional([(node.this, node.args.get("true"))], node.args.get("false"), result)
-        if isinstance(node, (exp.Cast, exp.TryCast)):
-            safe = isinstance(node, exp.TryCast) and bool(node.args.get("safe"))
-            return cast_sql(self.sql(node.this), self.type(node.this), result, safe=safe)
-        if isinstance(node, exp.Trim):
-            return self.trim(node)
-        if isinstance(node, exp.Substring):
-            args = [a for a in (node.this, node.args.get("start"), node.args.get("length")) if a is not None]
-            return self.fn_substring(node, args, result)
-        if isinstance(node, exp.Floor):
-            return self.fn_floor(node, [node.this], result)
-        if isinstance(node, exp.Ceil):
-            return self.fn_ceil(node, [node.this], result)
-        if isinstance(node, exp.Anonymous):
-            handler = getattr(self, f"fn_{str(node.this).lower()}", None)
-            if handler is None:
-                raise self.fail(node, f"{str(node.this).lower()}()")
-            return handler(node, list(node.expressions), result)
-        if isinstance(node, exp.Func):
-            raise self.fail(node, f"{node.sql_name().lower()}()")
-        raise self.fail(node, repr(node.sql(dialect="spark")))
+    """Spark SQL nodes -> DuckDB SQL: the dispatch and the shared rules are
+    ``base.BaseTranslator``'s, the dialect ``operators.OperatorTranslator``'s, each function
+    family (``fn_<name>``) its own module's."""
 
 
 # -- what the transform step calls ------------------------------------------------------------
