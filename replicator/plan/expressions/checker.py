@@ -125,7 +125,8 @@ class Checker(StringFunctions, NumericFunctions, DateFunctions):
         if isinstance(node, (exp.Initcap, exp.Floor, exp.Ceil)):
             extra = node.args.get("decimals") or node.args.get("to")
             delimiters = node.args.get("expression") if isinstance(node, exp.Initcap) else None
-            if extra is not None or (delimiters is not None and delimiters.sql() != "' '"):
+            if node.this is None or extra is not None or (
+                    delimiters is not None and delimiters.sql() != "' '"):
                 raise self.error(node, f"{node.sql_name().lower()}() takes 1 argument here")
             handler = {exp.Initcap: self.fn_initcap, exp.Floor: self.fn_floor, exp.Ceil: self.fn_ceil}[type(node)]
             return handler(node, [self.check(node.this)])
