@@ -45,6 +45,11 @@ def _sink_error(exc: BaseException, doing: str) -> SinkError:
 # process of a run applying a 1M-row transaction stays under 1.5 GiB together (issue 30's
 # bound; docs/decisions/duckdb-memory-limit.md).
 APPLY_MEMORY_BYTES = 384_000_000
+# The memory_limit each file was first opened with in this process, by its real path: DuckDB
+# shares one database instance per file in a process and refuses a second connection whose
+# configuration differs ("Can't open a connection to same database file with a different
+# configuration"), and the file's size, which the limit is computed from, grows meanwhile.
+_FIRST_LIMITS: dict[str, dict[str, Any]] = {}
 
 
 def default_settings(path: str, settings: dict[str, Any]) -> dict[str, Any]:
@@ -55,6 +60,13 @@ def default_settings(path: str, settings: dict[str, Any]) -> dict[str, Any]:
     transaction's apply grows the driver by what it stages (1M rows: +650 MiB for scd2)."""
     if "memory_limit" in {name.lower() for name in settings} or path == ":memory:":
         return {}  # the user's; an in-memory target has no file to spill beside
+    key = os.path.realpath(path)
+    if key not in _FIRST_LIMITS:
+        _FIRST_LIMITS[key] = _limit_for(path)
+    return dict(_FIRST_LIMITS[key])
+
+
+def _limit_for(path: str) -> dict[str, Any]:
     try:
         cached = sum(os.stat(name).st_size for name in (path, path + ".wal")
                      if os.path.exists(name))

@@ -98,3 +98,24 @@ def test_without_a_memory_limit_the_target_gets_its_size_plus_the_apply_memory(t
         "memory_limit": f"{-(-(size + APPLY_MEMORY_BYTES) // 1_000_000)}MB"}
     assert default_settings(str(path), {"Memory_Limit": "1GB"}) == {}
     assert default_settings(":memory:", {}) == {}
+
+
+def test_a_second_sink_on_a_grown_file_in_the_same_process_opens(tmp_path):
+    """DuckDB shares one instance per file in a process and refuses a second connection with
+    another configuration: the default memory_limit is the one the file was first opened with
+    (CI failed a lease test where a second sink opened the file after the first had grown it)."""
+    pipeline = _pipeline(tmp_path, "{threads: 1}")
+    plan = build_plan(pipeline, offline_catalog(pipeline))
+    first = open_sink(pipeline, plan)
+    try:
+        first.connection.execute("CREATE TABLE pad AS SELECT range AS id, md5(range::VARCHAR) "
+                                 "AS pad FROM range(200000)")
+        first.connection.execute("CHECKPOINT")
+        assert (tmp_path / "w.duckdb").stat().st_size > 2_000_000  # past the MB the limit rounds to
+        second = open_sink(pipeline, plan)
+        try:
+            assert second.connection.execute("SELECT count(*) FROM pad").fetchone() == (200000,)
+        finally:
+            second.close()
+    finally:
+        first.close()
