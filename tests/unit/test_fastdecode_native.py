@@ -78,7 +78,7 @@ def test_without_the_extension_auto_runs_the_reference_and_compiled_is_an_error(
     with caplog.at_level(logging.DEBUG, logger=native.__name__):
         assert native.enabled() is False
         assert native.enabled() is False
-    assert [r.message for r in caplog.records].count(
+    assert [r.getMessage() for r in caplog.records].count(
         "the compiled decoder (replicator.source.fast.compiled) is not built: decoding with "
         "the Python reference decoder") == 1  # once, not per read
     monkeypatch.setenv("REPLICATOR_DECODER", "compiled")
