@@ -67,13 +67,14 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
         parts[0] += (
             "\n-- sources: " + ", ".join(table.sources) if table.sources else
             "\n-- sources: every table the patterns match at run time, keyed by _SOURCE_TABLE")
+    by_driver = staged_by_driver(table, dialect)
+    on_stage = bool(dialect.external_stage) and not by_driver
     transforms = describe_transforms(table)
-    if transforms and dialect.external_stage and not staged_by_driver(table, dialect):
+    if transforms and on_stage:
         transforms += stage_expressions.describe(table)  # and DuckDB's, for the driver's batches
     if transforms:
         engine = ("Snowflake, in the staging INSERT below, or DuckDB for a batch the driver "
-                  "stages" if dialect.external_stage and not staged_by_driver(table, dialect)
-                  else "DuckDB over each change batch before staging")
+                  "stages" if on_stage else "DuckDB over each change batch before staging")
         parts.append(f"-- transforms, evaluated by {engine} (Spark SQL translated):\n" + "\n".join(f"--   {line}" for line in transforms))
     if chunk_read is not None:
         parts.append(_chunk_read(table, *chunk_read))
@@ -93,7 +94,7 @@ def render_sql(table: TablePlan, dialect: Dialect, snapshot: StagingQuery | None
                      "engine.apply.applier.SLICE_ROWS changes, a source column added with a DEFAULT "
                      "while its files were landed, a followed TRUNCATE or re-copy in the "
                      "batch): the driver stages it, as without target.snowflake.stage:")
-    elif staged_by_driver(table, dialect):
+    elif by_driver:
         parts.append(driver_road(table, dialect))
     else:
         parts.append("-- each batch:")

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, replace
 
 from replicator.model.pipeline import IdentifierCase, Pipeline, SnowflakeTarget
 from replicator.plan.dialects import landed_locally
-from replicator.plan.model import Plan
+from replicator.plan.model import Plan, TablePlan
 from replicator.plan.stage_roads import driver_reasons
 from replicator.plan.statements.stage_copy import put_landed
 from replicator.sink.snowflake import put_from_executor
@@ -76,8 +76,11 @@ class LandedUpload:
 def _driver_staged(plan: Plan) -> tuple[str, ...]:
     """The named source tables every reader of which the driver stages; a table a routed
     target on the stage's road may read (its selection matches it) is still PUT."""
-    on_stage = [table for table in plan.tables if not driver_reasons(table)]
-    names = {name.lower() for table in plan.tables if driver_reasons(table) and not table.routed
+    on_stage: list[TablePlan] = []
+    by_driver: list[TablePlan] = []
+    for table in plan.tables:
+        (by_driver if driver_reasons(table) else on_stage).append(table)
+    names = {name.lower() for table in by_driver if not table.routed
              for name in table.source_names}
     return tuple(sorted(name for name in names
                         if not any(table.reads(name) for table in on_stage)))
