@@ -278,6 +278,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
             resume = checkpoint.resume_position() or state.position
             ensure_available(pipeline.source, resume)
             result.start = resume
+            notice(f"streaming from {resume}")
             recopier = Recopier(applier, checkpoint, state, context.read_catalog, notice=notice,
                                 chunk_rows=options.chunk_rows or CHUNK_ROWS)
             if not _stream_and_copy_arrivals(spark, pipeline, context, applier, checkpoint, state,

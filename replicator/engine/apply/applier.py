@@ -1,7 +1,8 @@
 """The batch applier (``BatchApplier``): a micro-batch's manifest -> per target table, its
 landed change files -> staging rows -> the sink, exactly once.
 
-Runs on the driver, inside ``foreachBatch`` (and for each snapshot chunk). The stream's rows
+Runs on the driver, after each stream batch's decode job (``engine.stream``), and for each
+snapshot chunk. The stream's rows
 are the manifest of what the executors landed (``engine.landing``): one row per Parquet file
 of one table's changes and per schema change. For a micro-batch: follow the schema changes
 first (added columns re-plan and ALTER; anything else stops with the remedy; routing's tables
