@@ -46,6 +46,13 @@ def stream(spark: Any, batches: BinlogBatches, applier: Any, checkpoint: Checkpo
     if until_caught_up:
         batches.pin_head()
     batch, begin, end = checkpoint.next_batch()
+    if batch == 0 and end is None:
+        # A new stream records where it starts as an empty batch 0: from then on the log
+        # says how far the stream got (``status``, the idle run's check, the next start),
+        # whether or not the binlog has grown since.
+        checkpoint.log_batch(0, start.to_offset())
+        checkpoint.commit_batch(0)
+        batch, begin, end = checkpoint.next_batch()
     begin = begin or start.to_offset()
     try:
         while not should_stop():
@@ -60,8 +67,9 @@ def stream(spark: Any, batches: BinlogBatches, applier: Any, checkpoint: Checkpo
                     continue
                 end = batches.end_after(position, head)
                 checkpoint.log_batch(batch, end)
+            reading = time.perf_counter()
             manifest = batches.decode(spark, batches.ranges(begin, end))
-            applier.apply_batch(manifest, batch, end)
+            applier.apply_batch(manifest, batch, end, read_seconds=time.perf_counter() - reading)
             # Committed in the sink, not yet in the batch log: a crash here runs it again.
             failpoints.reached("apply.before_spark_commit")
             checkpoint.commit_batch(batch)

@@ -160,11 +160,12 @@ class BatchApplier(SchemaFollower):
             yield
 
     def apply_batch(self, manifest: list[dict[str, Any]], spark_batch_id: int,
-                    end_offset: dict[str, Any] | None) -> None:
+                    end_offset: dict[str, Any] | None, *, read_seconds: float = 0.0) -> None:
         """Apply one stream batch (``engine.stream``): its manifest rows, the batch's number in
-        the stream and its end offset. Holds off a re-copy's step meanwhile."""
+        the stream and its end offset. ``read_seconds``: its decode job's, which the batch's
+        reported time includes. Holds off a re-copy's step meanwhile."""
         with self._lock:
-            started = time.perf_counter()
+            started = time.perf_counter() - read_seconds
             if any(row["kind"] == "rows" for row in manifest):
                 # Every decode task has returned: its files are landed (and, with an internal
                 # stage, PUT by the executor: engine.job.stage_put); nothing of the batch is
