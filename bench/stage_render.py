@@ -23,8 +23,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-# The checkout measured is PYTHONPATH's, not this file's directory (bench/ has a transforms
-# module, which would shadow replicator's imports by that name otherwise).
+# Run as a script, Python puts bench/ first on the path, where profile.py would shadow the
+# standard library's module of that name; the checkout measured is PYTHONPATH's.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 
