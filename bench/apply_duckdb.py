@@ -1,26 +1,28 @@
-"""The driver's apply into DuckDB alone: one realistic batch, CPU per change, per statement.
+"""The driver's apply into DuckDB alone, on a real run's micro-batches: CPU per change, per statement.
 
-    python -m bench.apply_duckdb land DIR --changes 50000     # throwaway MariaDB, once
-    PYTHONPATH=<checkout> python bench/apply_duckdb.py apply DIR --rounds 7 [--statements] [--duckdb threads=1]
+    python -m bench.apply_duckdb land DIR --changes 300000     # throwaway MariaDB, once
+    PYTHONPATH=<checkout> python bench/apply_duckdb.py apply DIR --rounds 1 [--statements] [--duckdb threads=1]
 
-``land``: the bench workload (``bench.workload``, 3 tables), decoded and landed as one batch
-of change files (``land_range``, what the executors write), with the pipeline YAML and the
-manifest, into DIR. ``apply``: in a fresh process (the checkout on PYTHONPATH is the one
-measured: an A/B of two checkouts runs the same files through each), a fresh DuckDB target,
-the setup program, then the batch applied ``--rounds`` times as the engine applies a stream
-batch of landed files (``Applier.apply_files``' warehouse road: the facts of the files, the
-transform step's statement, ``sink.apply`` with the files: one transaction per table), each
-round under a new batch id, so the first round merges into an empty target and the others
-into a filled one. Prints CPU (the process's, every thread: DuckDB's too) and wall per
-change of each round, and with ``--statements`` the seconds (wall and CPU) of each statement of
-the last round (the session's ``_run`` timed). No Spark: this is the e2e run's "driver's apply" part.
+``land``: the bench workload (``bench.workload``, 3 tables) run once by ``replicator run`` into
+a throwaway target, its landing zone kept (``engine.landing``: DIR/landing) with the batch
+ends of its log: each micro-batch's files, as the executors landed them. ``apply``: in a
+fresh process (the checkout on PYTHONPATH is the one measured: an A/B of two checkouts runs
+the same files through each), a fresh DuckDB target, the setup program, then every batch
+applied as the engine applies a stream batch of landed files (``Applier.apply_files``'
+warehouse road: the facts of the files, the transform step's statement, ``sink.apply`` with
+the files: one transaction per table). ``--rounds`` repeats the whole sequence under new batch
+ids (the first round grows the target from empty, as the e2e run does; the later ones merge
+into the filled target). Prints the CPU (the process's, every thread: DuckDB's too) and wall
+per change of each round, the CPU of the close (DuckDB's last checkpoint), and with
+``--statements`` the seconds (wall/CPU) of each statement of the last round (the session's
+cursors timed). No Spark: this is the e2e run's "driver's apply" part
+(docs/decisions/duckdb-apply-last-change.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -88,13 +90,13 @@ def _json_line(text: str) -> dict[str, Any] | None:
 
 def apply(directory: Path, rounds: int, statements: bool,
           settings: dict[str, str] | None = None) -> dict[str, Any]:
+    import duckdb
     import pyarrow  # noqa: F401  (imported before the clocks start)
 
     from replicator.context import Context
     from replicator.engine.job.landing import file_facts
     from replicator.plan.dialects import DUCKDB
-    from replicator.sink.duckdb import DuckDBSink
-    from replicator.sink.session import SinkSession
+    from replicator.sink.duckdb import DuckDBSink, default_settings
     from replicator.transform import file_staging
 
     landed = json.loads((directory / MANIFEST).read_text())
@@ -109,21 +111,14 @@ def apply(directory: Path, rounds: int, statements: bool,
     (directory / "run.yaml").write_text(text)
     context = Context.load(directory / "run.yaml", environ=environ, offline=True)
     plan = context.plan
-    sink = DuckDBSink(context.pipeline, plan)
+    # Opened as DuckDBSink opens it (its default settings under the user's), then timed.
+    config = {**default_settings(str(target), dict(settings or {})), **(settings or {})}
+    timing = _TimedConnection(duckdb.connect(str(target), config=config))
+    sink = DuckDBSink(context.pipeline, plan, connection=timing)
     sink.prepare()
-    timings: dict[str, list[float]] = {}
-    original = SinkSession._run
-
-    def timed_run(cursor: Any, statement: Any) -> None:
-        began, cpu = time.perf_counter(), time.process_time()
-        original(cursor, statement)
-        timings.setdefault(statement.purpose, []).append(
-            (time.perf_counter() - began, time.process_time() - cpu))
-
     runs = []
     for number in range(rounds):
-        if statements and number == rounds - 1:
-            SinkSession._run = staticmethod(timed_run)  # type: ignore[method-assign]
+        timing.timed = statements and number == rounds - 1
         cpu, wall = time.process_time(), time.perf_counter()
         for batch_number, (files, end) in enumerate(zip(landed["batches"], landed["ends"],
                                                         strict=True)):
@@ -141,7 +136,6 @@ def apply(directory: Path, rounds: int, statements: bool,
         runs.append({"cpu_us_per_change": round(cpu / landed["changes"] * 1e6, 2),
                      "wall_us_per_change": round(wall / landed["changes"] * 1e6, 2)})
         print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
-    SinkSession._run = staticmethod(original)  # type: ignore[method-assign]
     later = runs[1:] or runs
     result = {
         "changes": landed["changes"], "rounds": rounds, "runs": runs,
@@ -153,7 +147,7 @@ def apply(directory: Path, rounds: int, statements: bool,
     if statements:
         result["statement_seconds_wall_cpu"] = {
             name: [f"{wall:.4f}/{cpu:.4f}" for wall, cpu in seconds]
-            for name, seconds in timings.items()}
+            for name, seconds in timing.seconds.items()}
     cpu, wall = time.process_time(), time.perf_counter()
     sink.close()  # DuckDB checkpoints what the WAL still holds: the run's shutdown
     result["close_cpu_us_per_change"] = round((time.process_time() - cpu) / landed["changes"] * 1e6, 2)
@@ -161,13 +155,49 @@ def apply(directory: Path, rounds: int, statements: bool,
     return result
 
 
+class _TimedConnection:
+    """A DB-API connection whose cursors time each statement (wall and CPU) once ``timed``,
+    keyed by the statement's first words (the table's name is among them)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.timed = False
+        self.seconds: dict[str, list[tuple[float, float]]] = {}
+
+    def cursor(self) -> Any:
+        return _TimedCursor(self.inner.cursor(), self)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class _TimedCursor:
+    def __init__(self, inner: Any, connection: _TimedConnection) -> None:
+        self.inner = inner
+        self.connection = connection
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        if not self.connection.timed:
+            return self.inner.execute(sql, *args)
+        began, cpu = time.perf_counter(), time.process_time()
+        try:
+            return self.inner.execute(sql, *args)
+        finally:
+            key = " ".join(sql.split()[:3])
+            self.connection.seconds.setdefault(key, []).append(
+                (time.perf_counter() - began, time.process_time() - cpu))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/apply_duckdb.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("step", choices=("land", "apply"))
     parser.add_argument("directory", type=Path)
-    parser.add_argument("--changes", type=int, default=50_000)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--changes", type=int, default=300_000)
+    parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--statements", action="store_true")
     parser.add_argument("--duckdb", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting of the target (target.duckdb.settings); repeatable")
@@ -183,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if __package__ in (None, ""):  # run as a file: the checkout on PYTHONPATH is measured
+    if __package__ in (None, ""):
+        # Run as a file (the checkout on PYTHONPATH is measured): bench/ itself is not a
+        # place to import from (its profile.py would shadow the standard library's).
         sys.path[:] = [p for p in sys.path if Path(p).resolve() != Path(__file__).parent]
-    os.environ.setdefault("PYTHONHASHSEED", "0")
     raise SystemExit(main())
