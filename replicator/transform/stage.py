@@ -6,7 +6,8 @@ The statement, step by step (the only staging path: docs/decisions/one-data-plan
    delete of the old row (the before-image, every column) ordered just before an insert of
    the new row;
 2. ``last``: merge tables keep the last change per key (binlog order); changelog and log
-   tables keep every change;
+   tables keep every change. The warehouse's statement over change files (``file_staging``)
+   leaves this to the MERGE, which keeps the last staged change per key on every road;
 3. ``judged``: the row filter and the computed columns, evaluated over those row images only;
    changelog and log tables drop inserts/reads/deletes of rows the filter never matched;
 4. a c/u/r that fails the filter becomes a delete of its key (it leaves the target);
