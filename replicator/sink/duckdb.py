@@ -55,7 +55,7 @@ _FIRST_LIMITS: dict[str, dict[str, Any]] = {}
 # DuckDB checkpoints the target when its WAL passes this size (its own default: 16 MiB). A
 # checkpoint rewrites every row group a MERGE touched since the last one, and the bench's
 # updates touch most of them: at 16 MiB a 300k-change run checkpointed ~every other batch,
-# a sixth of its apply's CPU (docs/decisions/duckdb-apply-last-change.md). The WAL is on
+# a fifth of its apply's CPU (docs/decisions/duckdb-apply-last-change.md). The WAL is on
 # disk and the data behind it stays within memory_limit; DuckDB checkpoints at close anyway.
 CHECKPOINT_THRESHOLD = "256MB"
 

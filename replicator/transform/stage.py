@@ -136,8 +136,9 @@ def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialec
     with ``stage_batch`` (columnar too): a warehouse that cannot read them, outbox routes
     (flattened first), files of different layouts, and DECIMALs over 38 digits (DuckDB
     reads those from Parquet as DOUBLE; ``stage_batch`` reads them from Arrow as exact
-    text). Its staging rows are every change, numbered in binlog order: the batch's MERGE
-    keeps the last per key (``statement``'s ``merge_keeps_last``)."""
+    text). DuckDB's statement stages every change, numbered in binlog order, and the batch's
+    MERGE keeps the last per key (``statement``'s ``merge_keeps_last``); an external
+    stage's (``external_staging``) keeps the last itself, as before."""
     import pyarrow as pa
 
     if dialect.external_stage is not None:  # the COPY matches each file's columns by name
