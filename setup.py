@@ -27,11 +27,23 @@ class OptionalBuildExt(build_ext):
 try:
     from Cython.Build import cythonize
 except ImportError:  # a build without Cython: the reference decoder only
-    extensions = []
-else:
-    extensions = cythonize(
+    cythonize = None
+
+
+def decoder_extensions() -> list[Extension]:
+    """The compiled decoder's extension, cythonized; empty without Cython. The one
+    declaration of it: scripts/build-decoder builds the same in place (paths relative to the
+    source tree's root, the working directory of both)."""
+    if cythonize is None:
+        return []
+    return cythonize(
         [Extension("replicator.source.fast.compiled", ["replicator/source/fast/compiled.pyx"],
                    extra_compile_args=["-O2"])],
         language_level=3, quiet=True)
 
-setup(ext_modules=extensions, cmdclass={"build_ext": OptionalBuildExt})
+
+# pip's build backend (setuptools.build_meta) and `python setup.py` run this file as
+# __main__; scripts/build-decoder reads it under another name for decoder_extensions alone
+# (setup() would parse pyproject.toml, which needs setuptools >= 77).
+if __name__ == "__main__":
+    setup(ext_modules=decoder_extensions(), cmdclass={"build_ext": OptionalBuildExt})

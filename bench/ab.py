@@ -4,7 +4,9 @@
         --b-env JDK_JAVA_OPTIONS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 A is the run as it is; B the same run with environment variables set for the replicator
-process (so for the JVM and Python workers it starts) and/or Spark settings (``--b-conf``). One throwaway MariaDB, one workload;
+process (so for the JVM and Python workers it starts) and/or Spark settings (``--b-conf``),
+and/or another checkout's replicator (``--b-checkout DIR``, e.g. a ``git archive`` of the
+commit before a change: an A/B of two commits). One throwaway MariaDB, one workload;
 each run a pipeline of its own from the workload's first position. Per run: wall and
 streaming seconds, the CPU per change of the tree and of each role (bench/cpu_budget.py's
 parts that a run measures itself). Alternating in pairs (ABBA) keeps a drift of the shared
@@ -59,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a Spark setting of the B runs (replicator run --conf); repeatable")
     parser.add_argument("--b-duckdb", action="append", default=[], metavar="KEY=VALUE",
                         help="a DuckDB setting of the B runs (target.duckdb.settings); repeatable")
+    parser.add_argument("--b-checkout", type=Path, metavar="DIR",
+                        help="the B runs run this checkout's replicator (first on PYTHONPATH)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     b_env = dict(item.split("=", 1) for item in args.b_env)
@@ -76,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                 saved = {k: os.environ.get(k) for k in b_env}
                 if side == "B":
                     os.environ.update(b_env)
+                ctx.checkout = args.b_checkout.resolve() if side == "B" and args.b_checkout else None
                 try:
                     entry = run_e2e(ctx, generated, "duckdb", None, suffix=f"-{side.lower()}{number}",
                                     conf=tuple(args.b_conf) if side == "B" else (),
@@ -107,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 for part in mine[0]["us_per_change"]},
         }
     result = {"changes": args.changes, "b_env": b_env, "b_conf": args.b_conf,
+              "b_checkout": str(args.b_checkout) if args.b_checkout else None,
               "b_duckdb": b_duckdb, "runs": runs, "summary": summary,
               "environment": environment}
     print(json.dumps(summary, indent=1))

@@ -48,6 +48,8 @@ class BenchContext:
     sizes: Sizes
     results: dict[str, Any] = field(default_factory=dict)  # section name -> its JSON
     _server_ids: itertools.count = field(default_factory=lambda: itertools.count(7_001))
+    # Another checkout whose replicator the subprocesses run (``bench.ab --b-checkout``).
+    checkout: Path | None = None
 
     def next_server_id(self) -> int:
         """A distinct replica server_id per reader (a duplicate kicks the other reader off)."""
@@ -60,7 +62,8 @@ class BenchContext:
         """The environment replicator subprocesses run in: connection settings as variables."""
         env = dict(os.environ)
         env.update(self.server.environment())
-        paths = [str(REPO_ROOT), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+        paths = [str(self.checkout or REPO_ROOT),
+                 *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         # PYSPARK_PYTHON is left to replicator: its default (engine/job/python_workers) is measured.
         return env

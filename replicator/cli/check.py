@@ -13,7 +13,6 @@ Exit 0 when nothing fails (warnings allowed), 1 otherwise.
 
 from __future__ import annotations
 
-import enum
 import json
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Annotated
 import typer
 
 from replicator.cli import render
+from replicator.cli.options import OutputFormat, TextOrJson
 from replicator.config import load_pipeline
 from replicator.config.loader import load_document
 from replicator.config.stale import StaleEntry, find_stale
@@ -33,11 +33,6 @@ from replicator.sink import open_sink
 from replicator.source.preflight import CheckResult, source_checks
 
 COMMAND_SETTINGS = {"help": "Preflight: binlog settings, grants, retention, tables, target access."}
-
-
-class OutputFormat(enum.StrEnum):
-    text = "text"
-    json = "json"
 
 
 def target_checks(pipeline: Pipeline, catalog: Catalog | None) -> list[CheckResult]:
@@ -104,9 +99,7 @@ _STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "skipped": "dim"}
 
 def command(
     file: Annotated[Path, typer.Argument(help="The pipeline file.", show_default=False)],
-    output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="text or json.")
-    ] = OutputFormat.text,
+    output_format: TextOrJson = OutputFormat.text,
     skip_target: Annotated[
         bool, typer.Option("--skip-target", help="Check only the MySQL side.")
     ] = False,

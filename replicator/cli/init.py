@@ -27,6 +27,7 @@ from urllib.parse import unquote, urlsplit
 import typer
 
 from replicator.cli import render
+from replicator.cli.options import OutputFormat
 from replicator.config.semantic import format_source_name
 from replicator.config.stale import StaleEntry, stale_entries, yaml_name
 from replicator.context import Context
@@ -43,11 +44,6 @@ SCHEMA_MODELINE = "# yaml-language-server: $schema=../schemas/pipeline.schema.js
 class Target(enum.StrEnum):
     duckdb = "duckdb"
     snowflake = "snowflake"
-
-
-class OutputFormat(enum.StrEnum):
-    text = "text"
-    json = "json"
 
 
 def parse_mysql_url(url: str, *, environ: dict[str, str] | None = None) -> tuple[MySQLSource, str]:

@@ -9,7 +9,6 @@ ends; with ``--where`` only the rows the condition selects are copied, and none 
 
 from __future__ import annotations
 
-import enum
 import json
 import sys
 from pathlib import Path
@@ -18,17 +17,13 @@ from typing import Annotated, Any
 import typer
 
 from replicator.cli import render
+from replicator.cli.options import OutputFormat, TextOrJson
 from replicator.context import Context
 from replicator.errors import ConfigError
 from replicator.source.conditions import condition_sql
 
 COMMAND_SETTINGS = {"help": "Copy one table again while the others stream (a running run "
                     "takes the request at once, else the next run)."}
-
-
-class OutputFormat(enum.StrEnum):
-    text = "text"
-    json = "json"
 
 
 def command(
@@ -43,9 +38,7 @@ def command(
                                  "removed), e.g. \"id BETWEEN 1000 AND 2000\".",
                                  show_default=False)
     ] = None,
-    output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="text or json.")
-    ] = OutputFormat.text,
+    output_format: TextOrJson = OutputFormat.text,
 ) -> None:
     # The engine's recopy (the snapshot reader, the expression compiler, ~85 ms) and pickle
     # stay off every command's start-up (cli/main imports every command module).

@@ -22,7 +22,6 @@ the health (the run follows MySQL).
 
 from __future__ import annotations
 
-import enum
 import json
 import sys
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Annotated, Any
 import typer
 
 from replicator.cli import render
+from replicator.cli.options import OutputFormat, TextOrJson
 from replicator.config import load_pipeline
 from replicator.config.stale import stale_entries
 from replicator.context import Context
@@ -44,11 +44,6 @@ COMMAND_SETTINGS = {"help": "Is the pipeline healthy? Running, lag, last batch, 
 
 HEALTHY, DEGRADED, DOWN = 0, 1, 2
 HEALTH_NAMES = {HEALTHY: "healthy", DEGRADED: "degraded", DOWN: "down"}
-
-
-class OutputFormat(enum.StrEnum):
-    text = "text"
-    json = "json"
 
 
 def collect_status(pipeline: Any, *, max_lag_s: float = 300.0, stopped_ok: bool = False,
@@ -373,9 +368,7 @@ def _print_text(status: dict[str, Any]) -> None:
 
 def command(
     file: Annotated[Path, typer.Argument(help="The pipeline file.", show_default=False)],
-    output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="text or json.")
-    ] = OutputFormat.text,
+    output_format: TextOrJson = OutputFormat.text,
     max_lag: Annotated[
         float, typer.Option("--max-lag", min=0, help="Seconds behind the source above which "
                             "a running pipeline is degraded (exit 1).")

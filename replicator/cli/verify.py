@@ -21,16 +21,12 @@ from typing import Annotated, Any
 import typer
 
 from replicator.cli import render
+from replicator.cli.options import OutputFormat, TextOrJson
 from replicator.config import load_pipeline
 from replicator.config.diagnostics import format_text
 from replicator.errors import ConfigError, ReplicatorError, UsageError
 
 COMMAND_SETTINGS = {"help": "Compare source and target: row counts and rows per key range."}
-
-
-class OutputFormat(enum.StrEnum):
-    text = "text"
-    json = "json"
 
 
 class Method(enum.StrEnum):
@@ -69,9 +65,7 @@ def command(
                      "and kind, last success time) to this file, textfile-collector format; "
                      "not written when verify cannot compare.", show_default=False),
     ] = None,
-    output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="text or json.")
-    ] = OutputFormat.text,
+    output_format: TextOrJson = OutputFormat.text,
     wait: Annotated[
         float, typer.Option("--wait", min=0, help="Re-check differing keys for up to this many "
                             "seconds before reporting (replication may be live).")

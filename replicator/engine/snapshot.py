@@ -235,7 +235,7 @@ def apply_group(applier: BatchApplier, table_plan: Any, number: int, paths: list
     the target type refuses), the group is applied again the driver's way, which names the
     row and column or, if the failure was the warehouse's alone, applies it."""
     paths = [p.removeprefix("file://") for p in paths]
-    staging = applier.warehouse_staging(table_plan, paths, snapshot=True)
+    staging = applier.warehouse_staging(table_plan, paths)
     if staging is not None:
         try:
             applier.apply_snapshot_files(table_plan, number, paths, staging, position,

@@ -52,18 +52,34 @@ APPLY_MEMORY_BYTES = 384_000_000
 _FIRST_LIMITS: dict[str, dict[str, Any]] = {}
 
 
+# DuckDB checkpoints the target when its WAL passes this size (its own default: 16 MiB). A
+# checkpoint rewrites every row group a MERGE touched since the last one, and the bench's
+# updates touch most of them: at 16 MiB a 300k-change run checkpointed ~every other batch,
+# a fifth of its apply's CPU (docs/decisions/duckdb-apply-last-change.md). The WAL is on
+# disk and the data behind it stays within memory_limit; DuckDB checkpoints at close anyway.
+CHECKPOINT_THRESHOLD = "256MB"
+
+
 def default_settings(path: str, settings: dict[str, Any]) -> dict[str, Any]:
     """The connection settings replicator gives where ``target.duckdb.settings`` does not:
     ``memory_limit`` = the database file's size when the run opens it (what the target's
     MERGEs read, DuckDB keeps cached) + ``APPLY_MEMORY_BYTES``, at most DuckDB's own default
     (80% of the machine's memory). Without it DuckDB caches up to that 80%, and a big
-    transaction's apply grows the driver by what it stages (1M rows: +650 MiB for scd2)."""
-    if "memory_limit" in {name.lower() for name in settings} or path == ":memory:":
-        return {}  # the user's; an in-memory target has no file to spill beside
+    transaction's apply grows the driver by what it stages (1M rows: +650 MiB for scd2).
+    And ``checkpoint_threshold`` = ``CHECKPOINT_THRESHOLD``. An in-memory target (no file
+    to spill beside, no WAL) keeps DuckDB's defaults."""
+    if path == ":memory:":
+        return {}
+    given = {name.lower() for name in settings}
+    defaults: dict[str, Any] = {}
+    if not given & {"checkpoint_threshold", "wal_autocheckpoint"}:  # one setting, two names
+        defaults["checkpoint_threshold"] = CHECKPOINT_THRESHOLD
+    if "memory_limit" in given:
+        return defaults  # the user's
     key = os.path.realpath(path)
     if key not in _FIRST_LIMITS:
         _FIRST_LIMITS[key] = _limit_for(path)
-    return dict(_FIRST_LIMITS[key])
+    return {**defaults, **_FIRST_LIMITS[key]}
 
 
 def _limit_for(path: str) -> dict[str, Any]:

@@ -6,7 +6,8 @@ The statement, step by step (the only staging path: docs/decisions/one-data-plan
    delete of the old row (the before-image, every column) ordered just before an insert of
    the new row;
 2. ``last``: merge tables keep the last change per key (binlog order); changelog and log
-   tables keep every change;
+   tables keep every change. The warehouse's statement over change files (``file_staging``)
+   leaves this to the MERGE, which keeps the last staged change per key on every road;
 3. ``judged``: the row filter and the computed columns, evaluated over those row images only;
    changelog and log tables drop inserts/reads/deletes of rows the filter never matched;
 4. a c/u/r that fails the filter becomes a delete of its key (it leaves the target);
@@ -127,15 +128,17 @@ def stage_batch(table: TablePlan, batch: pa.Table, *, first_seq: int = 0) -> pa.
     return _columnar(table, batch, first_seq)
 
 
-def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialect, *,
-                 snapshot: bool = True) -> StagingQuery | None:
+def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialect
+                 ) -> StagingQuery | None:
     """The transform step as one statement the warehouse runs over a batch's change files:
-    a group of snapshot chunk files, or (``snapshot=False``) a stream batch's files of one
-    source table (``Dialect.change_files``; ``schemas``: theirs), or None where the driver
-    stages them with ``stage_batch`` (columnar too): a warehouse that cannot read them,
-    outbox routes (flattened first), files of different layouts, and DECIMALs over 38
-    digits (DuckDB reads those from Parquet as DOUBLE; ``stage_batch`` reads them from Arrow
-    as exact text)."""
+    a group of snapshot chunk files or a stream batch's files of one source table
+    (``Dialect.change_files``; ``schemas``: theirs), or None where the driver stages them
+    with ``stage_batch`` (columnar too): a warehouse that cannot read them, outbox routes
+    (flattened first), files of different layouts, and DECIMALs over 38 digits (DuckDB
+    reads those from Parquet as DOUBLE; ``stage_batch`` reads them from Arrow as exact
+    text). DuckDB's statement stages every change, numbered in binlog order, and the batch's
+    MERGE keeps the last per key (``statement``'s ``merge_keeps_last``); an external
+    stage's (``external_staging``) keeps the last itself, as before."""
     import pyarrow as pa
 
     if dialect.external_stage is not None:  # the COPY matches each file's columns by name
@@ -144,7 +147,7 @@ def file_staging(table: TablePlan, schemas: Sequence[pa.Schema], dialect: Dialec
         return None
     wide = any(pa.types.is_decimal256(field.type) for field in schemas[0])
     return _file_query(table, tuple((f.name, source_kind(f.type)) for f in schemas[0]), wide,
-                       dialect, snapshot)
+                       dialect)
 
 
 def external_staging(table: TablePlan, dialect: Dialect) -> StagingQuery | None:
@@ -155,7 +158,36 @@ def external_staging(table: TablePlan, dialect: Dialect) -> StagingQuery | None:
     rendering is the dialect's: the staged values are Snowflake's casts of the raw columns
     (``stage_copy.raw_value``, typed as staged) and instants are built by
     ``Dialect.instant_from_micros``. None where the driver stages the table
-    (``plan.stage_roads``: ``stage_copy.refusals``)."""
+    (``plan.stage_roads``: ``stage_copy.refusals``).
+
+    Rendered once per plan object and dialect object (``_PlanAndDialect``): every batch of
+    the table asks for the same statement, and rendering it cost 0.06-9 ms a batch (the
+    filter and computed columns are parsed and translated by sqlglot)."""
+    return _external_staging(_PlanAndDialect(table, dialect))
+
+
+class _PlanAndDialect:
+    """A table's plan and a dialect as a cache key, by identity: ``Dialect`` holds dicts (it
+    has no hash) and a ``TablePlan``'s hash walks every column at each call. A re-plan
+    builds new ``TablePlan`` objects, so its tables miss the cache and render anew; a
+    cached key holds both objects, so their ids are not reused while it lives."""
+
+    __slots__ = ("dialect", "table")
+
+    def __init__(self, table: TablePlan, dialect: Dialect) -> None:
+        self.table, self.dialect = table, dialect
+
+    def __hash__(self) -> int:
+        return hash((id(self.table), id(self.dialect)))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _PlanAndDialect) and other.table is self.table
+                and other.dialect is self.dialect)
+
+
+@lru_cache(maxsize=256)
+def _external_staging(key: _PlanAndDialect) -> StagingQuery | None:
+    table, dialect = key.table, key.dialect
     if dialect.external_stage is None or stage_copy.refusals(table):
         return None
     # The raw table's columns are all the statement reads; the filter and the computed
@@ -179,7 +211,7 @@ def external_staging(table: TablePlan, dialect: Dialect) -> StagingQuery | None:
 
 
 def _file_query(table: TablePlan, layout: tuple[tuple[str, str], ...], wide: bool,
-                dialect: Dialect, snapshot: bool = True) -> StagingQuery | None:
+                dialect: Dialect) -> StagingQuery | None:
     if dialect.external_stage is not None:
         return external_staging(table, dialect)
     if dialect.change_files is None or table.outbox is not None or not translatable(table):
@@ -187,7 +219,7 @@ def _file_query(table: TablePlan, layout: tuple[tuple[str, str], ...], wide: boo
     if wide:
         return None
     return _file_statement(table, (*layout, (_ORD, "int")),
-                           dialect.change_files.format(ord=q(_ORD)), snapshot)
+                           dialect.change_files.format(ord=q(_ORD)))
 
 
 def snapshot_staging(table: TablePlan, catalog: Catalog, dialect: Dialect) -> StagingQuery | None:
@@ -204,10 +236,10 @@ def snapshot_staging(table: TablePlan, catalog: Catalog, dialect: Dialect) -> St
 
 
 @lru_cache(maxsize=256)
-def _file_statement(table: TablePlan, layout: tuple[tuple[str, str], ...], batch: str,
-                    snapshot: bool) -> StagingQuery:
+def _file_statement(table: TablePlan, layout: tuple[tuple[str, str], ...], batch: str
+                    ) -> StagingQuery:
     params = Params()
-    sql = statement(table, dict(layout), params, batch=batch, reads=snapshot)
+    sql = statement(table, dict(layout), params, batch=batch, merge_keeps_last=True)
     return StagingQuery(sql, tuple(params))
 
 
@@ -398,7 +430,7 @@ def _failing_row(connection: Any, sql: str, params: tuple[Any, ...],
 
 
 def statement(table: TablePlan, kinds: dict[str, str], params: Params, *,
-              batch: str | None = None, reads: bool = False,
+              batch: str | None = None, merge_keeps_last: bool = False,
               columns: Sequence[PlannedColumn] | None = None,
               source_value: Callable[[PlannedColumn], str] | None = None,
               row_filter: Callable[[], str | None] | None = None,
@@ -412,11 +444,16 @@ object, ``_execute``). ``STAGE_SEQ``
     ``batch``: the SELECT that reads the batch, as the first CTE (the warehouse runs the
     statement over a batch's change files, ``file_staging``); the statement then yields the
     staging row whole: ``STAGE_SEQ`` numbered in staging order and the timestamps typed.
-    ``reads``: a group of snapshot chunks, one read per key (chunks are disjoint ranges of the
-    source's primary key), so the last-change-per-key step is left out: ~20% of the group's
-    apply measured, and the MERGE (or the INSERT of a fresh copy) keeps the last per key
-    anyway should a declared key not be unique. ``columns``: only these of the staged columns
-    (default: all of them).
+    ``merge_keeps_last``: the last-change-per-key step is left out, and the batch's MERGE,
+    which keeps the last staged change per key (``STAGE_SEQ``) for every road anyway, does
+    it: the warehouse's statement over change files (``file_staging``). Measured on the
+    bench's stream batches (docs/decisions/duckdb-apply-last-change.md): the step was a third
+    of the statement's CPU (a window sorting every change by key and binlog order), while
+    DuckDB runs the MERGE's ``QUALIFY ROW_NUMBER() ... = 1`` as a hashed ``arg_max``; a
+    snapshot group has one read per key anyway. The filter and computed columns then run on
+    every change: a failure on a change the MERGE would drop fails the warehouse's statement,
+    and the driver's road (which drops it first) applies the batch. ``columns``: only these
+    of the staged columns (default: all of them).
 
     The same statement in another warehouse's SQL (``external_staging``: Snowflake): the
     parts whose SQL differs come from these hooks. ``source_value``: a source column's
@@ -445,7 +482,7 @@ object, ``_execute``). ``STAGE_SEQ``
     op = q(cb.OP)
     order = ", ".join(q(c) for c in _ORDER)
     every_change = table.keeps_every_change or table.mode == "scd2"
-    if every_change or reads:
+    if every_change or merge_keeps_last:
         last = "SELECT * FROM split"
     else:  # the last change per key; the filter and computed columns then run on it alone
         partition = ", ".join(q(k) for k in table.source_key) or "NULL"

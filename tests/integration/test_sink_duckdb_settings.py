@@ -76,7 +76,7 @@ def test_without_a_memory_limit_the_target_gets_its_size_plus_the_apply_memory(t
     user's is left as it is, in any case of its name."""
     import duckdb
 
-    from replicator.sink.duckdb import APPLY_MEMORY_BYTES, default_settings
+    from replicator.sink.duckdb import APPLY_MEMORY_BYTES, CHECKPOINT_THRESHOLD, default_settings
 
     pipeline = _pipeline(tmp_path, "{threads: 1}")
     sink = open_sink(pipeline, build_plan(pipeline, offline_catalog(pipeline)))
@@ -95,9 +95,30 @@ def test_without_a_memory_limit_the_target_gets_its_size_plus_the_apply_memory(t
     size = path.stat().st_size
     assert size > 1_000_000
     assert default_settings(str(path), {}) == {
-        "memory_limit": f"{-(-(size + APPLY_MEMORY_BYTES) // 1_000_000)}MB"}
-    assert default_settings(str(path), {"Memory_Limit": "1GB"}) == {}
+        "memory_limit": f"{-(-(size + APPLY_MEMORY_BYTES) // 1_000_000)}MB",
+        "checkpoint_threshold": CHECKPOINT_THRESHOLD}
+    assert default_settings(str(path), {"Memory_Limit": "1GB"}) == {
+        "checkpoint_threshold": CHECKPOINT_THRESHOLD}
     assert default_settings(":memory:", {}) == {}
+
+
+def test_without_a_checkpoint_threshold_the_target_checkpoints_at_256mb(tmp_path):
+    """Default `checkpoint_threshold`: 256MB, not DuckDB's 16 MiB (a checkpoint rewrites the
+    row groups the MERGEs touched; docs/decisions/duckdb-apply-last-change.md); the user's,
+    under either of DuckDB's names, is left as it is."""
+    from replicator.sink.duckdb import CHECKPOINT_THRESHOLD, default_settings
+
+    pipeline = _pipeline(tmp_path, "{threads: 1}")
+    sink = open_sink(pipeline, build_plan(pipeline, offline_catalog(pipeline)))
+    try:
+        threshold = sink.connection.execute(
+            "SELECT current_setting('checkpoint_threshold')").fetchone()[0]
+    finally:
+        sink.close()
+    assert CHECKPOINT_THRESHOLD == "256MB" and threshold == "244.1 MiB"  # DuckDB prints MiB
+    path = str(tmp_path / "w.duckdb")
+    for name in ("checkpoint_threshold", "WAL_AutoCheckpoint"):
+        assert "checkpoint_threshold" not in default_settings(path, {name: "1GB"})
 
 
 def test_a_second_sink_on_a_grown_file_in_the_same_process_opens(tmp_path):

@@ -20,6 +20,7 @@ import re
 import uuid
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -597,3 +598,34 @@ def test_every_mode_through_the_external_stage_equals_the_drivers(fakesnow_serve
         assert all(len(row[1]) == 64 and row[1] not in ("a", "a2", "b") for row in rows["PEOPLE"])
     assert not any(q.lstrip().upper().startswith("PUT") for q in staged_queries)
     assert any(q.startswith("COPY INTO") and f"FROM @{STAGE}" in q for q in staged_queries)
+
+
+def test_each_plans_statement_is_rendered_once_and_anew_after_a_re_plan():
+    """Every batch of a table asks for its staging statement (``external_staging``): rendered
+    at the first, the same object for the next; a plan or dialect built anew (a re-plan)
+    renders again, to the same text and parameters where nothing changed, and a re-plan's
+    change shows in its statement while the old plan keeps its own."""
+    account = SimpleNamespace(account="unused")  # nothing here connects
+    for mode, tables in [("merge", None), *MODES.items()]:
+        pipeline = _pipeline(account, "X", "s3://landing/x", stage=STAGE, tables=tables)
+        plan, dialect = build_plan(pipeline, CATALOG), pipeline_dialect(pipeline)
+        for table in plan.tables:
+            first = external_staging(table, dialect)
+            assert first is not None, mode
+            assert external_staging(table, dialect) is first, mode
+            replanned = build_plan(pipeline, CATALOG).table(table.target_table)
+            again = external_staging(replanned, pipeline_dialect(pipeline))
+            assert again is not first and again == first, mode
+
+    filtered = (TablePipeline(source_database="shop", source_table="people",
+                              filter="nick <> 'zz'"),)
+    pipeline = _pipeline(account, "X", "s3://landing/x", stage=STAGE, tables=filtered)
+    dialect = pipeline_dialect(pipeline)
+    people = build_plan(pipeline, CATALOG).tables[0]
+    before = external_staging(people, dialect)
+    after = external_staging(dataclasses.replace(people, filter="nick <> 'yy'"), dialect)
+    assert before is not None and after is not None
+    assert "<> 'zz'" in before.sql and "<> 'yy'" in after.sql and "'zz'" not in after.sql
+    assert external_staging(people, dialect) is before
+    assert external_staging(people, pipeline_dialect(_pipeline(
+        account, "X", "s3://landing/x", stage=None, tables=filtered))) is None

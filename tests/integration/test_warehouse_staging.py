@@ -16,6 +16,7 @@ prints.
 from __future__ import annotations
 
 import textwrap
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -68,8 +69,9 @@ MODES = {
 }
 
 
-def _pipeline(tmp_path: Path, mariadb, database: str, mode: str, name: str) -> object:
-    body = textwrap.indent(textwrap.dedent(MODES[mode]).strip(), "    ")
+def _pipeline(tmp_path: Path, mariadb, database: str, mode: str, name: str,
+              settings: str | None = None) -> object:
+    body = textwrap.indent(textwrap.dedent(settings or MODES[mode]).strip(), "    ")
     path = tmp_path / f"{name}.yaml"
     path.write_text(textwrap.dedent(f"""\
         version: 1
@@ -245,6 +247,11 @@ def _stream(context: Context, tmp_path: Path, manifest: list[dict], *, warehouse
     original = applier._in_warehouse
     applier._in_warehouse = (
         (lambda *a: taken.append(original(*a)) or taken[-1]) if warehouse else (lambda *a: None))
+    if warehouse:  # the warehouse's statement must apply it, not the driver's road after it
+        def refused(*args, **kwargs):
+            raise AssertionError("the batch was staged by the driver")
+
+        applier._staged_by_driver = refused
     try:
         applier.apply_manifest(manifest, 0, {"file": "x", "pos": 4})
         assert [found is not None for found in taken] == ([True] if warehouse else [])
@@ -284,3 +291,50 @@ def test_the_warehouse_stages_a_stream_batch_as_the_driver_does(mariadb, awkward
                   tmp_path / "b", manifest, warehouse=True)
     assert len(expected) > 100
     assert got == expected
+
+
+OVERFLOW = """
+    key: [id]
+    columns:
+      big: {expression: "dec2 * 100000", type: "NUMBER(14,2)"}
+    """
+
+
+def test_a_change_the_merge_drops_may_fail_the_warehouse_statement_then_the_driver_applies(
+        mariadb, awkward, tmp_path):
+    """The warehouse's statement over change files stages every change and the MERGE keeps
+    the last per key (docs/decisions/duckdb-apply-last-change.md): a computed column that
+    overflows on a change a later change of its key supersedes fails that statement, and the
+    driver's road, which drops the superseded change first, applies the batch."""
+    from replicator.engine.job.landing import land_range
+    from replicator.model.selection import TableSelector
+    from replicator.source.fast.columnar import KeyColumns
+    from replicator.source.positions import current_position
+
+    start = current_position(mariadb.source())
+    with mariadb.root_connection(awkward) as connection, connection.cursor() as cursor:
+        cursor.execute("UPDATE awkward SET dec2 = 99999999.99 WHERE id = 10")  # 1e13: too big
+        cursor.execute("UPDATE awkward SET dec2 = 1.25 WHERE id = 10")
+    end = current_position(mariadb.source())
+    context = Context(_pipeline(tmp_path, mariadb, awkward, "", "overflow", OVERFLOW))
+    manifest = land_range(
+        context.pipeline.source, start=start, end=end,
+        tables=TableSelector.of([f"{awkward}.awkward"]), keys=KeyColumns({}), server_id=7302,
+        root=str(tmp_path / "landing"), epoch=0, part=0)
+    sink = context.open_sink(context.plan)
+    sink.prepare()
+    applier = BatchApplier(context.pipeline, context.plan, sink, CheckpointDir(str(tmp_path / "cp")))
+    applier.landing = str(tmp_path / "landing")
+    warehouse, driver = applier._in_warehouse, applier._staged_by_driver
+    roads: list[str] = []
+    applier._in_warehouse = lambda *a: roads.append("warehouse") or warehouse(*a)
+    applier._staged_by_driver = lambda *a: roads.append("driver") or driver(*a)
+    try:
+        applier.apply_manifest(manifest, 0, {"file": "x", "pos": 4})
+        rows = sink.connection.execute(
+            f"SELECT ID, BIG FROM {target_name(context.plan.tables[0], sink.dialect)} "
+            "WHERE ID = 10").fetchall()
+    finally:
+        sink.close()
+    assert roads == ["warehouse", "driver"]
+    assert rows == [(10, Decimal("125000.00"))]

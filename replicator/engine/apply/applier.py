@@ -338,7 +338,7 @@ class BatchApplier(SchemaFollower):
                   and all(self._cut_of(table_plan, row["table"]) is None for row in files)
                   and not (truncates and table_plan.mode == "scd2"))  # truncate_deletes
         paths = [row["path"] for row in files]
-        staging = self.warehouse_staging(table_plan, paths, snapshot=False) if simple else None
+        staging = self.warehouse_staging(table_plan, paths) if simple else None
         if staging is None:
             return None
         query, facts = staging
@@ -442,7 +442,7 @@ class BatchApplier(SchemaFollower):
 
         return TableBatch(table_plan, staged(), truncates=truncates)
 
-    def warehouse_staging(self, table_plan: TablePlan, paths: Sequence[str], *, snapshot: bool
+    def warehouse_staging(self, table_plan: TablePlan, paths: Sequence[str]
                           ) -> tuple[StagingQuery, FileFacts] | None:
         """The statement the warehouse stages these change files with (a group of snapshot
         chunks, or a stream batch's files of one table), and the files' facts; None where
@@ -452,8 +452,7 @@ class BatchApplier(SchemaFollower):
         if dialect is None or not dialect.reads_change_files:
             return None
         facts = file_facts(paths, self.landing if dialect.external_stage else None)
-        query = None if facts is None else file_staging(table_plan, facts.schemas, dialect,
-                                                        snapshot=snapshot)
+        query = None if facts is None else file_staging(table_plan, facts.schemas, dialect)
         return None if query is None or facts is None else (query, facts)
 
     def _stage_batch(self, table_plan: TablePlan, batch: Any, report: TableReport, *,
