@@ -153,8 +153,9 @@ class SessionStart:
     finish; the JVM ends with the process (it exits when its stdin, our pipe, closes).
 
     ``sql=False`` starts the SparkContext alone: RDD jobs (the snapshot's chunk reads, the
-    stream's decode tasks) need no Spark SQL, and its session costs the JVM ~1 s of CPU and the
-    start ~1.4 s of wall on the 2-core machine (docs/decisions/spark-context-and-warm-workers.md).
+    stream's decode tasks) need no Spark SQL, and its session costs the JVM ~1.1 s of CPU and the
+    start 1.4-2.9 s of wall on the 2-core machine at load 5-6
+    (docs/decisions/spark-context-and-warm-workers.md).
     ``context()`` is then ready that much sooner; ``session()`` still works, building the
     session on that context when first asked."""
 
@@ -221,10 +222,10 @@ def _session(context: SparkContext, settings: Mapping[str, str]) -> SparkSession
     """The Spark session on ``context`` (Spark SQL's settings applied), with our data source."""
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(context.master).appName(context.appName)
+    builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()  # on the active context
+    spark = builder.getOrCreate()  # on the active context: ``context``, master and name set
     register_sources(spark)
     return spark
 
