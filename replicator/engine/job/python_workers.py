@@ -16,6 +16,9 @@ zips are that same package's own copies (``pyspark/python/lib`` inside it). So
 its cached bytecode. Nothing changes when the user set either variable, when ``SPARK_HOME``
 names another Spark (its zip may be another version), on a cluster master (its workers run the
 cluster's Python), or when no cache directory is writable.
+
+Their worker daemon is ``engine.job.python_daemon`` (``worker_conf``): it imports the decode
+stack once, before it forks the workers, instead of each worker importing it again.
 """
 
 from __future__ import annotations
@@ -73,6 +76,19 @@ def worker_python(master: str, environ: Mapping[str, str] | None = None) -> str 
     except OSError:
         return None  # no writable cache: the workers compile pyspark, as Spark does by default
     return str(path)
+
+
+# Spark's setting naming the module its executors run as the Python worker daemon.
+DAEMON_MODULE_KEY = "spark.python.daemon.module"
+
+
+def worker_conf(master: str) -> dict[str, str]:
+    """Spark settings for the Python workers of a run on ``master``: a local run's daemon
+    pre-imports the decode stack (``engine.job.python_daemon``); a cluster's executors keep
+    Spark's daemon (their Python and its threads at fork were never measured here)."""
+    if not master.startswith("local"):
+        return {}
+    return {DAEMON_MODULE_KEY: "replicator.engine.job.python_daemon"}
 
 
 def _zipped_pyspark(env: Mapping[str, str]) -> Path | None:
