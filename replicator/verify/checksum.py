@@ -126,7 +126,9 @@ MYSQL = HashDialect(
         # In a UTC session (SourceReader), so TIMESTAMP columns are instants.
         MICROS: "CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {}) AS CHAR)",
         DAYS: "CAST(DATEDIFF({}, '1970-01-01') AS CHAR)",  # a zero date gives NULL
-        BOOLEAN: "IF({} <> 0, '1', '0')",
+        # Not IF(x <> 0, '1', '0'): a NULL condition takes the "else", and NULL would hash
+        # as FALSE (here and in the target's forms below).
+        BOOLEAN: "CASE WHEN {0} <> 0 THEN '1' WHEN {0} = 0 THEN '0' END",
         HEX: "HEX({})",
         BIT_HEX: "LPAD(HEX({}), {width}, '0')",
         TEXT: "CAST({} AS CHAR)",
@@ -148,7 +150,7 @@ DUCKDB = HashDialect(
         DECIMAL: "CAST({} AS VARCHAR)",
         MICROS: "CAST(epoch_us({}) AS VARCHAR)",
         DAYS: "CAST(date_diff('day', DATE '1970-01-01', {}) AS VARCHAR)",
-        BOOLEAN: "CASE WHEN {} THEN '1' ELSE '0' END",
+        BOOLEAN: "CASE WHEN {0} THEN '1' WHEN NOT {0} THEN '0' END",
         HEX: "hex({})",
         BIT_HEX: "hex({})",
         TEXT: "CAST({} AS VARCHAR)",
@@ -178,7 +180,7 @@ SNOWFLAKE = HashDialect(
         DECIMAL: "TO_VARCHAR({})",
         MICROS: "TO_VARCHAR(DATE_PART(EPOCH_MICROSECOND, {}))",
         DAYS: "TO_VARCHAR(DATEDIFF(day, TO_DATE('1970-01-01'), {}))",
-        BOOLEAN: "IFF({}, '1', '0')",
+        BOOLEAN: "CASE WHEN {0} THEN '1' WHEN NOT {0} THEN '0' END",
         HEX: "HEX_ENCODE({})",
         BIT_HEX: "HEX_ENCODE({})",
         TEXT: "TO_VARCHAR({})",
