@@ -14,7 +14,10 @@ Measured in one run, each as a user runs it (a subprocess, wall time):
   the MariaDB client merely reading the table once: the yardstick (target: verify <= 0.5x);
 - ``checksum``: ``replicator verify`` (checksums) with 0, 1, 3 and 100 target rows tampered
   with (an UPDATE of ``note`` in DuckDB), its wall time, the keys it names, its range
-  queries and fetched rows (``--format json``);
+  queries and fetched rows (``--format json``), and the CPU seconds it cost MariaDB
+  (``source_cpu_s``: the server process, every connection) and itself (``verify_cpu_s``:
+  the verify process, DuckDB's side included): on a shared machine the wall time follows
+  the load, the CPU seconds follow the work;
 - ``fetch``: ``replicator verify --method fetch`` (every row of both sides into Python, the
   path before issue 31) with 3 rows tampered with (``--no-fetch`` skips it).
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import time
 from pathlib import Path
@@ -35,6 +39,7 @@ from typing import Any
 
 from bench.context import BenchContext, replicator_command
 from bench.pipelines import write_pipeline
+from bench.procmon import cpu_seconds
 from bench.snapshot import DATABASE, ORDERS
 
 # The values of bench.snapshot's MySQL fill, computed by DuckDB from the same row number.
@@ -102,16 +107,26 @@ def spread_keys(rows: int, count: int) -> list[int]:
     return [1 + (rows - 1) * (2 * k + 1) // (2 * count) for k in range(count)] if count else []
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _verify(ctx: BenchContext, path: Path, *extra: str) -> dict[str, Any]:
+    server = ctx.server.pid
+    assert server is not None
+    source_cpu, own_cpu = cpu_seconds(server), _children_cpu()
     started = time.perf_counter()
     done = subprocess.run([*replicator_command(), "verify", str(path), "--format", "json",
                            *extra], capture_output=True, text=True, env=ctx.environment(),
                           cwd=str(ctx.workdir), timeout=3600)
     seconds = time.perf_counter() - started
+    source_cpu, own_cpu = cpu_seconds(server) - source_cpu, _children_cpu() - own_cpu
     if done.returncode not in (0, 1):
         raise RuntimeError(f"verify failed ({done.returncode}): {done.stderr[-2000:]}")
     (table,) = json.loads(done.stdout)["tables"]
     return {"seconds": round(seconds, 2), "in_process_s": table["seconds"],
+            "source_cpu_s": round(source_cpu, 2), "verify_cpu_s": round(own_cpu, 2),
             # BIGINT UNSIGNED keys are DECIMALs, which the JSON spells as text.
             "method": table["method"], "keys": sorted(int(d["key"]["id"])
                                                       for d in table["differences"]),
