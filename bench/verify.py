@@ -12,6 +12,9 @@ Measured in one run, each as a user runs it (a subprocess, wall time):
 
 - ``client_read_s``: ``mariadb --quick -e "SELECT * FROM bench_snapshot.orders" > /dev/null``,
   the MariaDB client merely reading the table once: the yardstick (target: verify <= 0.5x);
+  ``client_read_cpu``: the CPU seconds that first read cost MariaDB and the client, and
+  ``cpu_vs_client_read``: the equal verify's CPU (MariaDB's and its own) over the read's,
+  the same ratio by work rather than by a wall clock the load moves;
 - ``checksum``: ``replicator verify`` (checksums) with 0, 1, 3 and 100 target rows tampered
   with (an UPDATE of ``note`` in DuckDB), its wall time, the keys it names, its range
   queries and fetched rows (``--format json``), and the CPU seconds it cost MariaDB
@@ -144,11 +147,22 @@ def client_read(ctx: BenchContext) -> float:
     return round(time.perf_counter() - started, 2)
 
 
+def _client_read_with_cpu(ctx: BenchContext) -> tuple[float, dict[str, float]]:
+    server = ctx.server.pid
+    assert server is not None
+    source_cpu, client_cpu = cpu_seconds(server), _children_cpu()
+    seconds = client_read(ctx)
+    return seconds, {"source_cpu_s": round(cpu_seconds(server) - source_cpu, 2),
+                     "client_cpu_s": round(_children_cpu() - client_cpu, 2)}
+
+
 def run_verify(ctx: BenchContext, rows: int, *, fetch: bool = True,
                differences: tuple[int, ...] = DIFFERENCES) -> dict[str, Any]:
     """Every figure above, over ``bench_snapshot.orders`` filled with ``rows`` rows."""
     path, warehouse, relation = prepare_target(ctx, "bench-verify", rows)
-    result: dict[str, Any] = {"rows": rows, "client_read_s": client_read(ctx), "checksum": {}}
+    read_s, read_cpu = _client_read_with_cpu(ctx)
+    result: dict[str, Any] = {"rows": rows, "client_read_s": read_s,
+                              "client_read_cpu": read_cpu, "checksum": {}}
     for count in differences:
         keys = spread_keys(rows, count)
         tamper(warehouse, relation, keys)
@@ -163,6 +177,8 @@ def run_verify(ctx: BenchContext, rows: int, *, fetch: bool = True,
     result["client_read_again_s"] = client_read(ctx)  # the machine's load may move
     equal = result["checksum"]["0"]["seconds"]
     result["checksum_vs_client_read"] = round(equal / result["client_read_s"], 2)
+    equal_cpu = result["checksum"]["0"]["source_cpu_s"] + result["checksum"]["0"]["verify_cpu_s"]
+    result["cpu_vs_client_read"] = round(equal_cpu / max(0.01, sum(read_cpu.values())), 2)
     return result
 
 
