@@ -78,6 +78,7 @@ FLOAT_DIGITS = 6  # FLT_DIG: the significant digits MySQL prints of a FLOAT
 # 2^-149 are counted instead (the shortest decimal, 1e-45, and the exact 1.4012984e-45 agree).
 FLOAT_MIN_NORMAL = 1.1754943508222875e-38
 FLOAT_SUBNORMAL_STEP = 2.0 ** -149
+FLOAT_MAX = 3.4028234663852886e38  # the largest float32
 
 INTEGER_MYSQL = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "year"})
 STRING_MYSQL = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext",
@@ -115,6 +116,9 @@ class HashDialect:
     integer_text: str = "CAST(CAST({} AS SIGNED) AS CHAR)"  # an integral double as digits
     concat: str = "CONCAT({})"
     json_text: str | None = "CONVERT({} USING utf8mb4)"  # None: JSON is no text here
+    # A double as the 4-byte float it stands for (a FLOAT's digits are those of that float:
+    # ``float_text``); None where the database has no 4-byte float (Snowflake).
+    float32: str | None = "{}"  # MySQL's FLOAT is one already
     total: str = "SUM({})"  # the range's checksum: an exact sum of the row hashes
     # The database enforces the column's NOT NULL, so a NOT NULL column's text needs no
     # COALESCE there (the source's; a target may hold a NULL written outside replication,
@@ -177,6 +181,9 @@ DUCKDB = HashDialect(
     integer_text="CAST(CAST({} AS BIGINT) AS VARCHAR)",
     concat="concat({})",
     json_text="CAST({} AS VARCHAR)",  # DuckDB's JSON keeps the text it was given
+    # Beyond the largest float32 (a value written outside replication) CAST fails: kept.
+    float32=f"CASE WHEN abs({{0}}) <= {FLOAT_MAX!r} THEN CAST(CAST({{0}} AS FLOAT) AS DOUBLE) "
+            "ELSE {0} END",
 )
 
 # https://docs.snowflake.com/en/sql-reference/functions/md5_number_lower64 (the low 64 bits
@@ -206,6 +213,7 @@ SNOWFLAKE = HashDialect(
     round_even="ROUND({}, 0, 'HALF_TO_EVEN')",
     integer_text="TO_VARCHAR(CAST({} AS NUMBER(20,0)))",
     json_text=None,  # a VARIANT is re-serialised in Snowflake's own key order and numbers
+    float32=None,
 )
 
 TARGET_DIALECTS = {"duckdb": DUCKDB, "snowflake": SNOWFLAKE}
@@ -244,12 +252,17 @@ def float_text(dialect: HashDialect, value: str) -> str:
     """A FLOAT's value as MySQL prints it, 6 significant digits (FLT_DIG), as digits, ``e``
     and the exponent of the last digit (``0.1`` is ``100000e-6``). Replication writes the
     float32's shortest decimal as a double (``source.values.float32``: 3.4028235e38), the
-    source's SQL sees the float32's exact double (3.4028234663852886e38), and no warehouse
-    has a 4-byte float to round either back to: 6 digits is what both sides reach. Rounding is half to even, as MySQL prints (and as
-    MariaDB's ROUND of a double does); a value whose 7th digit onwards sits within a
-    double's error of one half may round apart on the two sides: its range is then fetched
-    and compared exactly (at the same 6 digits), never passed as equal. A subnormal FLOAT
-    (fewer than 6 digits of precision) is ``s`` and its count of 2^-149 steps."""
+    source's SQL sees the float32's exact double (3.4028234663852886e38). The digits are
+    those of the float32: a target's double is rounded back to it first where the database
+    has a 4-byte float (``HashDialect.float32``: DuckDB), since the shortest decimal can be a
+    tie at 7 digits that the exact float32 is not (0.001234565 stands for
+    0.0012345650466..., which MySQL prints 0.00123457). Snowflake has none: there such a
+    value's range is fetched and compared in Python, which rounds to the float32 as well
+    (``normalize``), so it costs a fetch, never a wrong verdict. Rounding is half to even,
+    as MySQL prints (and as MariaDB's ROUND of a double does). A subnormal FLOAT (fewer than
+    6 digits of precision) is ``s`` and its count of 2^-149 steps."""
+    if dialect.float32 is not None:
+        value = f"({dialect.float32.format(value)})"
     magnitude = f"ABS({value})"
     # A FLOAT is >= 1.4E-45; a smaller double (a target's) must not divide by 10^-324 = 0.
     guess = f"GREATEST(FLOOR({dialect.log10.format(magnitude)}), -46)"
