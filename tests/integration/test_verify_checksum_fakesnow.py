@@ -20,7 +20,12 @@ from replicator.sink.snowflake import SnowflakeSink
 from replicator.verify import verify_pipeline
 from replicator.verify.compare import TableVerifier
 from tests.integration.verify_checksum_support import checksum_pipeline, create_types
-from tests.integration.verify_support import load, open_target, replicate_by_snapshot
+from tests.integration.verify_support import (
+    load,
+    open_target,
+    pipeline_file,
+    replicate_by_snapshot,
+)
 
 pytestmark = [pytest.mark.mysql, pytest.mark.slow]
 
@@ -106,3 +111,35 @@ def test_same_checksums_and_verdicts_as_duckdb(mariadb, fresh_database, tmp_path
     assert all(t.method == "checksum" for t in verdicts["snowflake"].tables[1:4])
     # The checksums crossed the connector's HTTP protocol (the server logs every statement).
     assert any("MD5_NUMBER_LOWER64" in query for query in fakesnow_server.queries)
+
+
+def test_a_float_tie_costs_a_fetch_on_snowflake_never_a_verdict(
+        mariadb, fresh_database, tmp_path, fakesnow_server, fakesnow_database):
+    """Replication writes a FLOAT's shortest decimal (0.001234565, a tie at 7 digits) where
+    MySQL prints 0.00123457; Snowflake has no 4-byte float to round it back to, so the
+    bucket's checksum differs, and the fetch of its rows says equal."""
+    with mariadb.root_connection() as root, root.cursor() as cursor:
+        cursor.execute(f"USE `{fresh_database}`")
+        cursor.execute("CREATE TABLE floats (id INT PRIMARY KEY, f FLOAT NULL)")
+        cursor.executemany("INSERT INTO floats VALUES (%s, %s)",
+                           [(1, 0.001234565), (2, 5.652365e16), (3, 0.1), (4, None)])
+        cursor.execute("COMMIT")
+    path = pipeline_file(
+        tmp_path, fresh_database, name="float-ties", tables="  - source: {database}.floats\n",
+        target=f"snowflake: {{database: {fakesnow_database}, schema: RAW, "
+               f"account: {fakesnow_server.account}, user: {fakesnow_server.user}}}")
+    pipeline = load(path, mariadb)
+    with fakesnow_server.connect("", "") as bootstrap:
+        bootstrap.cursor().execute(f"CREATE DATABASE {fakesnow_database}")
+    connection = fakesnow_server.connect(fakesnow_database, "RAW", paramstyle="qmark",
+                                         autocommit=False)
+    connection.cursor().execute("CREATE SCHEMA IF NOT EXISTS RAW")
+    sink = SnowflakeSink(pipeline, Context(pipeline).plan, connection=connection)
+    try:
+        replicate_by_snapshot(pipeline, sink)
+        (floats,) = verify_pipeline(pipeline, sink=sink).tables
+    finally:
+        sink.close()
+    assert floats.equal, [d.describe() for d in floats.differences]
+    assert (floats.method, floats.source_rows) == ("checksum", 4)
+    assert floats.fetched_rows > 0  # the tie's bucket was fetched and found equal
