@@ -12,9 +12,15 @@ Measured in one run, each as a user runs it (a subprocess, wall time):
 
 - ``client_read_s``: ``mariadb --quick -e "SELECT * FROM bench_snapshot.orders" > /dev/null``,
   the MariaDB client merely reading the table once: the yardstick (target: verify <= 0.5x);
+  ``client_read_cpu``: the CPU seconds that first read cost MariaDB and the client, and
+  ``cpu_vs_client_read``: the equal verify's CPU (MariaDB's and its own) over the read's,
+  the same ratio by work rather than by a wall clock the load moves;
 - ``checksum``: ``replicator verify`` (checksums) with 0, 1, 3 and 100 target rows tampered
   with (an UPDATE of ``note`` in DuckDB), its wall time, the keys it names, its range
-  queries and fetched rows (``--format json``);
+  queries and fetched rows (``--format json``), and the CPU seconds it cost MariaDB
+  (``source_cpu_s``: the server process, every connection) and itself (``verify_cpu_s``:
+  the verify process, DuckDB's side included): on a shared machine the wall time follows
+  the load, the CPU seconds follow the work;
 - ``fetch``: ``replicator verify --method fetch`` (every row of both sides into Python, the
   path before issue 31) with 3 rows tampered with (``--no-fetch`` skips it).
 
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import time
 from pathlib import Path
@@ -35,6 +42,7 @@ from typing import Any
 
 from bench.context import BenchContext, replicator_command
 from bench.pipelines import write_pipeline
+from bench.procmon import cpu_seconds
 from bench.snapshot import DATABASE, ORDERS
 
 # The values of bench.snapshot's MySQL fill, computed by DuckDB from the same row number.
@@ -102,16 +110,26 @@ def spread_keys(rows: int, count: int) -> list[int]:
     return [1 + (rows - 1) * (2 * k + 1) // (2 * count) for k in range(count)] if count else []
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _verify(ctx: BenchContext, path: Path, *extra: str) -> dict[str, Any]:
+    server = ctx.server.pid
+    assert server is not None
+    source_cpu, own_cpu = cpu_seconds(server), _children_cpu()
     started = time.perf_counter()
     done = subprocess.run([*replicator_command(), "verify", str(path), "--format", "json",
                            *extra], capture_output=True, text=True, env=ctx.environment(),
                           cwd=str(ctx.workdir), timeout=3600)
     seconds = time.perf_counter() - started
+    source_cpu, own_cpu = cpu_seconds(server) - source_cpu, _children_cpu() - own_cpu
     if done.returncode not in (0, 1):
         raise RuntimeError(f"verify failed ({done.returncode}): {done.stderr[-2000:]}")
     (table,) = json.loads(done.stdout)["tables"]
     return {"seconds": round(seconds, 2), "in_process_s": table["seconds"],
+            "source_cpu_s": round(source_cpu, 2), "verify_cpu_s": round(own_cpu, 2),
             # BIGINT UNSIGNED keys are DECIMALs, which the JSON spells as text.
             "method": table["method"], "keys": sorted(int(d["key"]["id"])
                                                       for d in table["differences"]),
@@ -129,11 +147,22 @@ def client_read(ctx: BenchContext) -> float:
     return round(time.perf_counter() - started, 2)
 
 
+def _client_read_with_cpu(ctx: BenchContext) -> tuple[float, dict[str, float]]:
+    server = ctx.server.pid
+    assert server is not None
+    source_cpu, client_cpu = cpu_seconds(server), _children_cpu()
+    seconds = client_read(ctx)
+    return seconds, {"source_cpu_s": round(cpu_seconds(server) - source_cpu, 2),
+                     "client_cpu_s": round(_children_cpu() - client_cpu, 2)}
+
+
 def run_verify(ctx: BenchContext, rows: int, *, fetch: bool = True,
                differences: tuple[int, ...] = DIFFERENCES) -> dict[str, Any]:
     """Every figure above, over ``bench_snapshot.orders`` filled with ``rows`` rows."""
     path, warehouse, relation = prepare_target(ctx, "bench-verify", rows)
-    result: dict[str, Any] = {"rows": rows, "client_read_s": client_read(ctx), "checksum": {}}
+    read_s, read_cpu = _client_read_with_cpu(ctx)
+    result: dict[str, Any] = {"rows": rows, "client_read_s": read_s,
+                              "client_read_cpu": read_cpu, "checksum": {}}
     for count in differences:
         keys = spread_keys(rows, count)
         tamper(warehouse, relation, keys)
@@ -148,6 +177,8 @@ def run_verify(ctx: BenchContext, rows: int, *, fetch: bool = True,
     result["client_read_again_s"] = client_read(ctx)  # the machine's load may move
     equal = result["checksum"]["0"]["seconds"]
     result["checksum_vs_client_read"] = round(equal / result["client_read_s"], 2)
+    equal_cpu = result["checksum"]["0"]["source_cpu_s"] + result["checksum"]["0"]["verify_cpu_s"]
+    result["cpu_vs_client_read"] = round(equal_cpu / max(0.01, sum(read_cpu.values())), 2)
     return result
 
 

@@ -47,7 +47,7 @@ from replicator.engine.follow.routing import SourcesToCopy
 from replicator.engine.follow.schema_changes import KeyChanged
 from replicator.engine.job.binlog_batches import BinlogBatches
 from replicator.engine.job.errors import driver_error, quiet_task_failures, recover
-from replicator.engine.job.session import SessionStart
+from replicator.engine.job.session import SessionStart, spark_context
 from replicator.engine.job.stage_put import LandedUpload
 from replicator.engine.recopy import Recopier, queue
 from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
@@ -203,7 +203,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     def session_start() -> SessionStart:
         return SessionStart(
             options.master or pipeline.engine.master, {**pipeline.engine.conf, **options.conf},
-            app_name=f"replicator-{pipeline.name}", bounded=options.until_caught_up)
+            app_name=f"replicator-{pipeline.name}", bounded=options.until_caught_up,
+            sql=False)  # the run's jobs are RDD jobs: Spark SQL would cost ~1 s of JVM start
 
     starting = None if spark is not None or idle else session_start()
     for name in context.left_out():
@@ -260,8 +261,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                 return result
         if idle:
             starting = session_start()
-        if starting is not None:
-            spark = starting.session()
+        spark = starting.context() if starting is not None else spark_context(spark)
         if not options.debug:
             quiet_task_failures(spark)
         with _signals(flag, options.handle_signals):
@@ -454,7 +454,7 @@ def _stream(
         server_id=pipeline.server_id,
         max_rows=pipeline.batching.max_rows,
         decode_partitions=decode_partitions(pipeline.engine, pipeline.batching,
-                                            spark.sparkContext.defaultParallelism),
+                                            spark.defaultParallelism),
         landing=applier.landing,
         epoch=applier.epoch,
         selection_keys=[(table.selection, [k for k in table.source_key if k != SOURCE_TABLE_COLUMN])

@@ -71,11 +71,14 @@ from replicator.source.snapshot import quote_mysql_identifier
 INTEGER, DECIMAL, MICROS, DAYS, BOOLEAN, HEX, BIT_HEX, TEXT, STRING = (
     "integer", "decimal", "micros", "days", "boolean", "hex", "bit_hex", "text", "string")
 DOUBLE, FLOAT, JSON = "double", "float", "json"
+# Forms whose text is NULL only for a NULL value (a zero date's is NULL too: not these).
+NEVER_NULL_FORMS = frozenset({INTEGER, DECIMAL, BOOLEAN, HEX, BIT_HEX, TEXT, STRING})
 FLOAT_DIGITS = 6  # FLT_DIG: the significant digits MySQL prints of a FLOAT
 # Below the smallest normal float32 a FLOAT has fewer than 6 digits of precision: its steps of
 # 2^-149 are counted instead (the shortest decimal, 1e-45, and the exact 1.4012984e-45 agree).
 FLOAT_MIN_NORMAL = 1.1754943508222875e-38
 FLOAT_SUBNORMAL_STEP = 2.0 ** -149
+FLOAT_MAX = 3.4028234663852886e38  # the largest float32
 
 INTEGER_MYSQL = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "year"})
 STRING_MYSQL = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext",
@@ -113,20 +116,32 @@ class HashDialect:
     integer_text: str = "CAST(CAST({} AS SIGNED) AS CHAR)"  # an integral double as digits
     concat: str = "CONCAT({})"
     json_text: str | None = "CONVERT({} USING utf8mb4)"  # None: JSON is no text here
+    # A double as the 4-byte float it stands for (a FLOAT's digits are those of that float:
+    # ``float_text``); None where the database has no 4-byte float (Snowflake).
+    float32: str | None = "{}"  # MySQL's FLOAT is one already
     total: str = "SUM({})"  # the range's checksum: an exact sum of the row hashes
+    # The database enforces the column's NOT NULL, so a NOT NULL column's text needs no
+    # COALESCE there (the source's; a target may hold a NULL written outside replication,
+    # which its COALESCE turns into 'N', a text no value has).
+    trusts_not_null: bool = False
 
 
 MYSQL = HashDialect(
     name="mysql",
     quote=quote_mysql_identifier,
     parameter="%s",
+    # Numbers are left to CONCAT_WS/COALESCE, which print them as CAST(... AS CHAR) does:
+    # one function less per column and row (MariaDB's side is verify's time; bench.verify).
     forms={
-        INTEGER: "CAST(CAST({} AS SIGNED) AS CHAR)",
-        DECIMAL: "CAST({} AS CHAR)",
+        # SIGNED: YEAR's '0000' and ZEROFILL's padding become plain digits.
+        INTEGER: "CAST({} AS SIGNED)",
+        DECIMAL: "{}",
         # In a UTC session (SourceReader), so TIMESTAMP columns are instants.
-        MICROS: "CAST(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {}) AS CHAR)",
-        DAYS: "CAST(DATEDIFF({}, '1970-01-01') AS CHAR)",  # a zero date gives NULL
-        BOOLEAN: "IF({} <> 0, '1', '0')",
+        MICROS: "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {})",
+        DAYS: "DATEDIFF({}, '1970-01-01')",  # a zero date gives NULL
+        # Not IF(x <> 0, '1', '0'): a NULL condition takes the "else", and NULL would hash
+        # as FALSE (here and in the target's forms below).
+        BOOLEAN: "CASE WHEN {0} <> 0 THEN '1' WHEN {0} = 0 THEN '0' END",
         HEX: "HEX({})",
         BIT_HEX: "LPAD(HEX({}), {width}, '0')",
         TEXT: "CAST({} AS CHAR)",
@@ -137,6 +152,7 @@ MYSQL = HashDialect(
     row_hash="CAST(CONV(SUBSTRING(MD5({}), 17, 16), 16, 10) AS UNSIGNED)",
     # DECIMAL: a BIGINT key minus a bound below it can leave BIGINT's range.
     bucket="((CAST({} AS DECIMAL(21,0)) - %s) DIV %s)",
+    trusts_not_null=True,
 )
 
 DUCKDB = HashDialect(
@@ -148,7 +164,7 @@ DUCKDB = HashDialect(
         DECIMAL: "CAST({} AS VARCHAR)",
         MICROS: "CAST(epoch_us({}) AS VARCHAR)",
         DAYS: "CAST(date_diff('day', DATE '1970-01-01', {}) AS VARCHAR)",
-        BOOLEAN: "CASE WHEN {} THEN '1' ELSE '0' END",
+        BOOLEAN: "CASE WHEN {0} THEN '1' WHEN NOT {0} THEN '0' END",
         HEX: "hex({})",
         BIT_HEX: "hex({})",
         TEXT: "CAST({} AS VARCHAR)",
@@ -165,6 +181,9 @@ DUCKDB = HashDialect(
     integer_text="CAST(CAST({} AS BIGINT) AS VARCHAR)",
     concat="concat({})",
     json_text="CAST({} AS VARCHAR)",  # DuckDB's JSON keeps the text it was given
+    # Beyond the largest float32 (a value written outside replication) CAST fails: kept.
+    float32=f"CASE WHEN abs({{0}}) <= {FLOAT_MAX!r} THEN CAST(CAST({{0}} AS FLOAT) AS DOUBLE) "
+            "ELSE {0} END",
 )
 
 # https://docs.snowflake.com/en/sql-reference/functions/md5_number_lower64 (the low 64 bits
@@ -178,7 +197,7 @@ SNOWFLAKE = HashDialect(
         DECIMAL: "TO_VARCHAR({})",
         MICROS: "TO_VARCHAR(DATE_PART(EPOCH_MICROSECOND, {}))",
         DAYS: "TO_VARCHAR(DATEDIFF(day, TO_DATE('1970-01-01'), {}))",
-        BOOLEAN: "IFF({}, '1', '0')",
+        BOOLEAN: "CASE WHEN {0} THEN '1' WHEN NOT {0} THEN '0' END",
         HEX: "HEX_ENCODE({})",
         BIT_HEX: "HEX_ENCODE({})",
         TEXT: "TO_VARCHAR({})",
@@ -194,6 +213,7 @@ SNOWFLAKE = HashDialect(
     round_even="ROUND({}, 0, 'HALF_TO_EVEN')",
     integer_text="TO_VARCHAR(CAST({} AS NUMBER(20,0)))",
     json_text=None,  # a VARIANT is re-serialised in Snowflake's own key order and numbers
+    float32=None,
 )
 
 TARGET_DIALECTS = {"duckdb": DUCKDB, "snowflake": SNOWFLAKE}
@@ -232,12 +252,17 @@ def float_text(dialect: HashDialect, value: str) -> str:
     """A FLOAT's value as MySQL prints it, 6 significant digits (FLT_DIG), as digits, ``e``
     and the exponent of the last digit (``0.1`` is ``100000e-6``). Replication writes the
     float32's shortest decimal as a double (``source.values.float32``: 3.4028235e38), the
-    source's SQL sees the float32's exact double (3.4028234663852886e38), and no warehouse
-    has a 4-byte float to round either back to: 6 digits is what both sides reach. Rounding is half to even, as MySQL prints (and as
-    MariaDB's ROUND of a double does); a value whose 7th digit onwards sits within a
-    double's error of one half may round apart on the two sides: its range is then fetched
-    and compared exactly (at the same 6 digits), never passed as equal. A subnormal FLOAT
-    (fewer than 6 digits of precision) is ``s`` and its count of 2^-149 steps."""
+    source's SQL sees the float32's exact double (3.4028234663852886e38). The digits are
+    those of the float32: a target's double is rounded back to it first where the database
+    has a 4-byte float (``HashDialect.float32``: DuckDB), since the shortest decimal can be a
+    tie at 7 digits that the exact float32 is not (0.001234565 stands for
+    0.0012345650466..., which MySQL prints 0.00123457). Snowflake has none: there such a
+    value's range is fetched and compared in Python, which rounds to the float32 as well
+    (``normalize``), so it costs a fetch, never a wrong verdict. Rounding is half to even,
+    as MySQL prints (and as MariaDB's ROUND of a double does). A subnormal FLOAT (fewer than
+    6 digits of precision) is ``s`` and its count of 2^-149 steps."""
+    if dialect.float32 is not None:
+        value = f"({dialect.float32.format(value)})"
     magnitude = f"ABS({value})"
     # A FLOAT is >= 1.4E-45; a smaller double (a target's) must not divide by 10^-324 = 0.
     guess = f"GREATEST(FLOOR({dialect.log10.format(magnitude)}), -46)"
@@ -278,6 +303,9 @@ class CanonicalColumn:
             text = float_text(dialect, expression)
         else:
             text = dialect.forms[self.form].format(expression, width=self.width)
+        if (dialect.trusts_not_null and not self.column.nullable
+                and self.form in NEVER_NULL_FORMS):
+            return text
         return f"COALESCE({text}, 'N')"
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import struct
 from collections.abc import Callable, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -24,7 +25,12 @@ from replicator.model.pipeline import SOURCE_TABLE_COLUMN
 from replicator.plan.model import PlannedColumn, TablePlan
 from replicator.transform.batch import change_batch
 from replicator.transform.stage import JUDGED_PASS, judge_rows
-from replicator.verify.checksum import FLOAT_DIGITS, FLOAT_MIN_NORMAL, FLOAT_SUBNORMAL_STEP
+from replicator.verify.checksum import (
+    FLOAT_DIGITS,
+    FLOAT_MAX,
+    FLOAT_MIN_NORMAL,
+    FLOAT_SUBNORMAL_STEP,
+)
 
 UTC = dt.UTC
 
@@ -193,11 +199,15 @@ def jsonable(value: Any) -> Any:
 
 
 def _float_digits(v: Any) -> float | None:
-    """A FLOAT as the checksum compares it (``checksum.float_text``): FLT_DIG digits, or on
-    the subnormal grid below the smallest normal float32."""
+    """A FLOAT as the checksum compares it (``checksum.float_text``): FLT_DIG digits of the
+    float32 the value stands for (a target holds its shortest decimal, which can be a tie
+    at 7 digits the float32 is not), or on the subnormal grid below the smallest normal
+    float32."""
     if v is None:
         return None
     value = float(v)
+    if abs(value) <= FLOAT_MAX:  # beyond, no float32 (a value written outside replication)
+        value = struct.unpack("f", struct.pack("f", value))[0]
     if 0 < abs(value) < FLOAT_MIN_NORMAL:
         return math.copysign(round(abs(value) / FLOAT_SUBNORMAL_STEP) * FLOAT_SUBNORMAL_STEP, value)
     return float(f"{value:.{FLOAT_DIGITS}g}")

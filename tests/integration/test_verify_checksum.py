@@ -176,7 +176,7 @@ def test_any_single_changed_value_is_found_exactly(replicated, name):
     assert verify_pipeline(pipeline, sink=sink, tables=[name]).equal
 
 
-def test_null_empty_none_and_a_moved_separator_are_all_different(replicated):
+def test_null_empty_none_false_and_a_moved_separator_are_all_different(replicated):
     pipeline, sink, _ = replicated
     relation = 'main."TYPES"'
     cases = [(-5, {"PIPE": "a", "PIPE2": "|b"}),  # 'a|','b' -> 'a','|b': one joined text
@@ -184,7 +184,8 @@ def test_null_empty_none_and_a_moved_separator_are_all_different(replicated):
              (2_000_000_000, {"PIPE": ""}),  # 'None' -> ''
              (7, {"LATIN": None}),  # 'None' -> NULL
              (8, {"VB": b""}),  # 'N' -> empty bytes
-             (0, {"PADDED": None})]  # '' -> NULL
+             (0, {"PADDED": None}),  # '' -> NULL
+             (0, {"BOOL_WIDE": None})]  # FALSE -> NULL (no condition's "else" may hide it)
     for key_value, values in cases:
         with Tampered(sink.connection, relation, "ID", key_value) as row:
             for column, value in values.items():

@@ -1,32 +1,33 @@
-"""verify's checksum SQL for Snowflake, run on fakesnow (DuckDB underneath): the same
-verdicts as on DuckDB, the same checksums as MariaDB's.
+"""verify's checksum SQL for Snowflake, run on fakesnow's HTTP server (DuckDB underneath;
+the unmodified connector over HTTP, as users connect): the same verdicts as on DuckDB, the
+same checksums as MariaDB's.
 
 fakesnow 0.12.1 lacks ``MD5_NUMBER_LOWER64`` (it translates the call to a DuckDB function
-``m_d5_number_lower64`` that does not exist); the test defines that one function as a
-DuckDB macro with Snowflake's documented meaning (the low 64 bits of the MD5, read
-big-endian, unsigned): https://docs.snowflake.com/en/sql-reference/functions/md5_number_lower64.
+``m_d5_number_lower64`` that does not exist); the test server defines that one function as
+a DuckDB macro with Snowflake's documented meaning (the low 64 bits of the MD5, read
+big-endian, unsigned: ``bench.fakesnow_run.md5_number_lower64``,
+https://docs.snowflake.com/en/sql-reference/functions/md5_number_lower64).
 Every other function of the Snowflake SQL (TO_VARCHAR, DATE_PART(EPOCH_MICROSECOND),
-DATEDIFF, IFF, HEX_ENCODE, LENGTH, CONCAT_WS, FLOOR) runs as fakesnow translates it."""
+DATEDIFF, CASE, HEX_ENCODE, LENGTH, CONCAT_WS, FLOOR) runs as fakesnow translates it."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 
 from replicator.context import Context
 from replicator.demo.workload import create_schema, seed
+from replicator.sink.snowflake import SnowflakeSink
 from replicator.verify import verify_pipeline
 from replicator.verify.compare import TableVerifier
 from tests.integration.verify_checksum_support import checksum_pipeline, create_types
-from tests.integration.verify_support import load, open_target, replicate_by_snapshot
+from tests.integration.verify_support import (
+    load,
+    open_target,
+    pipeline_file,
+    replicate_by_snapshot,
+)
 
 pytestmark = [pytest.mark.mysql, pytest.mark.slow]
-
-fakesnow = pytest.importorskip("fakesnow")
-
-LOWER64 = ("CREATE OR REPLACE TEMP MACRO m_d5_number_lower64(t) AS "
-           "CAST(('0x' || substr(md5(t), 17, 16)) AS UBIGINT)")
 
 
 def _checksums(pipeline, sink, name, target_kind):
@@ -45,53 +46,55 @@ def _checksums(pipeline, sink, name, target_kind):
         verifier.close()
 
 
-def test_same_checksums_and_verdicts_as_duckdb(mariadb, fresh_database, tmp_path, monkeypatch):
-    for name in list(os.environ):
-        if name.startswith("SNOWFLAKE_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("SNOWFLAKE_PASSWORD", "fake")
+def test_same_checksums_and_verdicts_as_duckdb(mariadb, fresh_database, tmp_path,
+                                               fakesnow_server, fakesnow_database):
     with mariadb.root_connection() as root:
         create_schema(root, fresh_database)
         seed(root, fresh_database, customers=10, orders=60, awkward=40)
         create_types(root, fresh_database)
     path = checksum_pipeline(
         tmp_path, fresh_database, name="checksum-snow",
-        target="snowflake: {database: ANALYTICS, schema: RAW, account: fake, user: fake}")
+        target=f"snowflake: {{database: {fakesnow_database}, schema: RAW, "
+               f"account: {fakesnow_server.account}, user: {fakesnow_server.user}}}")
     pipeline = load(path, mariadb)
     duck_pipeline = load(checksum_pipeline(tmp_path, fresh_database, name="checksum-duck"),
                          mariadb)
     duck = open_target(duck_pipeline)
     replicate_by_snapshot(duck_pipeline, duck)
-    (tmp_path / "fakesnow").mkdir()
+    with fakesnow_server.connect("", "") as bootstrap:  # the test's own database
+        bootstrap.cursor().execute(f"CREATE DATABASE {fakesnow_database}")
+    connection = fakesnow_server.connect(fakesnow_database, "RAW", paramstyle="qmark",
+                                         autocommit=False)
+    connection.cursor().execute("CREATE SCHEMA IF NOT EXISTS RAW")
     verdicts = {}
-    with fakesnow.patch(db_path=str(tmp_path / "fakesnow")):
-        sink = open_target(pipeline)
-        try:
-            replicate_by_snapshot(pipeline, sink)
-            sink.connection._duck_conn.execute(LOWER64)
-            for name in ("orders", "awkward", "types"):  # docs: JSON, fetched
-                source, snow = _checksums(pipeline, sink, name, "snowflake")
-                assert snow == source, name
-                assert _checksums(duck_pipeline, duck, name, "duckdb")[1] == source, name
-            report = verify_pipeline(pipeline, sink=sink)
-            assert report.equal, "\n".join(report.describe())
-            assert [t.method for t in report.tables] == ["fetch", "checksum", "checksum",
-                                                         "checksum", "fetch"]
-            assert any("DOC is JSON: snowflake re-serialises" in reason
-                       for reason in report.tables[-1].fallback)
-            cursor = sink.connection.cursor()
-            cursor.execute('DELETE FROM "RAW"."ORDERS" WHERE "ID" = 7')
-            cursor.execute('UPDATE "RAW"."TYPES" SET "TS3" = NULL WHERE "ID" = 8')
-            cursor.execute('UPDATE "RAW"."TYPES" SET "DBL" = 1e-323 WHERE "ID" = -5')
-            cursor.execute('UPDATE "RAW"."TYPES" SET "FLT" = 1234570 WHERE "ID" = 8')
-            cursor.execute('UPDATE "RAW"."AWKWARD" SET "RAW" = TO_BINARY(\'00\', \'HEX\') '
-                           'WHERE "ID" = 3')
-            sink.connection.commit()
-            verdicts["snowflake"] = verify_pipeline(pipeline, sink=sink)
-        finally:
-            sink.close()
+    sink = SnowflakeSink(pipeline, Context(pipeline).plan, connection=connection)
+    try:
+        replicate_by_snapshot(pipeline, sink)
+        for name in ("orders", "awkward", "types"):  # docs: JSON, fetched
+            source, snow = _checksums(pipeline, sink, name, "snowflake")
+            assert snow == source, name
+            assert _checksums(duck_pipeline, duck, name, "duckdb")[1] == source, name
+        report = verify_pipeline(pipeline, sink=sink)
+        assert report.equal, "\n".join(report.describe())
+        assert [t.method for t in report.tables] == ["fetch", "checksum", "checksum",
+                                                     "checksum", "fetch"]
+        assert any("DOC is JSON: snowflake re-serialises" in reason
+                   for reason in report.tables[-1].fallback)
+        cursor = sink.connection.cursor()
+        cursor.execute('DELETE FROM "RAW"."ORDERS" WHERE "ID" = 7')
+        cursor.execute('UPDATE "RAW"."TYPES" SET "TS3" = NULL WHERE "ID" = 8')
+        cursor.execute('UPDATE "RAW"."TYPES" SET "BOOL_WIDE" = NULL WHERE "ID" = 0')  # FALSE
+        cursor.execute('UPDATE "RAW"."TYPES" SET "DBL" = 1e-323 WHERE "ID" = -5')
+        cursor.execute('UPDATE "RAW"."TYPES" SET "FLT" = 1234570 WHERE "ID" = 8')
+        cursor.execute('UPDATE "RAW"."AWKWARD" SET "RAW" = TO_BINARY(\'00\', \'HEX\') '
+                       'WHERE "ID" = 3')
+        sink.connection.commit()
+        verdicts["snowflake"] = verify_pipeline(pipeline, sink=sink)
+    finally:
+        sink.close()
     duck.connection.execute('DELETE FROM main."ORDERS" WHERE "ID" = 7')
     duck.connection.execute('UPDATE main."TYPES" SET "TS3" = NULL WHERE "ID" = 8')
+    duck.connection.execute('UPDATE main."TYPES" SET "BOOL_WIDE" = NULL WHERE "ID" = 0')
     duck.connection.execute('UPDATE main."TYPES" SET "DBL" = 1e-323 WHERE "ID" = -5')
     duck.connection.execute('UPDATE main."TYPES" SET "FLT" = 1234570 WHERE "ID" = 8')
     duck.connection.execute('UPDATE main."AWKWARD" SET "RAW" = \'\\x00\'::BLOB WHERE "ID" = 3')
@@ -103,5 +106,40 @@ def test_same_checksums_and_verdicts_as_duckdb(mariadb, fresh_database, tmp_path
              for kind, report in verdicts.items()}
     assert found["snowflake"] == found["duckdb"] == [
         ("awkward", 3, "different", ("RAW",)), ("orders", 7, "missing", ()),
-        ("types", -5, "different", ("DBL",)), ("types", 8, "different", ("TS3", "FLT"))]
+        ("types", -5, "different", ("DBL",)), ("types", 0, "different", ("BOOL_WIDE",)),
+        ("types", 8, "different", ("TS3", "FLT"))]
     assert all(t.method == "checksum" for t in verdicts["snowflake"].tables[1:4])
+    # The checksums crossed the connector's HTTP protocol (the server logs every statement).
+    assert any("MD5_NUMBER_LOWER64" in query for query in fakesnow_server.queries)
+
+
+def test_a_float_tie_costs_a_fetch_on_snowflake_never_a_verdict(
+        mariadb, fresh_database, tmp_path, fakesnow_server, fakesnow_database):
+    """Replication writes a FLOAT's shortest decimal (0.001234565, a tie at 7 digits) where
+    MySQL prints 0.00123457; Snowflake has no 4-byte float to round it back to, so the
+    bucket's checksum differs, and the fetch of its rows says equal."""
+    with mariadb.root_connection() as root, root.cursor() as cursor:
+        cursor.execute(f"USE `{fresh_database}`")
+        cursor.execute("CREATE TABLE floats (id INT PRIMARY KEY, f FLOAT NULL)")
+        cursor.executemany("INSERT INTO floats VALUES (%s, %s)",
+                           [(1, 0.001234565), (2, 5.652365e16), (3, 0.1), (4, None)])
+        cursor.execute("COMMIT")
+    path = pipeline_file(
+        tmp_path, fresh_database, name="float-ties", tables="  - source: {database}.floats\n",
+        target=f"snowflake: {{database: {fakesnow_database}, schema: RAW, "
+               f"account: {fakesnow_server.account}, user: {fakesnow_server.user}}}")
+    pipeline = load(path, mariadb)
+    with fakesnow_server.connect("", "") as bootstrap:
+        bootstrap.cursor().execute(f"CREATE DATABASE {fakesnow_database}")
+    connection = fakesnow_server.connect(fakesnow_database, "RAW", paramstyle="qmark",
+                                         autocommit=False)
+    connection.cursor().execute("CREATE SCHEMA IF NOT EXISTS RAW")
+    sink = SnowflakeSink(pipeline, Context(pipeline).plan, connection=connection)
+    try:
+        replicate_by_snapshot(pipeline, sink)
+        (floats,) = verify_pipeline(pipeline, sink=sink).tables
+    finally:
+        sink.close()
+    assert floats.equal, [d.describe() for d in floats.differences]
+    assert (floats.method, floats.source_rows) == ("checksum", 4)
+    assert floats.fetched_rows > 0  # the tie's bucket was fetched and found equal

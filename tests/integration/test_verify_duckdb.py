@@ -1,5 +1,7 @@
 """`replicator verify` against a DuckDB target: equal after a correct copy, then exactly the
-keys we tampered with, through renames, masks, exclusions, soft deletes and a row filter."""
+keys we tampered with, through renames, masks, exclusions, soft deletes and a row filter;
+tables with transforms (masks, a filter, computed columns, declared types) fall back to
+fetching rows and still name the exact keys."""
 
 from __future__ import annotations
 
@@ -92,6 +94,9 @@ def test_finds_exactly_the_tampered_keys(replicated):
     assert len(email.source_value) == 64  # the sha256 the target should hold, not the email
     orders = report.table("orders")
     assert (_keys(orders, "missing"), _keys(orders, "extra")) == ([ids[0]], [ids[1]])
+    # The mask and the filter are the transform step's: both tables were fetched, not summed.
+    assert (customers.method, orders.method) == ("fetch", "fetch")
+    assert orders.fallback == ["a row filter (the transform step decides it)"]
     awkward = report.table("awkward")
     amount, twice = awkward.differences
     assert amount.key == {"id": 2} and amount.columns[0].target_column == "AMOUNT"
@@ -177,3 +182,49 @@ def test_cli_exit_codes_and_json(replicated, mariadb, tmp_path):
     assert missing.returncode == 2, missing.stdout + missing.stderr
     assert "run `replicator run` first" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+# Issue 31's acceptance: tables with transforms fall back to fetching and still name exact
+# keys. A computed column and a declared type (values the transform step makes) next to a
+# plain table that is checksummed.
+TRANSFORMED = """\
+  - source: {database}.orders
+    columns:
+      total_with_tax: {{expression: "round(total * 1.2, 2)", type: "NUMBER(14,2)"}}
+  - source: {database}.customers
+    columns:
+      tier: {{type: VARCHAR}}
+  - source: {database}.awkward
+"""
+
+
+def test_transformed_tables_fall_back_and_name_exact_keys(mariadb, fresh_database, tmp_path):
+    root = mariadb.root_connection()
+    create_schema(root, fresh_database)
+    seed(root, fresh_database, customers=20, orders=120, awkward=30)
+    pipeline = load(pipeline_file(tmp_path, fresh_database, tables=TRANSFORMED), mariadb)
+    sink = open_target(pipeline)
+    try:
+        replicate_by_snapshot(pipeline, sink)
+        target = sink.connection
+        target.execute('UPDATE main."ORDERS" SET "TOTAL_WITH_TAX" = "TOTAL_WITH_TAX" + 0.01 '
+                       'WHERE "ID" = 17')  # a wrong computed value
+        target.execute('UPDATE main."ORDERS" SET "TOTAL" = "TOTAL" + 1 WHERE "ID" = 40')
+        target.execute('DELETE FROM main."ORDERS" WHERE "ID" = 99')
+        target.execute('UPDATE main."CUSTOMERS" SET "TIER" = \'gold\' WHERE "ID" = 6')
+        report = verify_pipeline(pipeline, sink=sink)
+    finally:
+        sink.close()
+        root.close()
+    orders, customers, awkward = (report.table(n) for n in ("orders", "customers", "awkward"))
+    assert (orders.method, customers.method, awkward.method) == ("fetch", "fetch", "checksum")
+    assert orders.fallback == ["TOTAL_WITH_TAX is computed by the transform step"]
+    assert customers.fallback == ["TIER has a declared type:, converted by the transform step"]
+    assert [(d.kind, d.key["id"], [c.target_column for c in d.columns])
+            for d in orders.differences] == [("different", 17, ["TOTAL_WITH_TAX"]),
+                                             ("different", 40, ["TOTAL"]),
+                                             ("missing", 99, [])]
+    (tier,) = customers.differences
+    assert (tier.key, tier.columns[0].target_column, tier.columns[0].target_value) == (
+        {"id": 6}, "TIER", "gold")
+    assert awkward.equal and awkward.fetched_rows == 0

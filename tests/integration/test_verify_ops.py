@@ -262,3 +262,43 @@ def test_metrics_file_and_json_say_what_was_checked(warehouse, mariadb):
     assert refused.returncode == 2
     assert "collation" in refused.stderr and "Traceback" not in refused.stderr
     assert metrics.stat().st_mtime_ns == written
+
+
+def test_progress_on_a_terminal_is_a_bar_per_table(warehouse, mariadb):
+    """stderr a terminal (a pseudo-terminal here): rich's bar per table, ending full, and
+    not the plain lines; stdout (the result) stays plain."""
+    import pty
+
+    path, database, tmp = warehouse
+    _tamper(tmp)
+    controller, terminal = pty.openpty()
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(controller, 65536)
+            except OSError:  # the terminal side closed
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "replicator", "verify", str(path), "--table",
+             f"{database}.items"], stdout=subprocess.PIPE, stderr=terminal, timeout=300,
+            env={**os.environ, **mariadb.environment(), "NO_COLOR": "1", "TERM": "xterm",
+                 "COLUMNS": "120"})
+    finally:
+        os.close(terminal)
+        reader.join(timeout=10)
+        os.close(controller)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert done.returncode == 0, shown
+    assert f"verify {database}.items" in shown
+    assert f"{ITEMS}/{ITEMS} rows" in shown  # the bar ends full: every source row counted
+    assert "comparing (about" not in shown  # the plain lines are for logs, not terminals
+    assert b"equal" in done.stdout

@@ -33,7 +33,9 @@ TYPES_DDL = """CREATE TABLE types (
     pipe VARCHAR(50) NULL,
     pipe2 VARCHAR(50) NULL,
     dbl DOUBLE NULL,
-    flt FLOAT NULL
+    flt FLOAT NULL,
+    zf INT(4) ZEROFILL NOT NULL DEFAULT 7,
+    yr_nn YEAR NOT NULL DEFAULT 0
 )"""
 
 # JSON as MariaDB keeps it (the text as written): key order, spaces, number spellings,
@@ -51,7 +53,7 @@ TYPES_ROWS: list[dict[str, Any]] = [
      "old_date": "0099-01-05", "t0": "-838:59:59", "fixed": b"\x00\x01", "vb": b"",
      "bits": 0, "latin": "caf\u00e9 na\u00efve", "padded": "ab", "yr": 1901,
      "pipe": "a|", "pipe2": "b",
-     "dbl": 5e-324, "flt": 3.40282e38},
+     "dbl": 5e-324, "flt": 3.40282e38, "zf": 12345, "yr_nn": 2024},
     {"id": 0, "small_neg": 0, "tiny_u": 0, "bool_wide": 0, "big_signed": 2**63 - 1,
      # Not 1E-30: verify's fetch path stages that DECIMAL(65,30) as Python prints it
      # ('1E-30'), the sink's per-row path as MySQL does (every digit).

@@ -2,7 +2,8 @@
 its local JVM with the C1 compiler alone (a stream, a cluster master or the user's own
 JDK_JAVA_OPTIONS keep theirs); ``SessionStart`` starts Spark in a thread while the driver's
 start-up goes on, with the environment the JVM must inherit, and its failure reaches the
-caller unchanged."""
+caller unchanged; without Spark SQL (``sql=False``) the context is ready alone, and a session
+is built on it only when asked."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import threading
 
 import pytest
 
-from replicator.engine.job import session
+from replicator.engine.job import python_workers, session
 from replicator.engine.job.session import BOUNDED_JAVA_OPTIONS, prepare_environment
 
 
@@ -44,23 +45,52 @@ def test_the_session_starts_beside_the_caller_with_the_jvms_environment(environ,
     release = threading.Event()
     seen = {}
 
-    def starting(master, conf, app_name, log_level, output):
-        seen.update(thread=threading.current_thread().name, master=master, conf=conf,
-                    app_name=app_name, java=os.environ.get("JDK_JAVA_OPTIONS"))
+    def starting(master, settings, app_name, log_level, output):
+        seen.update(thread=threading.current_thread().name, master=master,
+                    app_name=app_name, java=os.environ.get("JDK_JAVA_OPTIONS"),
+                    daemon=settings.get(python_workers.DAEMON_MODULE_KEY), x=settings["spark.x"])
         release.wait(10)
+        return "the context"
+
+    def on(context, settings):
+        seen.update(session_thread=threading.current_thread().name, on=context)
         return "the session"
 
-    monkeypatch.setattr(session, "_session", starting)
+    monkeypatch.setattr(session, "_context", starting)
+    monkeypatch.setattr(session, "_session", on)
     start = session.SessionStart("local[2]", {"spark.x": "1"}, app_name="replicator-p",
                                  bounded=True)
     # The caller is not held while Spark starts ...
     assert start._thread.is_alive()
     release.set()
-    # ... and gets the session once it asks.
+    # ... and gets the session once it asks, built in the start's thread.
     assert start.session() == "the session"
     assert seen == {"thread": "replicator-spark-start", "master": "local[2]",
-                    "conf": {"spark.x": "1"}, "app_name": "replicator-p",
-                    "java": session.BOUNDED_JAVA_OPTIONS}
+                    "app_name": "replicator-p", "java": session.BOUNDED_JAVA_OPTIONS,
+                    "daemon": "replicator.engine.job.python_daemon", "x": "1",
+                    "session_thread": "replicator-spark-start", "on": "the context"}
+
+
+def test_without_sql_the_context_is_ready_first_and_a_session_is_built_once_on_it(
+        environ, monkeypatch):
+    built = []
+
+    def on(context, settings):
+        built.append((threading.current_thread().name, context))
+        return f"session {len(built)}"
+
+    monkeypatch.setattr(session, "_context", lambda *args: "the context")
+    monkeypatch.setattr(session, "_session", on)
+    start = session.SessionStart("local[2]", sql=False)
+    assert start.context() == "the context"
+    assert built == []  # RDD jobs never pay for Spark SQL
+    askers = [threading.Thread(target=start.session) for _ in range(4)]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join()
+    assert start.session() == "session 1"
+    assert len(built) == 1 and built[0][1] == "the context"
 
 
 def test_a_failed_start_is_raised_where_the_session_is_asked_for(environ, monkeypatch):
@@ -69,8 +99,9 @@ def test_a_failed_start_is_raised_where_the_session_is_asked_for(environ, monkey
     def starting(*args):
         raise failure
 
-    monkeypatch.setattr(session, "_session", starting)
-    start = session.SessionStart("local[1]")
-    with pytest.raises(RuntimeError) as raised:
-        start.session()
-    assert raised.value is failure
+    monkeypatch.setattr(session, "_context", starting)
+    start = session.SessionStart("local[1]", sql=False)
+    for ask in (start.context, start.session):
+        with pytest.raises(RuntimeError) as raised:
+            ask()
+        assert raised.value is failure

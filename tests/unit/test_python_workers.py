@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyspark
 
-from replicator.engine.job.python_workers import worker_python
+from replicator.engine.job.python_workers import DAEMON_MODULE_KEY, worker_conf, worker_python
 
 LIB = Path(pyspark.__file__).parent / "python" / "lib"
 
@@ -52,3 +52,8 @@ def test_no_writable_cache_means_sparks_default(tmp_path: Path) -> None:
     blocked = tmp_path / "file"
     blocked.write_text("")
     assert worker_python("local", _env(tmp_path, XDG_CACHE_HOME=str(blocked))) is None
+
+
+def test_a_local_runs_daemon_preimports_the_decode_stack_a_clusters_keeps_sparks() -> None:
+    assert worker_conf("local[2]") == {DAEMON_MODULE_KEY: "replicator.engine.job.python_daemon"}
+    assert worker_conf("spark://master:7077") == {}

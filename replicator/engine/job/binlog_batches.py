@@ -233,13 +233,14 @@ class BinlogBatches:
         give_back_memory()
         return manifest
 
-    def decode(self, spark: Any, tasks: Sequence[DecodeRange]) -> list[dict[str, Any]]:
-        """Run ``tasks`` as one Spark job; the manifest rows of every task, in task order."""
+    def decode(self, context: Any, tasks: Sequence[DecodeRange]) -> list[dict[str, Any]]:
+        """Run ``tasks`` as one Spark job (``context``: the SparkContext); the manifest rows of
+        every task, in task order."""
         if not tasks:
             return []
         land = self.land
-        return [row for rows in spark.sparkContext.parallelize(list(tasks), len(tasks))
-                .map(land).collect() for row in rows]
+        return [row for rows in context.parallelize(list(tasks), len(tasks)).map(land).collect()
+                for row in rows]
 
 
 def give_back_memory() -> None:

@@ -1,11 +1,12 @@
 """The interpreter Spark starts its local Python processes with: pyspark imported as installed.
 
-Spark starts a Python process for each of its Python jobs: the data source lookup at session
-start, the Python data source's creation and its read planner, the streaming source runner,
-and the executors' worker daemon. It puts ``$SPARK_HOME/python/lib/pyspark.zip`` and py4j's zip
+Spark starts the executors' Python worker daemon (and, while the stream was a Structured
+Streaming query, five more Python processes per run: the data source lookup, its creation,
+its read planner, the streaming source runner). It puts ``$SPARK_HOME/python/lib/pyspark.zip`` and py4j's zip
 first on each one's ``PYTHONPATH``. Python cannot cache the bytecode of modules imported from a
 zip, so every one of those processes compiles pyspark's sources again: measured (py-spy, this
-project's 2-core machine) 0.6-0.8 s of CPU per process, six of them before a run's first batch,
+project's 2-core machine) 0.6-0.8 s of CPU per process, six of them before a run's first batch
+then,
 on the run's critical path. Measured end to end on a one-change run at load 7 (A/B/B/A, four
 rounds each): 32.5 s mean wall without this, 21.4 s with it.
 
@@ -16,6 +17,9 @@ zips are that same package's own copies (``pyspark/python/lib`` inside it). So
 its cached bytecode. Nothing changes when the user set either variable, when ``SPARK_HOME``
 names another Spark (its zip may be another version), on a cluster master (its workers run the
 cluster's Python), or when no cache directory is writable.
+
+Their worker daemon is ``engine.job.python_daemon`` (``worker_conf``): it imports the decode
+stack once, before it forks the workers, instead of each worker importing it again.
 """
 
 from __future__ import annotations
@@ -73,6 +77,19 @@ def worker_python(master: str, environ: Mapping[str, str] | None = None) -> str 
     except OSError:
         return None  # no writable cache: the workers compile pyspark, as Spark does by default
     return str(path)
+
+
+# Spark's setting naming the module its executors run as the Python worker daemon.
+DAEMON_MODULE_KEY = "spark.python.daemon.module"
+
+
+def worker_conf(master: str) -> dict[str, str]:
+    """Spark settings for the Python workers of a run on ``master``: a local run's daemon
+    pre-imports the decode stack (``engine.job.python_daemon``); a cluster's executors keep
+    Spark's daemon (their Python and its threads at fork were never measured here)."""
+    if not master.startswith("local"):
+        return {}
+    return {DAEMON_MODULE_KEY: "replicator.engine.job.python_daemon"}
 
 
 def _zipped_pyspark(env: Mapping[str, str]) -> Path | None:

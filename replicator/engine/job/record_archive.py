@@ -47,12 +47,12 @@ def record(workdir: Path) -> Path | None:
         return None  # in use already: nothing to record
     # A JVM whose output this process routes is the kind that records (``session``).
     session.route_jvm_output(workdir / "jvm.log")
-    spark = session.spark_session("local[*]", bounded=True)
+    spark = session.SessionStart("local[*]", bounded=True, sql=False).context()  # as a run
     found = re.search(r"-XX:ArchiveClassesAtExit=(\S+)", os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
     recorded = Path(found.group(1)) if found else None
     try:
         for _ in range(BATCHES):
-            spark.sparkContext.parallelize(range(2), 2).map(_warmup_task).collect()
+            spark.parallelize(range(2), 2).map(_warmup_task).collect()
     finally:
         _stop_jvm(spark)
     return None if recorded is None else class_sharing.take_into_use(recorded)

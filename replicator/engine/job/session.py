@@ -25,6 +25,7 @@ import replicator
 from replicator.engine.job import class_sharing, python_workers
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
 # Arrow's allocator in every process of a run (read by pyarrow once, when it is imported).
@@ -145,46 +146,88 @@ class SessionStart:
     round trips (1.3 s against the local fakesnow server; Snowflake's own latency is larger).
     Neither needs the other until the stream starts. ``session()`` waits for the session and
     raises what starting it raised. A run that fails before asking leaves the thread to
-    finish; the JVM ends with the process (it exits when its stdin, our pipe, closes)."""
+    finish; the JVM ends with the process (it exits when its stdin, our pipe, closes).
+
+    ``sql=False`` starts the SparkContext alone: RDD jobs (the snapshot's chunk reads, the
+    stream's decode tasks) need no Spark SQL, and its session costs the JVM ~1.1 s of CPU and the
+    start 1.4-2.9 s of wall on the 2-core machine at load 5-6
+    (docs/decisions/spark-context-and-warm-workers.md).
+    ``context()`` is then ready that much sooner; ``session()`` still works, building the
+    session on that context when first asked."""
 
     def __init__(self, master: str = "local[*]", conf: Mapping[str, str] | None = None, *,
                  app_name: str = "replicator", log_level: str = "ERROR",
-                 bounded: bool = False) -> None:
+                 bounded: bool = False, sql: bool = True) -> None:
         # The environment the JVM inherits is set here, before any other thread may start
         # processes, and the JVM output's destination is read now (``route_jvm_output``).
         prepare_environment(master, bounded=bounded)
-        self._started: SparkSession | None = None
+        self._settings = {**DEFAULT_CONF, **python_workers.worker_conf(master), **(conf or {})}
+        self._context: SparkContext | None = None
+        self._session: SparkSession | None = None
         self._error: BaseException | None = None
+        self._asked = threading.Lock()  # one session, however many threads ask
         self._thread = threading.Thread(
-            target=self._start, args=(master, conf, app_name, log_level, _jvm_output),
+            target=self._start, args=(master, app_name, log_level, _jvm_output, sql),
             name="replicator-spark-start", daemon=True)
         self._thread.start()
 
-    def _start(self, *args: Any) -> None:
+    def _start(self, master: str, app_name: str, log_level: str, output: Path | None,
+               sql: bool) -> None:
         try:
-            self._started = _session(*args)
+            self._context = _context(master, self._settings, app_name, log_level, output)
+            if sql:
+                self._session = _session(self._context, self._settings)
         except BaseException as exc:  # raised again in the thread that asks for the session
             self._error = exc
 
-    def session(self) -> SparkSession:
+    def context(self) -> SparkContext:
+        """The SparkContext, once started (what starting it raised, if it failed)."""
         self._thread.join()
         if self._error is not None:
             raise self._error
-        assert self._started is not None
-        return self._started
+        assert self._context is not None
+        return self._context
+
+    def session(self) -> SparkSession:
+        """The session, on ``context()``: built in the start's thread (``sql``), else now."""
+        context = self.context()
+        with self._asked:
+            if self._session is None:
+                self._session = _session(context, self._settings)
+            return self._session
 
 
-def _session(master: str, conf: Mapping[str, str] | None, app_name: str, log_level: str,
-             output: Path | None) -> SparkSession:
+def spark_context(spark: Any) -> SparkContext:
+    """The SparkContext of ``spark``: a SparkContext, or a SparkSession (tests and embedding
+    callers hand the run a session; the run itself starts a context alone)."""
+    return getattr(spark, "sparkContext", spark)
+
+
+def _context(master: str, settings: Mapping[str, str], app_name: str, log_level: str,
+             output: Path | None) -> SparkContext:
+    """The JVM (``_launch_jvm``) and its SparkContext with ``settings``; the one already
+    running when there is one (a test's, spark-submit's on a cluster's driver), as
+    ``SparkSession.builder`` does."""
+    from pyspark import SparkConf, SparkContext
+
+    _launch_jvm(master, app_name, settings, output)
+    # loadDefaults: spark-submit's own --conf arrive as the JVM's system properties.
+    spark_conf = SparkConf().setMaster(master).setAppName(app_name)
+    for key, value in settings.items():
+        spark_conf.set(key, value)
+    context = SparkContext.getOrCreate(spark_conf)
+    context.setLogLevel(log_level)
+    return context
+
+
+def _session(context: SparkContext, settings: Mapping[str, str]) -> SparkSession:
+    """The Spark session on ``context`` (Spark SQL's settings applied)."""
     from pyspark.sql import SparkSession
 
-    settings = {**DEFAULT_CONF, **(conf or {})}
-    _launch_jvm(master, app_name, settings, output)
-    builder = SparkSession.builder.master(master).appName(app_name)
+    builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(log_level)
+    spark = builder.getOrCreate()  # on the active context: ``context``, master and name set
     return spark
 
 
