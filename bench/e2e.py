@@ -6,15 +6,15 @@ seconds_transform / seconds_stage / seconds_merge). Lines are timestamped as the
 the wall time splits into:
 
 - ``startup``: launch -> the first batch starts (interpreter, catalog, plan, sink prepare,
-  JVM and Spark session, the streaming query's first plan);
-- ``spark_read``: inside a batch but outside the measured phases: Spark running the data
-  source's ``read`` on the Python workers (the binlog decode of the range) and shipping the
-  rows to the driver as Arrow (``frame.toArrow()``), plus sorting them;
+  JVM and Spark session, the first batch's cut);
+- ``spark_read``: inside a batch but outside the measured phases: the batch's Spark job (its
+  tasks decode and land the range on the Python workers and return the manifest rows), plus
+  reading the landed files back;
 - ``decode``: the driver turning the JSON row images back into typed values;
 - ``transform``: compaction to the last change per key; ``stage``: Arrow staging and load;
   ``merge``: the MERGE + state row transaction;
-- ``between_batches``: planning the next micro-batch (``latestOffset``: paging the binlog for
-  a boundary after max_rows changes) and Spark's own bookkeeping;
+- ``between_batches``: cutting the next micro-batch (paging the binlog for a boundary after
+  max_rows changes, unless the look-ahead found it) and the batch log;
 - ``shutdown``: last batch -> process exit.
 
 The fakesnow run is the same command against fakesnow's HTTP server in a process of its own

@@ -76,7 +76,7 @@ class TransientSinkError(SinkError):
 
 
 class EngineError(ReplicatorError):
-    """Spark job: launch, checkpoint, streaming query failures."""
+    """Spark job: launch, checkpoint, decode job failures."""
 
 
 class LeaseError(ReplicatorError):

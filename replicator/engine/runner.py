@@ -9,11 +9,11 @@ The order matters and each step says why:
 4. copy the tables (``snapshot.run_snapshot``), resumable chunk by chunk;
 5. check the binlog we resume from still exists (``ensure_available``: purged -> a
    ``BinlogGoneError`` naming ``--snapshot always``);
-6. stream: the binlog data source -> ``foreachBatch(BatchApplier)``. ``until_caught_up`` uses
-   Spark's availableNow trigger: it stops once the head seen at start is applied.
+6. stream (``engine.stream``): micro-batches cut on the driver, decoded by Spark jobs, applied
+   by ``BatchApplier``; ``until_caught_up`` stops once the head seen at start is applied.
 
 SIGINT/SIGTERM ask the loop to stop; it waits for the batch in progress to finish, then stops
-the query. A second signal stops at once (the sink's transactions keep the target
+the stream. A second signal stops at once (the sink's transactions keep the target
 consistent either way, and the next run replays the unfinished batch, skipping what was
 applied).
 """
@@ -45,8 +45,9 @@ from replicator.engine.follow.pending_ddl import (
 )
 from replicator.engine.follow.routing import SourcesToCopy
 from replicator.engine.follow.schema_changes import KeyChanged
+from replicator.engine.job.binlog_batches import BinlogBatches
 from replicator.engine.job.errors import driver_error, quiet_task_failures, recover
-from replicator.engine.job.session import SessionStart, register_sources
+from replicator.engine.job.session import SessionStart, spark_context
 from replicator.engine.job.stage_put import LandedUpload
 from replicator.engine.recopy import Recopier, queue
 from replicator.engine.snapshot import CHUNK_ROWS, run_snapshot
@@ -61,6 +62,7 @@ from replicator.engine.start import (
 )
 from replicator.engine.state.checkpoint import CheckpointDir, StartState
 from replicator.engine.state.lease import take_lease
+from replicator.engine.stream import stream
 from replicator.errors import ReplicatorError
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import SOURCE_TABLE_COLUMN, decode_partitions
@@ -201,7 +203,8 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
     def session_start() -> SessionStart:
         return SessionStart(
             options.master or pipeline.engine.master, {**pipeline.engine.conf, **options.conf},
-            app_name=f"replicator-{pipeline.name}", bounded=options.until_caught_up)
+            app_name=f"replicator-{pipeline.name}", bounded=options.until_caught_up,
+            sql=False)  # the run's jobs are RDD jobs: Spark SQL would cost ~1 s of JVM start
 
     starting = None if spark is not None or idle else session_start()
     for name in context.left_out():
@@ -258,10 +261,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
                 return result
         if idle:
             starting = session_start()
-        if starting is not None:
-            spark = starting.session()
-        else:
-            register_sources(spark)
+        spark = starting.context() if starting is not None else spark_context(spark)
         if not options.debug:
             quiet_task_failures(spark)
         with _signals(flag, options.handle_signals):
@@ -278,6 +278,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
             resume = checkpoint.resume_position() or state.position
             ensure_available(pipeline.source, resume)
             result.start = resume
+            notice(f"streaming from {resume}")
             recopier = Recopier(applier, checkpoint, state, context.read_catalog, notice=notice,
                                 chunk_rows=options.chunk_rows or CHUNK_ROWS)
             if not _stream_and_copy_arrivals(spark, pipeline, context, applier, checkpoint, state,
@@ -291,10 +292,6 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
         if lease is not None:
             lease.release()
         (applier.sink if applier is not None else sink).close()
-        if applier is not None:
-            # Spark's callback server keeps the foreachBatch function (the applier) alive until
-            # the JVM stops; drop the sink so its driver objects are freed now.
-            applier.sink = None
 
 
 def _caught_up(pipeline: Pipeline, checkpoint: CheckpointDir) -> bool:
@@ -352,7 +349,7 @@ def _reporter(result: RunResult, options: RunOptions) -> Callable[[BatchReport],
             result.batches += 1
             result.changes += batch.changes
             result.rows += batch.rows
-        # Spark runs one empty batch when a new query starts at the head: not worth a line.
+        # A batch of other tables' changes only (nothing replicated): not worth a line.
         if options.on_report and (batch.tables or batch.kind == "snapshot"):
             options.on_report(batch)
 
@@ -382,14 +379,12 @@ def _stream_and_copy_arrivals(
         except KeyChanged as changed:
             # A primary key changed: re-plan, queue the copy, and stream on from the same
             # batch with the new key (the decoders take it at stream start).
-            applier.failure = None
             applier.rekey(changed.tables)
         except SourcesToCopy as arrived:
             # Renamed into a `sources:` selection mid-stream: copy them as tables found
             # at start-up are, then stream on (the uncommitted batch is replayed).
             notice(f"{', '.join(arrived.tables)}: renamed into a `sources:` selection; "
                    "copying before streaming on")
-            applier.failure = None
             applier.copied_sources |= {name.lower() for name in arrived.tables}
             context.reload()
             catalog, plan = context.catalog, context.plan
@@ -408,9 +403,8 @@ def _stream_with_retries(
     options: RunOptions, flag: _StopFlag, result: RunResult, notice: Notice, *,
     listed: Any = None, lease: Any = None, recopier: Any = None,
 ) -> None:
-    """Restart the streaming query after transient failures (a server restart, a dropped
-    connection, a warehouse resuming): it resumes from Spark's checkpoint, and the sink skips
-    what was applied. Terminal errors stop the run. Forever mode retries forever with capped
+    """Restart the stream after transient failures (a server restart, a dropped connection, a
+    warehouse resuming): it resumes from the batch log, and the sink skips what was applied. Terminal errors stop the run. Forever mode retries forever with capped
     backoff; ``--until-caught-up`` gives up after a few attempts."""
     attempt = 0
     while True:
@@ -431,7 +425,6 @@ def _stream_with_retries(
                 raise
             delay = min(RETRY_MAX_SECONDS, 2 ** (attempt - 1))
             notice(f"transient error (attempt {attempt}): {exc.message}; retrying in {delay} s")
-            applier.failure = None
             if flag.event.wait(delay):
                 result.stopped = True
                 return
@@ -452,76 +445,50 @@ def _stream(
     options: RunOptions, flag: _StopFlag, result: RunResult, lease: Any = None,
     recopier: Any = None,
 ) -> None:
-    # pyspark (and the data source, which subclasses its classes) loads with the stream, not
-    # with this module: the lock, the checks and the snapshot come first.
-    from pyspark.errors import StreamingQueryException
-
-    from replicator.engine.job.datasource import SOURCE_FORMAT, reader_options
-
+    """The stream (``engine.stream``) from the batch log's last commit, else the start."""
     plan = applier.plan
-    reader = reader_options(
+    batches = BinlogBatches(
         pipeline.source,
         tables=[table.selection or table.source_name for table in plan.tables],
         keys={table.source_name: table.source_key for table in plan.tables if not table.routed},
         server_id=pipeline.server_id,
-        start=state.position,
         max_rows=pipeline.batching.max_rows,
         decode_partitions=decode_partitions(pipeline.engine, pipeline.batching,
-                                            spark.sparkContext.defaultParallelism),
+                                            spark.defaultParallelism),
         landing=applier.landing,
         epoch=applier.epoch,
         selection_keys=[(table.selection, [k for k in table.source_key if k != SOURCE_TABLE_COLUMN])
                         for table in plan.tables if table.selection is not None],
         upload=upload.to_json() if (upload := LandedUpload.of(pipeline, plan)) else "",
     )
-    frame = spark.readStream.format(SOURCE_FORMAT).options(**reader).load()
-    writer = (
-        frame.writeStream.foreachBatch(applier)
-        .option("checkpointLocation", str(checkpoint.stream_dir.resolve()))
-        .queryName(f"replicator_{''.join(c if c.isalnum() else '_' for c in pipeline.name)}")
-    )
-    if options.until_caught_up:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{max(1, pipeline.batching.max_delay_ms)} milliseconds")
-    query = writer.start()
-    failure: BaseException | None = None
+
+    def between() -> None:
+        if lease is not None:
+            lease.renew_if_due()  # LeaseError: another run took it over
+        if recopier is not None and not flag.is_set():
+            # A table copied again (replicator snapshot --table): one chunk between two
+            # stream batches (engine.recopy).
+            recopier.take_requests()
+            recopier.step()
+
     try:
-        while True:
-            if flag.is_set() and not applier.in_batch:
-                result.stopped = True
-                query.stop()
-                break
-            if query.awaitTermination(0.25):
-                break
-            if lease is not None and not applier.in_batch:
-                lease.renew_if_due()  # LeaseError: another run took it over
-            if recopier is not None and not flag.is_set():
-                # A table copied again (replicator snapshot --table): one chunk between two
-                # stream batches (engine.recopy).
-                recopier.take_requests()
-                recopier.step()
-    except StreamingQueryException as exc:
-        failure = exc
-    except BaseException:
-        with contextlib.suppress(Exception):
-            query.stop()
+        if stream(spark, batches, applier, checkpoint, state.position,
+                  until_caught_up=options.until_caught_up,
+                  interval_ms=pipeline.batching.max_delay_ms,
+                  should_stop=flag.is_set, between=between):
+            result.stopped = True
+    except (ReplicatorError, KeyboardInterrupt):
         raise
-    failure = failure or query.exception()
-    if failure is not None:
-        raise _unwrap(failure, applier) from None
+    except Exception as failure:  # a failed Spark job: the error of the task behind it
+        raise _unwrap(failure) from None
 
 
-def _unwrap(failure: BaseException, applier: Any) -> ReplicatorError:
-    """The user-facing error behind a failed streaming query.
+def _unwrap(failure: BaseException) -> ReplicatorError:
+    """The user-facing error behind a failed decode job.
 
-    A ReplicatorError raised in foreachBatch (driver) is kept by the applier; one raised on an
-    executor or in the source's planner reaches us only as text inside Spark's error, carrying
-    its class, message, hint and transient flag (``engine.job.errors``).
+    One raised on an executor reaches us only as text inside Spark's error, carrying its
+    class, message, hint and transient flag (``engine.job.errors``).
     """
-    cause = getattr(applier, "failure", None)
-    if isinstance(cause, ReplicatorError):
-        return cause
     text = str(failure)
     carried = recover(text)
     if carried is not None:
@@ -532,7 +499,7 @@ def _unwrap(failure: BaseException, applier: Any) -> ReplicatorError:
         if isinstance(kind, type) and issubclass(kind, ReplicatorError):
             return kind(match.group("message").strip(),
                         hint="the run resumes from the last applied batch once this is fixed")
-    return driver_error(failure, doing="the streaming query")
+    return driver_error(failure, doing="decoding the binlog")
 
 
 _ERROR_LINE = re.compile(r"(?:replicator\.errors\.)?(?P<kind>\w+Error): (?P<message>[^\n]+)")

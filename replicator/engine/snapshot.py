@@ -29,6 +29,7 @@ from urllib.parse import quote
 from replicator.engine import failpoints
 from replicator.engine.job.errors import carry_errors, driver_error
 from replicator.engine.job.landing import landing_root
+from replicator.engine.job.session import spark_context
 from replicator.engine.job.stage_put import LandedUpload
 from replicator.engine.state.checkpoint import (
     COPY_SPAN,
@@ -171,7 +172,7 @@ class _ReadJob:
     def _run(self, source: MySQLSource, tasks: list[ChunkTask], position: BinlogPosition) -> None:
         try:
             if tasks:
-                context = self.spark.sparkContext
+                context = spark_context(self.spark)
                 context.setJobGroup(self.GROUP, "snapshot chunks", interruptOnCancel=True)
                 upload = self.upload
                 (context.parallelize(tasks, len(tasks))
@@ -184,7 +185,7 @@ class _ReadJob:
 
     def cancel(self) -> None:
         with contextlib.suppress(Exception):
-            self.spark.sparkContext.cancelJobGroup(self.GROUP)
+            spark_context(self.spark).cancelJobGroup(self.GROUP)
         self._thread.join(timeout=60)
 
     def raise_failure(self) -> None:

@@ -215,20 +215,21 @@ def test_a_recopy_killed_inside_resumes_exactly_once(
         root.close()
 
 
-# batch-recorded (the swap's batch recorded before the kill: the simpler path) was run and
-# passes; the suite keeps the replayed one, which also resumes the copy it began.
-@pytest.mark.parametrize("also", ["apply.before_spark_commit=sleep(900);"],
-                         ids=["batch-replayed"])
+# batch-replayed (the swap's batch held after its sink commit, before the batch log records
+# it, while the copy's first chunk was applied) was the suite's case while Structured Streaming
+# ran the stream: a re-copy's step then ran beside a batch. The driver's stream loop steps a
+# re-copy only between batches, after the log's commit, so that state cannot happen any more;
+# what can is the batch recorded, then the copy's chunk, then the kill.
+@pytest.mark.parametrize("also", [""], ids=["batch-recorded"])
 def test_a_recopy_after_a_table_swap_killed_midway_resumes_exactly_once(
         spark, mariadb, mysql_source, fresh_database, tmp_path, also):
     """`rename_table: recopy`: the stream reads the swap's RENAME and queues the copy itself
     (saved before the batch is applied); the run is killed after one chunk of it committed,
     and the resumed run finishes that copy, not a new one.
 
-    batch-replayed: the swap's batch is held after its sink commit, before Spark records it
-    (``apply.before_spark_commit``), while the copy's first chunk is applied: the resumed run
-    replays that batch, RENAME included. It used to start the copy over (a new copy number,
-    the chunks planned and applied thrown away); the batch's id now marks its own request."""
+    A replayed swap batch used to start the copy over (a new copy number, the chunks planned
+    and applied thrown away); the batch's id now marks its own request (see above the test
+    for why the replayed case is no longer reachable)."""
     from tests.integration.test_swap_recopy_e2e import _swap
 
     root = mariadb.root_connection(fresh_database)

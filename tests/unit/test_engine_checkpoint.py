@@ -6,6 +6,7 @@ import json
 import stat
 
 from replicator.engine.state.checkpoint import (
+    BATCHES_RETAINED,
     COPY_SPAN,
     EPOCH_SPAN,
     CheckpointDir,
@@ -103,3 +104,43 @@ def test_files_replicator_writes_are_user_only_under_umask_022(tmp_path):
     assert loose == []
     # Spark's own logs under the checkpoint: Hadoop applies its umask setting, not ours.
     assert DEFAULT_CONF["spark.hadoop.fs.permissions.umask-mode"] == "077"
+
+
+def test_the_batch_log_replays_a_batch_cut_short_over_its_logged_range(tmp_path):
+    checkpoint = CheckpointDir(tmp_path / "pipe")
+    assert checkpoint.next_batch() == (0, None, None)  # a new stream: from its start
+    first, second = ({"file": "mysql-bin.000001", "pos": p, "gtid": f"0-1-{p}"} for p in (300, 900))
+    checkpoint.log_batch(0, first)
+    assert checkpoint.next_batch() == (0, None, first)  # logged, not committed: run it again
+    checkpoint.commit_batch(0)
+    assert checkpoint.next_batch() == (1, first, None)  # committed: the next one starts there
+    checkpoint.log_batch(1, second)
+    assert checkpoint.next_batch() == (1, first, second)
+    assert checkpoint.committed() == (0, BinlogPosition.from_offset(first))
+    checkpoint.commit_batch(1)
+    assert checkpoint.resume_position() == BinlogPosition.from_offset(second)
+    # No scratch file is left behind, and what is written is the user's only.
+    for log in ("offsets", "commits"):
+        names = sorted(p.name for p in (checkpoint.stream_dir / log).iterdir())
+        assert names == ["0", "1"]
+        assert stat.S_IMODE((checkpoint.stream_dir / log / "1").stat().st_mode) == 0o600
+
+
+def test_the_batch_log_reads_a_checkpoint_spark_wrote_and_keeps_the_newest_entries(tmp_path):
+    checkpoint = CheckpointDir(tmp_path / "pipe")
+    for batch in range(3):
+        _spark_log(checkpoint.stream_dir, batch, {"file": "mysql-bin.000002", "pos": 100 + batch})
+    for batch in range(2):  # Spark's batch 2 was cut short
+        (checkpoint.stream_dir / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+    assert checkpoint.next_batch() == (2, {"file": "mysql-bin.000002", "pos": 101},
+                                       {"file": "mysql-bin.000002", "pos": 102})
+    checkpoint.commit_batch(2)
+    for batch in range(3, 3 + BATCHES_RETAINED + 5):
+        checkpoint.log_batch(batch, {"file": "mysql-bin.000002", "pos": 100 + batch})
+        checkpoint.commit_batch(batch)
+    last = 2 + BATCHES_RETAINED + 5
+    for log in ("offsets", "commits"):
+        kept = sorted(int(p.name) for p in (checkpoint.stream_dir / log).iterdir())
+        assert kept == list(range(last - BATCHES_RETAINED + 1, last + 1))
+    assert checkpoint.next_batch() == (last + 1, {"file": "mysql-bin.000002", "pos": 100 + last},
+                                       None)

@@ -1,35 +1,28 @@
-"""The runner turns Spark's wrapped failures back into errors a user (and the retry) can act on."""
+"""The runner turns a failed decode job's wrapped error back into one a user (and the retry)
+can act on."""
 
 from __future__ import annotations
 
 from replicator.engine.runner import _unwrap
-from replicator.errors import BinlogGoneError, EngineError, TransientSourceError
+from replicator.errors import EngineError, TransientSourceError
 
-SPARK_TEXT = """[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function.
-Traceback (most recent call last):
-  File "/work/replicator/source/binlog.py", line 210, in read_changes
-pyspark.errors.exceptions.base.PySparkRuntimeError: [PYTHON_DATA_SOURCE_ERROR] failed
+# What a decode task's uncarried error looks like from the driver: py4j's error around Spark's
+# job failure around the worker's Python traceback.
+SPARK_TEXT = """An error occurred while calling z:org.apache.spark.api.python.PythonRDD.collectAndServe.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 3.0 failed 1 times, most recent failure: Lost task 0.0 in stage 3.0 (TID 7) (127.0.0.1 executor driver): org.apache.spark.api.python.PythonException: Traceback (most recent call last):
+  File "/work/replicator/engine/job/binlog_batches.py", line 214, in land
+  File "/work/replicator/source/fast/stream.py", line 210, in read_changes
 replicator.errors.TransientSourceError: the binlog connection to 127.0.0.1:3306 dropped
 """
 
 
-class _Applier:
-    failure = None
-
-
 def test_an_executor_side_replicator_error_keeps_its_class():
-    error = _unwrap(RuntimeError(SPARK_TEXT), _Applier())
+    error = _unwrap(RuntimeError(SPARK_TEXT))
     assert isinstance(error, TransientSourceError) and error.transient
     assert error.message == "the binlog connection to 127.0.0.1:3306 dropped"
 
 
-def test_a_driver_side_error_is_the_one_the_applier_kept():
-    applier = _Applier()
-    applier.failure = BinlogGoneError("gone", hint="--snapshot always")
-    assert _unwrap(RuntimeError("anything"), applier) is applier.failure
-
-
 def test_anything_else_is_an_engine_error_naming_debug():
-    error = _unwrap(RuntimeError("java.lang.OutOfMemoryError: heap"), _Applier())
+    error = _unwrap(RuntimeError("java.lang.OutOfMemoryError: heap"))
     assert type(error) is EngineError and "--debug" in (error.hint or "")
     assert not error.transient

@@ -26,11 +26,11 @@ def _script():
 
 def test_lists_the_imports_inside_functions_with_the_modules_they_import() -> None:
     script = _script()
-    found = script.scan(["replicator/engine/runner.py"])
-    # The one left in the runner keeps pyspark (the data source) off its import.
+    found = script.scan(["replicator/cli/package.py"])
+    # `replicator package` builds the cluster's zip: the launcher stays off every other command.
     assert [(item.function, item.modules) for item in found] == [
-        ("_stream", ("replicator.engine.job.datasource",))]
-    assert found[0].importer == "replicator.engine.runner"
+        ("command", ("replicator.engine.job.launch",))]
+    assert found[0].importer == "replicator.cli.package"
 
 
 def test_from_package_import_submodule_counts_the_submodule() -> None:

@@ -34,7 +34,7 @@ def test_class_message_hint_and_transient_come_back():
 
 def test_a_transient_error_stays_transient_and_keeps_its_hint_through_the_stream_unwrap():
     original = TransientSourceError("lost the MySQL connection\nsecond line", hint="retrying")
-    back = _unwrap(RuntimeError(_worker_text(original)), type("A", (), {"failure": None})())
+    back = _unwrap(RuntimeError(_worker_text(original)))
     assert type(back) is TransientSourceError and back.transient
     assert (back.message, back.hint) == ("lost the MySQL connection\nsecond line", "retrying")
 

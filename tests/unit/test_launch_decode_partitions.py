@@ -1,5 +1,5 @@
 """How many decode tasks a micro-batch gets (``model.pipeline.decode_partitions``) and how its
-binlog range is cut into them (``binlog_ranges.cut_range`` and ``datasource.partition_rows``), on made-up boundaries: no server needed."""
+binlog range is cut into them (``binlog_ranges.cut_range`` and ``binlog_batches.partition_rows``), on made-up boundaries: no server needed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replicator.engine.job.datasource import partition_rows
+from replicator.engine.job.binlog_batches import partition_rows
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import (
     MIN_PARTITION_ROWS,

@@ -145,7 +145,7 @@ def test_standalone_cluster_mode_and_local_masters_are_refused(tmp_path):
 def test_the_zip_holds_the_package_without_bytecode(tmp_path):
     built = package_zip(tmp_path)
     names = zipfile.ZipFile(built).namelist()
-    assert "replicator/engine/job/datasource.py" in names
+    assert "replicator/engine/job/binlog_batches.py" in names
     assert "replicator/engine/job/log4j2.properties" in names
     assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
     assert package_zip(tmp_path) == built  # reused when nothing changed

@@ -1,7 +1,8 @@
 """The batch applier (``BatchApplier``): a micro-batch's manifest -> per target table, its
 landed change files -> staging rows -> the sink, exactly once.
 
-Runs on the driver, inside ``foreachBatch`` (and for each snapshot chunk). The stream's rows
+Runs on the driver, after each stream batch's decode job (``engine.stream``), and for each
+snapshot chunk. The stream's rows
 are the manifest of what the executors landed (``engine.landing``): one row per Parquet file
 of one table's changes and per schema change. For a micro-batch: follow the schema changes
 first (added columns re-plan and ALTER; anything else stops with the remedy; routing's tables
@@ -51,7 +52,7 @@ from replicator.engine.job.landing import (
     read_files,
 )
 from replicator.engine.state.checkpoint import CheckpointDir, sink_batch_id, snapshot_batch_id
-from replicator.errors import ReplicatorError, SinkError
+from replicator.errors import SinkError
 from replicator.model import change_batch as cb
 from replicator.model.changes import BinlogPosition
 from replicator.sink.protocol import TableBatch
@@ -144,15 +145,13 @@ class BatchApplier(SchemaFollower):
         self._copied_from: dict[str, tuple[int, int]] = dict(self._resumed_at)
         self._batch_id = 0
         self._pruned_at = float("-inf")  # when landed files were last pruned (monotonic)
-        self.in_batch = False
         self.batches = 0
         # Held by each stream batch, and by each step of a table's re-copy (engine.recopy).
         self._lock = threading.Lock()
         # Where executors land change batches (engine.landing).
         self.landing = landing_root(pipeline.engine.landing, checkpoint.path)
-        self.failure: ReplicatorError | None = None  # kept: Spark wraps it in its own error
 
-    # -- foreachBatch ----------------------------------------------------------------------
+    # -- stream batches --------------------------------------------------------------------
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -160,23 +159,17 @@ class BatchApplier(SchemaFollower):
         with self._lock:
             yield
 
-    def __call__(self, frame: Any, spark_batch_id: int) -> None:
+    def apply_batch(self, manifest: list[dict[str, Any]], spark_batch_id: int,
+                    end_offset: dict[str, Any] | None, *, read_seconds: float = 0.0) -> None:
+        """Apply one stream batch (``engine.stream``): its manifest rows, the batch's number in
+        the stream and its end offset. ``read_seconds``: its decode job's, which the batch's
+        reported time includes. Holds off a re-copy's step meanwhile."""
         with self._lock:
-            self._call(frame, spark_batch_id)
-        # Committed in the sink, not yet in Spark's commit log (written when this returns),
-        # and the lock free: a re-copy's step may run here, and a crash replays the batch.
-        failpoints.reached("apply.before_spark_commit")
-
-    def _call(self, frame: Any, spark_batch_id: int) -> None:
-        self.in_batch = True
-        try:
-            started = time.perf_counter()
-            end_offset = self.checkpoint.batch_end_offset(spark_batch_id)
-            manifest = frame.toArrow().to_pylist()  # one small row per landed file
+            started = time.perf_counter() - read_seconds
             if any(row["kind"] == "rows" for row in manifest):
-                # Every decode task has returned: its files are landed (and, with an
-                # internal stage, PUT by the executor: engine.job.stage_put); nothing of the
-                # batch is loaded into the warehouse yet.
+                # Every decode task has returned: its files are landed (and, with an internal
+                # stage, PUT by the executor: engine.job.stage_put); nothing of the batch is
+                # loaded into the warehouse yet.
                 failpoints.reached("apply.before_load")
             cpu = time.process_time()
             report = self.apply_manifest(manifest, spark_batch_id, end_offset)
@@ -185,11 +178,6 @@ class BatchApplier(SchemaFollower):
             self.batches += 1
             if self._on_report:
                 self._on_report(report)
-        except ReplicatorError as exc:
-            self.failure = exc
-            raise
-        finally:
-            self.in_batch = False
 
     # -- landed files (engine.landing) ----------------------------------------------------
 

@@ -7,7 +7,7 @@ Tables come and go under a selection by design; what each kind of DDL means:
   created, so every row it gets is in the binlog after the CREATE (CREATE ... LIKE too;
   CREATE ... SELECT logs its rows after the CREATE in a ROW binlog).
 - RENAME TABLE of another table INTO a matching name: its rows were written under the old
-  name, so it needs a copy. ``SourcesToCopy`` stops the streaming query (the batch is not
+  name, so it needs a copy. ``SourcesToCopy`` stops the stream (the batch is not
   committed); the runner re-plans, copies the table (``start.cover_new_tables``, as for a
   table created while the pipeline was stopped) and streams on: the batch is replayed, and
   its RENAME is then known.

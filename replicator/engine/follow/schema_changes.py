@@ -312,7 +312,7 @@ def _recopy_step(change: ColumnChange, table: Any, policy: str, what_happens: st
 
 
 class KeyChanged(EngineError):
-    """A replicated table's primary key changed (`key_change: recopy`): the streaming query
+    """A replicated table's primary key changed (`key_change: recopy`): the stream
     stops at the batch holding the DDL (nothing of it applied); the runner re-plans, queues
     the table's copy and streams on, so the decoders take the new key from then on."""
 

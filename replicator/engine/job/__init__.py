@@ -1,2 +1,3 @@
-"""The Spark job: the session, how a run reaches a cluster, the binlog data source on the
-executors and the landing zone its tasks write (Parquet files + one manifest row per file)."""
+"""The Spark job: the session, how a run reaches a cluster, the binlog cut into micro-batches
+whose decode tasks run on the executors, and the landing zone those tasks write (Parquet
+files + one manifest row per file)."""

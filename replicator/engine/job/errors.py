@@ -115,20 +115,18 @@ def carried(function: Callable[P, R]) -> Callable[P, R]:
     return call
 
 
-# The loggers through which Spark reports a failed task or query, each with the full Java
-# stack (and the Python traceback inside it). The run raises that same failure as one
+# The loggers through which Spark reports a failed task or job, each with the full Java stack
+# (and the Python traceback inside it). The run raises that same failure as one
 # ReplicatorError, so they only repeat it; ``--debug`` keeps them.
 TASK_FAILURE_LOGGERS = (
     "org.apache.spark.executor.Executor",
     "org.apache.spark.scheduler.TaskSetManager",
-    "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution",
-    "org.apache.spark.sql.execution.streaming.MicroBatchExecution",
 )
 
 
 def quiet_task_failures(spark: Any) -> None:
-    """Silence Spark's own report of task and query failures (log4j2, at runtime)."""
-    jvm = getattr(spark.sparkContext, "_jvm", None)
+    """Silence Spark's own report of task and job failures (log4j2, at runtime)."""
+    jvm = getattr(getattr(spark, "sparkContext", spark), "_jvm", None)
     if jvm is None:  # Spark Connect: no JVM here, the server logs on its side
         return
     with contextlib.suppress(Exception):  # only logging: never fail a run over it

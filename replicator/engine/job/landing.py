@@ -13,11 +13,10 @@ Layout::
     <landing>/stream/epoch=<E>/<start file>_<start pos>-<end file>_<end pos>/
         <seq>-<db.table, %-escaped>.parquet
 
-one directory per decode task: the task's binlog range (transaction boundaries from Spark's
-offset log), under the run's epoch (``engine.checkpoint``). A micro-batch is one range (or
-``decode_partitions`` consecutive ones); the Python data source API never tells a reader its
-batch id, but the offset log fixes batch id -> range, so a replayed batch decodes the same
-range into the same names and overwrites its own files. ``<seq>`` counts the task's files in
+one directory per decode task: the task's binlog range (transaction boundaries from the
+stream's batch log), under the run's epoch (``engine.checkpoint``). A micro-batch is one range
+(or ``decode_partitions`` consecutive ones); the batch log fixes batch id -> range, so a
+replayed batch decodes the same range into the same names and overwrites its own files. ``<seq>`` counts the task's files in
 the order it closes them; a table's files are in binlog order by (task range, seq). A file
 holds one table's changes of one shape (its Table_map columns): a column added mid-batch
 starts a new file whose schema has it; older files lack it (NULL for their rows). Row groups

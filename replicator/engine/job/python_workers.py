@@ -1,11 +1,12 @@
 """The interpreter Spark starts its local Python processes with: pyspark imported as installed.
 
-Spark starts a Python process for each of its Python jobs: the data source lookup at session
-start, the Python data source's creation and its read planner, the streaming source runner,
-and the executors' worker daemon. It puts ``$SPARK_HOME/python/lib/pyspark.zip`` and py4j's zip
+Spark starts the executors' Python worker daemon (and, while the stream was a Structured
+Streaming query, five more Python processes per run: the data source lookup, its creation,
+its read planner, the streaming source runner). It puts ``$SPARK_HOME/python/lib/pyspark.zip`` and py4j's zip
 first on each one's ``PYTHONPATH``. Python cannot cache the bytecode of modules imported from a
 zip, so every one of those processes compiles pyspark's sources again: measured (py-spy, this
-project's 2-core machine) 0.6-0.8 s of CPU per process, six of them before a run's first batch,
+project's 2-core machine) 0.6-0.8 s of CPU per process, six of them before a run's first batch
+then,
 on the run's critical path. Measured end to end on a one-change run at load 7 (A/B/B/A, four
 rounds each): 32.5 s mean wall without this, 21.4 s with it.
 

@@ -3,9 +3,10 @@
 Without an archive, the first ``replicator run`` records one (``engine.class_sharing``): its
 JVM writes ~150 MB at exit, which made a newcomer's first quickstart run take 36.7 s (issue
 30; measured on 2026-11-28: 18.1 s, against 6.3 s with the archive recorded at installation).
-Here a JVM does what a run does with Spark, without a source or a target: a local session started as a run starts it (``engine.session``), a streaming
-query over a Python data source with ``availableNow``, ``foreachBatch`` taking each
-micro-batch as Arrow; then it stops, its JVM writes the archive at exit, and the archive is
+Here a JVM does what a run does with Spark, without a source or a target: a local session
+started as a run starts it (``engine.session``), then micro-batches as the stream runs them
+(``engine.stream``): a job of Python tasks, one per decode range, each returning manifest rows
+to the driver; then it stops, its JVM writes the archive at exit, and the archive is
 taken into use at once (mapped and verified, ``class_sharing.take_into_use``), so the first
 run maps it like every later one. Classes a run loads beyond these are loaded from the jars
 as before.
@@ -22,48 +23,18 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-
 from replicator.engine.job import class_sharing, session
 
-FORMAT = "replicator_archive_warmup"
 BATCHES = 2
 JVM_EXIT_TIMEOUT_S = 180.0
 
 
-class WarmupSource(DataSource):
-    """Two micro-batches of one manifest-like row each: the data source path a run takes."""
-
-    @classmethod
-    def name(cls) -> str:
-        return FORMAT
-
-    def schema(self) -> str:
-        return "kind string, path string, rows long"
-
-    def streamReader(self, schema: Any) -> WarmupReader:
-        return WarmupReader()
-
-
-class WarmupReader(DataSourceStreamReader):
-    def initialOffset(self) -> dict[str, Any]:
-        return {"batch": 0}
-
-    def latestOffset(self) -> dict[str, Any]:
-        return {"batch": BATCHES}
-
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
-        return [InputPartition(n) for n in range(int(start["batch"]), int(end["batch"]))]
-
-    def read(self, partition: InputPartition) -> Iterator[tuple[str, str, int]]:
-        yield ("rows", f"part-{partition.value}.parquet", 1)
-
-    def commit(self, end: dict[str, Any]) -> None:
-        """Nothing to release."""
+def _warmup_task(part: int) -> list[dict[str, Any]]:
+    """A decode task's shape: one manifest-like row per landed file."""
+    return [{"kind": "rows", "path": f"part-{part}.parquet", "rows": 1}]
 
 
 def record(workdir: Path) -> Path | None:
@@ -76,16 +47,12 @@ def record(workdir: Path) -> Path | None:
         return None  # in use already: nothing to record
     # A JVM whose output this process routes is the kind that records (``session``).
     session.route_jvm_output(workdir / "jvm.log")
-    spark = session.spark_session("local[*]", bounded=True)
+    spark = session.SessionStart("local[*]", bounded=True, sql=False).context()  # as a run
     found = re.search(r"-XX:ArchiveClassesAtExit=(\S+)", os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
     recorded = Path(found.group(1)) if found else None
     try:
-        spark.dataSource.register(WarmupSource)
-        query = (spark.readStream.format(FORMAT).load().writeStream
-                 .foreachBatch(lambda frame, _batch_id: frame.toArrow())
-                 .option("checkpointLocation", str(workdir / "checkpoint"))
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
+        for _ in range(BATCHES):
+            spark.parallelize(range(2), 2).map(_warmup_task).collect()
     finally:
         _stop_jvm(spark)
     return None if recorded is None else class_sharing.take_into_use(recorded)

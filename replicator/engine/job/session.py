@@ -1,12 +1,12 @@
 """Starting the Spark session a pipeline runs in: local by default, any master by URL.
 
-Two measured pitfalls of Python data sources decide the environment set here, before the JVM
-starts (it inherits the environment once, at launch):
+Two measured pitfalls of Python tasks decide the environment set here, before the JVM starts
+(it inherits the environment once, at launch):
 
-- the driver-side planner of a Python data source is a separate Python process started by the
-  JVM; it unpickles our ``DataSource`` class by module path, so ``replicator`` must be on its
+- a task's Python worker, started by the JVM, unpickles our task functions by module path
+  (``engine.job.binlog_batches``, ``engine.snapshot``), so ``replicator`` must be on its
   ``PYTHONPATH`` (an editable install is not enough when the code is run from a checkout);
-- executors run ``read()`` in Python workers started with ``PYSPARK_PYTHON``: it must be an
+- executors run the tasks in Python workers started with ``PYSPARK_PYTHON``: it must be an
   interpreter that has replicator and its dependencies. Locally that is this interpreter.
 """
 
@@ -51,12 +51,8 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # Python workers are reused between tasks, so the per-task import cost is paid once.
     "spark.python.worker.reuse": "true",
-    "spark.sql.streaming.noDataMicroBatches.enabled": "false",
-    # The streaming query's own metadata logs are small; keep only a few.
-    "spark.sql.streaming.minBatchesToRetain": "20",
-    # Spark's offset/commit logs under the checkpoint directory: user-only. Hadoop's local
-    # file system chmods what it creates to 0666/0777 minus *this* umask (default 022), not
-    # the process's.
+    # Whatever Hadoop's local file system creates: user-only. It chmods what it creates to
+    # 0666/0777 minus *this* umask (default 022), not the process's.
     "spark.hadoop.fs.permissions.umask-mode": "077",
 }
 
@@ -120,8 +116,8 @@ def prepare_environment(master: str = "local[*]", *, bounded: bool = False) -> N
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if root not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
-    # The JVM starts the executors' workers with PYSPARK_PYTHON and its driver-side Python
-    # jobs (the data source lookup) with PYSPARK_DRIVER_PYTHON.
+    # The JVM starts the executors' workers with PYSPARK_PYTHON, and any driver-side Python
+    # process of its own with PYSPARK_DRIVER_PYTHON.
     python = python_workers.worker_python(master) or sys.executable
     os.environ.setdefault("PYSPARK_PYTHON", python)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", python)
@@ -201,6 +197,12 @@ class SessionStart:
             return self._session
 
 
+def spark_context(spark: Any) -> SparkContext:
+    """The SparkContext of ``spark``: a SparkContext, or a SparkSession (tests and embedding
+    callers hand the run a session; the run itself starts a context alone)."""
+    return getattr(spark, "sparkContext", spark)
+
+
 def _context(master: str, settings: Mapping[str, str], app_name: str, log_level: str,
              output: Path | None) -> SparkContext:
     """The JVM (``_launch_jvm``) and its SparkContext with ``settings``; the one already
@@ -219,14 +221,13 @@ def _context(master: str, settings: Mapping[str, str], app_name: str, log_level:
 
 
 def _session(context: SparkContext, settings: Mapping[str, str]) -> SparkSession:
-    """The Spark session on ``context`` (Spark SQL's settings applied), with our data source."""
+    """The Spark session on ``context`` (Spark SQL's settings applied)."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()  # on the active context: ``context``, master and name set
-    register_sources(spark)
     return spark
 
 
@@ -286,11 +287,3 @@ def _jvm_in_its_own_process_group() -> Iterator[None]:
             yield
         finally:
             java_gateway.Popen = subprocess.Popen
-
-
-def register_sources(spark: SparkSession) -> None:
-    # Here, not at the top: the data source imports pyspark, and `cli/run` imports this module
-    # before anything may load pyspark or pyarrow (`prefer_system_allocator`).
-    from replicator.engine.job.datasource import BinlogDataSource
-
-    spark.dataSource.register(BinlogDataSource)

@@ -8,10 +8,13 @@ and binlog positions):
   and the *epoch* (see below);
 - ``snapshot/``   — the chunk plan of each table, kept so a resumed snapshot reuses the same
   key ranges (re-planning while the table changes could shift them);
-- ``stream/``     — Spark's own streaming checkpoint (offsets/ and commits/ logs);
+- ``stream/``     — the stream's batch log: ``offsets/<n>`` (batch n's end, written before it
+  runs) and ``commits/<n>`` (written once it is applied), in the layout Spark's streaming
+  checkpoint used when Structured Streaming ran the stream, so a checkpoint written by
+  either resumes with the other;
 - ``run.lock``    — held (flock) by the one run of the pipeline; it holds that run's PID.
 
-Epochs: Spark numbers micro-batches from 0 in every new checkpoint, and the sink skips a batch
+Epochs: the stream numbers micro-batches from 0 in every new checkpoint, and the sink skips a batch
 id it has recorded. When a pipeline starts over (``--snapshot always``, or a checkpoint that was
 deleted while the target kept its state table) the new batches must not collide with the old
 ones, so sink batch ids are ``epoch * EPOCH_SPAN + spark_batch_id`` (snapshot chunks
@@ -25,6 +28,7 @@ import json
 import os
 import pickle
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +53,8 @@ MAX_SLOTS = EPOCH_SPAN // SLOT_SPAN
 # the two above it): the state table then says, without the checkpoint, which tables hold a
 # whole copy and from which binlog position (engine.start resumes from it).
 COPY_DONE = 3
+# Entries of the stream's batch log kept behind the newest (Spark's minBatchesToRetain).
+BATCHES_RETAINED = 20
 SnapshotStatus = Literal["pending", "done", "skipped"]
 
 
@@ -294,7 +300,7 @@ class CheckpointDir:
         os.replace(scratch, self.start_file)
 
     def reset_stream(self) -> None:
-        """Forget Spark's streaming progress (the pipeline starts over)."""
+        """Forget the stream's progress (the pipeline starts over)."""
         shutil.rmtree(self.stream_dir, ignore_errors=True)
         shutil.rmtree(self.snapshot_dir, ignore_errors=True)
 
@@ -324,11 +330,52 @@ class CheckpointDir:
     # -- Spark's streaming log -------------------------------------------------------------
 
     def batch_end_offset(self, spark_batch_id: int) -> dict[str, Any] | None:
-        """The end offset Spark logged for a micro-batch (written before the batch runs)."""
+        """The end offset logged for a micro-batch (written before the batch runs)."""
         return _read_offset_log(self.stream_dir / "offsets" / str(spark_batch_id))
 
+    def next_batch(self) -> tuple[int, dict[str, Any] | None, dict[str, Any] | None]:
+        """(the stream batch to run next, its start offset, its end offset if it is logged).
+
+        A batch logged and not committed was cut short (a crash, a stop at once, a transient
+        error): it runs again over the same range, so its landed files and its batch id are
+        the same and the sink skips the tables it already applied (with ``target.atomic``
+        off each table commits on its own). Start None: the stream's start position."""
+        logged = _numbered(self.stream_dir / "offsets")
+        commits = _numbered(self.stream_dir / "commits")
+        last = commits[-1] if commits else -1
+        if logged and logged[-1] > last:
+            batch = logged[-1]
+            return batch, self.batch_end_offset(batch - 1), self.batch_end_offset(batch)
+        return last + 1, self.batch_end_offset(last) if last >= 0 else None, None
+
+    def log_batch(self, batch: int, end: dict[str, Any]) -> None:
+        """Record batch ``batch``'s end before it runs (atomically: write + rename)."""
+        metadata = {"batchWatermarkMs": 0, "batchTimestampMs": int(time.time() * 1000),
+                    "conf": {}}
+        self._write_log("offsets", batch,
+                        f"v1\n{json.dumps(metadata)}\n{json.dumps(end, sort_keys=True)}")
+
+    def commit_batch(self, batch: int) -> None:
+        """Record batch ``batch`` as applied, and forget the entries older than the newest
+        ``BATCHES_RETAINED`` (only the last one is ever read)."""
+        self._write_log("commits", batch, 'v1\n{"nextBatchWatermarkMs":0}')
+        for log in ("offsets", "commits"):
+            directory = self.stream_dir / log
+            for old in _numbered(directory):
+                if old > batch - BATCHES_RETAINED:
+                    break
+                with contextlib.suppress(FileNotFoundError):
+                    (directory / str(old)).unlink()
+
+    def _write_log(self, log: str, batch: int, text: str) -> None:
+        directory = self.stream_dir / log
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        scratch = directory / f".{batch}.tmp"
+        write_private(scratch, text.encode())
+        os.replace(scratch, directory / str(batch))
+
     def committed(self) -> tuple[int, BinlogPosition] | None:
-        """(spark batch id, end position) of the newest micro-batch Spark committed."""
+        """(spark batch id, end position) of the newest micro-batch committed."""
         commits = _numbered(self.stream_dir / "commits")
         for batch in reversed(commits):
             offset = self.batch_end_offset(batch)

@@ -1,11 +1,11 @@
-"""The planner's look-ahead (``datasource._Lookahead``): the next micro-batch's end and decode
+"""The planner's look-ahead (``binlog_batches._Lookahead``): the next micro-batch's end and decode
 ranges are worked out while a batch runs, and used only while they still hold."""
 
 from __future__ import annotations
 
 import threading
 
-from replicator.engine.job.datasource import _Lookahead
+from replicator.engine.job.binlog_batches import _Lookahead
 from replicator.model.changes import BinlogPosition
 
 
@@ -82,17 +82,16 @@ def test_ranges_of_another_batch_and_failed_look_aheads_are_worked_out_again():
     ahead.close()
 
 
-def test_the_reader_spark_pickles_for_its_tasks_leaves_the_planners_thread_behind():
+def test_the_batches_spark_pickles_for_its_tasks_leave_the_planners_thread_behind():
     import pickle
 
-    from replicator.engine.job.datasource import BinlogStreamReader, reader_options
+    from replicator.engine.job.binlog_batches import BinlogBatches
     from replicator.model.pipeline import MySQLSource
 
-    options = reader_options(MySQLSource(), tables=["shop.orders"], keys={"shop.orders": ["id"]},
-                             server_id=7, start=at(4), max_rows=50, landing="/tmp/landing")
-    reader = BinlogStreamReader(options)
-    planned = reader._lookahead()  # the planner process made it (a thread pool: unpicklable)
-    copy = pickle.loads(pickle.dumps(reader))
-    assert copy._planned is None and copy.max_rows == 50 and copy.start == at(4)
-    assert reader._planned is planned  # the planner keeps its own
-    reader.stop()
+    batches = BinlogBatches(MySQLSource(), tables=["shop.orders"], keys={"shop.orders": ["id"]},
+                            server_id=7, max_rows=50, landing="/tmp/landing")
+    planned = batches._lookahead()  # the driver's (a thread pool: unpicklable)
+    copy = pickle.loads(pickle.dumps(batches))
+    assert copy._planned is None and copy.max_rows == 50 and copy.keys == {"shop.orders": ["id"]}
+    assert batches._planned is planned  # the driver keeps its own
+    batches.close()
