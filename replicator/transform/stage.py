@@ -15,7 +15,7 @@ The statement, step by step (the only staging path: docs/decisions/one-data-plan
    metadata and internal columns; ``STAGE_SEQ`` numbers the rows from ``first_seq``.
 
 scd2 tables keep every change and then fold them into versions with window functions
-(``_scd2_ctes``). DuckDB scans the Arrow batch in place; nothing loops over rows in Python.
+(``transform.scd2``). DuckDB scans the Arrow batch in place; nothing loops over rows in Python.
 Outbox routes are flattened columnar first (``transform.outbox``: one DuckDB statement over
 the route's payloads) into a change batch of the route, staged like any table's.
 """
@@ -37,6 +37,7 @@ from replicator.plan.statements import stage_copy, stage_expressions
 from replicator.plan.statements.stage_copy import METADATA_SOURCES
 from replicator.sink.staging import staging_schema
 from replicator.source.arrow_types import INTERNAL_KINDS, source_kind_name, wide_decimal
+from replicator.transform import scd2
 from replicator.transform.columns import Params, decimal_text, q, source_kind, staged_value
 from replicator.transform.expressions import (
     computed_sql,
@@ -501,8 +502,9 @@ object, ``_execute``). ``STAGE_SEQ``
             ("judged", f"SELECT {', '.join(judged_columns)} FROM last"), ("kept", kept)]
     final_order = order
     if table.mode == "scd2":
-        ctes += _scd2_ctes(table, names)
-        final_order = f"{q(_KEY_FIRST)}, {q(_N)}"
+        ctes += scd2.version_ctes(table, names, order=_ORDER, final_op=_FINAL_OP,
+                                  computed_prefix=_COMPUTED)
+        final_order = f"{q(scd2.KEY_FIRST)}, {q(scd2.N)}"
 
     selected = []
     computed_index = {column: index for index, column in enumerate(computed)}
@@ -514,9 +516,9 @@ object, ``_execute``). ``STAGE_SEQ``
     # Arrow cast is cheaper than DuckDB's for its own path).
     micros = (lambda sql: instant.format(sql)) if batch else (lambda sql: sql)
     if table.mode == "scd2":
-        selected.append(f"{micros(q(_VALID_FROM) + ' * 1000')} AS {q(STAGE_TS)}")
-        selected.append(f"{micros(q(_VALID_TO) + ' * 1000')} AS {q(STAGE_VALID_TO)}")
-        selected.append(f"{q(_VERSION_SEQ)} AS {q(STAGE_CHANGE_SEQ)}")
+        selected.append(f"{micros(q(scd2.VALID_FROM) + ' * 1000')} AS {q(STAGE_TS)}")
+        selected.append(f"{micros(q(scd2.VALID_TO) + ' * 1000')} AS {q(STAGE_VALID_TO)}")
+        selected.append(f"{q(scd2.VERSION_SEQ)} AS {q(STAGE_CHANGE_SEQ)}")
     else:
         selected.append(f"{micros(q(cb.TS_MS) + ' * 1000')} AS {q(STAGE_TS)}")
     if batch:
@@ -542,66 +544,6 @@ def _judged_columns(table: TablePlan, kinds: dict[str, str],
         value = computed_value(column) if computed_value is not None else computed_sql(column, kinds, table)
         judged_columns.append(f"({value}) AS {q(_COMPUTED + str(index))}")
     return judged_columns
-
-
-_N = cb.INTERNAL_PREFIX + "n"
-_GLOBAL = cb.INTERNAL_PREFIX + "global"
-_KEY_FIRST = cb.INTERNAL_PREFIX + "key_first"
-_VALID_FROM = cb.INTERNAL_PREFIX + "valid_from"
-_VALID_TO = cb.INTERNAL_PREFIX + "valid_to"
-_VERSION_SEQ = cb.INTERNAL_PREFIX + "version_seq"
-
-
-def _scd2_ctes(table: TablePlan, names: set[str]) -> list[tuple[str, str]]:
-    """scd2: the kept changes -> versions (Spark Declarative Pipelines' AUTO CDC SCD type 2,
-    sequenced by binlog position), per key in binlog order: a change whose tracked columns differ from the previous change of its run
-    (the changes since the key's last delete) opens a version, others fold into it; a
-    version ends at the next change after its last (a delete or the next version); a delete
-    as the key's first change ends the target's current version. A tracked column the batch
-    does not carry (``names``: the batch's columns; a shard of a routed target without it, a
-    column added to the plan since) is NULL in every change, as ``_staged`` stages it."""
-    key = ", ".join(q(k) for k in table.source_key) or "NULL"
-    order = ", ".join(q(c) for c in _ORDER)
-    window = f"(PARTITION BY {key} ORDER BY {order})"
-    # A computed column is tracked by its value, which the judged step computed.
-    computed = {column: index for index, column in enumerate(table.computed_columns)}
-    tracked = [q(_COMPUTED + str(computed[c])) if c in computed
-               else q(c.image_key) if c.image_key in names else "NULL"
-               for c in table.tracked_columns]
-    op, final = q(cb.OP), q(_FINAL_OP)
-    # change_seq(): binlog position as sortable text (cb.CHANGE_SEQ_FORMAT); a snapshot read
-    # (r) sorts first. lpad and || rather than printf: one form DuckDB and Snowflake both run
-    # (the numbers are never negative nor wider than their padding).
-    def padded(name: str, width: int) -> str:
-        return f"lpad(CAST({q(name)} AS VARCHAR), {width}, '0')"
-
-    file_width, pos_width, row_width = cb.CHANGE_SEQ_WIDTHS
-    seq = (f"({padded(cb.FILE_SEQ, file_width)} || '.' || {padded(cb.POS, pos_width)} || '.' || "
-           f"CASE WHEN {op} = 'r' THEN '0' ELSE '1' END || {padded(cb.ROW_INDEX, row_width)})")
-    lags = "".join(f", lag({c}) OVER {window} AS {q(_N + '_prev_' + str(i))}, "
-                   f"lead({c}) OVER {window} AS {q(_N + '_next_' + str(i))}"
-                   for i, c in enumerate(tracked))
-    differs_prev = " OR ".join(f"{c} IS DISTINCT FROM {q(_N + '_prev_' + str(i))}"
-                               for i, c in enumerate(tracked)) or "FALSE"
-    differs_next = " OR ".join(f"{c} IS DISTINCT FROM {q(_N + '_next_' + str(i))}"
-                               for i, c in enumerate(tracked)) or "FALSE"
-    ordered = (f"SELECT *, row_number() OVER {window} AS {q(_N)}, "
-               f"min({q(_GLOBAL)}) OVER (PARTITION BY {key}) AS {q(_KEY_FIRST)}, "
-               f"lag({final}) OVER {window} AS __prev_op, lead({final}) OVER {window} AS __next_op, "
-               f"lead({q(cb.TS_MS)}) OVER {window} AS __next_ts, {seq} AS __seq, "
-               f"lead({seq}) OVER {window} AS __next_seq{lags} "
-               f"FROM (SELECT *, row_number() OVER (ORDER BY {order}) AS {q(_GLOBAL)} FROM kept)")
-    marked = (f"SELECT *, sum(CASE WHEN {final} <> 'd' AND (__prev_op IS NULL OR __prev_op = 'd' "
-              f"OR {differs_prev}) THEN 1 ELSE 0 END) OVER ({window[1:-1]} ROWS UNBOUNDED "
-              f"PRECEDING) AS __version FROM ordered")
-    grouped = (f"SELECT *, first_value({q(cb.TS_MS)}) OVER (PARTITION BY {key}, __version, "
-               f"{final} = 'd' ORDER BY {order}) AS {q(_VALID_FROM)} FROM marked")
-    is_last = f"(__next_op IS NULL OR __next_op = 'd' OR {differs_next})"
-    versions = (f"SELECT *, CASE WHEN {final} = 'd' OR __next_op IS NULL THEN NULL "
-                f"ELSE __next_ts END AS {q(_VALID_TO)}, CASE WHEN __next_op = 'd' AND {final} <> 'd' "
-                f"THEN __next_seq ELSE __seq END AS {q(_VERSION_SEQ)} FROM grouped "
-                f"WHERE ({final} <> 'd' AND {is_last}) OR ({final} = 'd' AND {q(_N)} = 1)")
-    return [("ordered", ordered), ("marked", marked), ("grouped", grouped), ("versions", versions)]
 
 
 def _staged(column: PlannedColumn, kinds: dict[str, str], names: set[str],
