@@ -30,6 +30,7 @@ TABLES = """\
   - source: {database}.cased
   - source: {database}.exact
   - source: {database}.mixed
+  - source: {database}.hashed
 """
 
 
@@ -64,6 +65,10 @@ def replicated(mariadb, tmp_path_factory):
                        "PRIMARY KEY, v INT)")
         cursor.execute("INSERT INTO exact VALUES ('a', 1), ('A', 2), ('a ', 3), ('b', 4)")
         cursor.execute(f"INSERT INTO exact {generated}")
+        # A binary key (a UUID's 16 bytes): bytes on both sides.
+        cursor.execute("CREATE TABLE hashed (id BINARY(16) PRIMARY KEY, v INT)")
+        cursor.execute(f"INSERT INTO hashed SELECT UNHEX(MD5(seq)), seq FROM "
+                       f"seq_1_to_{GENERATED}")
     pipeline = load(pipeline_file(tmp_path, database, name="quantiles", tables=TABLES),
                     mariadb)
     sink = open_target(pipeline)
@@ -86,7 +91,7 @@ def _found(report):
              [c.target_column for c in d.columns]) for d in report.differences]
 
 
-@pytest.mark.parametrize("table", ["accounts", "cased", "exact"])
+@pytest.mark.parametrize("table", ["accounts", "cased", "exact", "hashed"])
 def test_equal_tables_are_checked_by_checksum(replicated, table):
     pipeline, sink, _ = replicated
     report = _verify(pipeline, sink, table, **({} if table == "accounts" else SMALL))
@@ -146,6 +151,20 @@ def test_a_uuid_key_names_one_changed_one_missing_and_one_extra_row(replicated):
     assert (report.source_rows, report.target_rows) == (UUID_ROWS, UUID_ROWS)
     # Three leaves of at most 64 rows a side: far below the table (it fetched 20,000 x 2).
     assert 0 < report.fetched_rows < 3 * 2 * 64 + 10
+
+
+def test_a_binary_key_names_a_changed_row(replicated):
+    pipeline, sink, _ = replicated
+    connection = sink.connection
+    (key,) = connection.execute('SELECT "ID" FROM main."HASHED" WHERE "V" = 123').fetchone()
+    connection.execute('UPDATE main."HASHED" SET "V" = -1 WHERE "ID" = ?', [key])
+    try:
+        report = _verify(pipeline, sink, "hashed", **SMALL)
+    finally:
+        connection.execute('UPDATE main."HASHED" SET "V" = 123 WHERE "ID" = ?', [key])
+    assert report.method == "checksum"
+    assert _found(report) == [("different", key, ["V"])]
+    assert 0 < report.fetched_rows <= 2 * 8
 
 
 CASES = {
