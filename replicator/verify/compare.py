@@ -196,7 +196,7 @@ class TableVerifier:
                 report.fetched_rows += stop.fetched
                 plan = [f"its key {plan.key_source} is ordered differently by MySQL's "
                         f"collation and by the target's bytes (key ranges fetched "
-                        f"{stop.fetched} rows, as many as the table has)"]
+                        f"{stop.fetched} rows, as many as fetching the table does)"]
         report.method = "fetch"
         report.fallback = list(plan or [])
         self._compare_by_fetch(report, segment_rows)

@@ -18,9 +18,9 @@ never a wrong verdict. Keys of one case and length (UUIDs, hex, codes) sort alik
 Where the two orders disagree on much of the table (mixed-case keys under a case-insensitive
 collation: MariaDB puts ``k1 < K2 < k3``, bytes every ``K`` before every ``k``), a leaf's
 byte range on the warehouse spans far more rows than its collation range in MySQL. Fetches
-are then budgeted: once the walk has fetched as many rows as the table has (by the quantile
-pass), it stops (``OrdersDisagree``) and the table is compared by fetching, which costs each
-row once a side, and the report says why.
+are then budgeted: once the walk has fetched as many rows as a fetch of the table would (each
+row once a side, by the quantile pass), it stops (``OrdersDisagree``) and the table is
+compared by fetching, and the report says why.
 
 Sequential (one MySQL connection) and sized by ``query_rows`` alone: the integer walk's
 parallel ranges and ``query_seconds`` sizing (``ranges``) are not applied here.
@@ -46,7 +46,7 @@ Bound = Any  # a key value as the source sends it; None: the table's end
 
 
 class OrdersDisagree(Exception):
-    """The walk fetched as many rows as the table has: MySQL's collation and the
+    """The walk fetched as many rows as a fetch of the table would: MySQL's collation and the
     warehouse's bytes order the keys too differently for ranges to pay."""
 
     def __init__(self, fetched: int) -> None:
@@ -90,8 +90,12 @@ class QuantileWalker:
         step = max(1, self.query_rows // self.factor)
         if self.pacer.rows_per_query is not None:
             step = max(1, min(step, self.pacer.rows_per_query // self.factor))
-        bounds = [None, *self._quantiles(None, None, step), None]
-        self._budget = max(len(bounds) - 1, 1) * step  # ~ the table's rows
+        cuts, read = self._quantiles(None, None, step)
+        bounds = [None, *cuts, None]
+        # Both sides of the table's rows (the quantile pass saw ~ step rows per key it
+        # returned, repeats of a composite key's leading value included): what a fetch of
+        # the table costs.
+        self._budget = 2 * (read + 1) * step
         # The warehouse computes a range while MySQL computes the same (the integer walk
         # does the same): a range costs the slower side, not both.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-target") as side:
@@ -100,9 +104,9 @@ class QuantileWalker:
                 self._check(bounds[start:start + self.factor + 1], parent_rows=None)
         return self.stats
 
-    def _quantiles(self, lower: Bound, upper: Bound, step: int) -> list[Any]:
+    def _quantiles(self, lower: Bound, upper: Bound, step: int) -> tuple[list[Any], int]:
         """Every ``step``-th key strictly inside the range, in the source's order, each
-        once (a composite key repeats its leading value)."""
+        once (a composite key repeats its leading value); and how many the source sent."""
         params = [b for b in (lower, upper) if b is not None] + [step]
         self.pacer.wait()
         rows = self._source(quantile_sql(self.plan, lower is not None, upper is not None),
@@ -111,7 +115,7 @@ class QuantileWalker:
         for (value,) in rows:
             if value != lower and (not cuts or value != cuts[-1]):
                 cuts.append(value)
-        return cuts
+        return cuts, len(rows)
 
     def _check(self, bounds: list[Bound], parent_rows: int | None) -> None:
         """One checksum query per side over ``bounds[0] <= key < bounds[-1]``, a bucket
@@ -148,7 +152,7 @@ class QuantileWalker:
             # Cut again only what got smaller: a cut the two orders disagree on (a
             # case-insensitive collation) must not split the same rows forever.
             smaller = parent_rows is None or rows < parent_rows
-            inner = (self._quantiles(start, end, -(-rows // self.factor))
+            inner = (self._quantiles(start, end, -(-rows // self.factor))[0]
                      if rows > self.leaf_rows and smaller else [])
             if inner:
                 self._check([start, *inner, end], parent_rows=rows)

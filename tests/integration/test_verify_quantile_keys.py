@@ -31,6 +31,7 @@ TABLES = """\
   - source: {database}.exact
   - source: {database}.mixed
   - source: {database}.hashed
+  - source: {database}.grouped
 """
 
 
@@ -69,6 +70,11 @@ def replicated(mariadb, tmp_path_factory):
         cursor.execute("CREATE TABLE hashed (id BINARY(16) PRIMARY KEY, v INT)")
         cursor.execute(f"INSERT INTO hashed SELECT UNHEX(MD5(seq)), seq FROM "
                        f"seq_1_to_{GENERATED}")
+        # A composite key led by a string: 100 rows per leading value.
+        cursor.execute("CREATE TABLE grouped (grp VARCHAR(10), n INT, v INT, "
+                       "PRIMARY KEY (grp, n))")
+        cursor.execute("INSERT INTO grouped SELECT CONCAT('g', seq DIV 100), seq % 100, seq "
+                       f"FROM seq_0_to_{GENERATED - 1}")
     pipeline = load(pipeline_file(tmp_path, database, name="quantiles", tables=TABLES),
                     mariadb)
     sink = open_target(pipeline)
@@ -121,7 +127,8 @@ def test_keys_mixed_in_case_throughout_fall_back_to_fetching_and_say_why(replica
     assert "ordered differently by MySQL's collation and by the target's bytes" in reason
     assert _found(report) == [("different", "K0200", ["V"])]
     assert report.source_rows == report.target_rows == GENERATED
-    # The walk stopped once it had fetched about the table; the fetch read it once a side.
+    # The walk stopped once it had fetched what a fetch of the table does; the fetch then
+    # read each row once a side.
     assert report.fetched_rows <= 2 * GENERATED + 2 * GENERATED + 4 * 64
 
 
@@ -165,6 +172,26 @@ def test_a_binary_key_names_a_changed_row(replicated):
     assert report.method == "checksum"
     assert _found(report) == [("different", key, ["V"])]
     assert 0 < report.fetched_rows <= 2 * 8
+
+
+@pytest.mark.parametrize("where", [None, "n < 50"])
+def test_a_composite_key_led_by_a_string_names_the_whole_key(replicated, where):
+    pipeline, sink, _ = replicated
+    connection = sink.connection
+    connection.execute('UPDATE main."GROUPED" SET "V" = -1 WHERE "GRP" = \'g2\' AND "N" = 42')
+    try:
+        (report,) = verify_pipeline(pipeline, sink=sink, walk=SMALL, where=where,
+                                    tables=["verify_quantile_keys.grouped"]).tables
+    finally:
+        connection.execute('UPDATE main."GROUPED" SET "V" = 242 WHERE "GRP" = \'g2\' '
+                           'AND "N" = 42')
+    assert report.method == "checksum"
+    assert [(d.kind, d.key) for d in report.differences] == [
+        ("different", {"grp": "g2", "n": 42})]
+    assert report.source_rows == (200 if where else GENERATED)
+    # A bucket of one leading value cannot be cut again: its rows (100 a side, 50 in the
+    # slice) are fetched.
+    assert 0 < report.fetched_rows <= 2 * (50 if where else 100)
 
 
 CASES = {
