@@ -105,16 +105,24 @@ class QuantileWalker:
         return self.stats
 
     def _quantiles(self, lower: Bound, upper: Bound, step: int) -> tuple[list[Any], int]:
-        """Every ``step``-th key strictly inside the range, in the source's order, each
-        once (a composite key repeats its leading value); and how many the source sent."""
+        """Every ``step``-th key strictly inside the range in the source's order, kept only
+        where it is also in the warehouse's order; and how many the source sent.
+
+        The warehouse orders a string by its code points (UTF-8 bytes) and bytes as bytes,
+        as Python compares them: a cut that sorts before the previous one there ('K0017'
+        after 'k0001' in a case-insensitive collation) would make the warehouse's bucket
+        between them empty and the next one span every key in between, so it is dropped
+        (its two buckets become one). A composite key's repeated leading value goes too."""
         params = [b for b in (lower, upper) if b is not None] + [step]
         self.pacer.wait()
         rows = self._source(quantile_sql(self.plan, lower is not None, upper is not None),
                             params)
         cuts: list[Any] = []
+        last = lower
         for (value,) in rows:
-            if value != lower and (not cuts or value != cuts[-1]):
+            if (last is None or last < value) and (upper is None or value < upper):
                 cuts.append(value)
+                last = value
         return cuts, len(rows)
 
     def _check(self, bounds: list[Bound], parent_rows: int | None) -> None:
