@@ -437,15 +437,19 @@ def quantile_bucket_sql(plan: ChecksumPlan, dialect: HashDialect, cuts: int, low
             + (f" WHERE {' AND '.join(where)}" if where else "") + " GROUP BY 1")
 
 
-def quantile_sql(plan: ChecksumPlan, lower: bool, upper: bool) -> str:
-    """Every ``step``-th key of a range in MySQL's index order (not the first): the cuts of
-    its buckets, in one pass over the range's keys. Params: lower, upper (where the range
-    has them), then ``step``."""
+def quantile_sql(plan: ChecksumPlan, start: str | None, upper: bool) -> str:
+    """The key ``offset`` keys on from a start in MySQL's index order (the primary key's:
+    the index is walked, nothing sorted): the next cut of a range. ``start``: ``">="``
+    (from the range's lower bound), ``">"`` (after the last cut) or None (the table's
+    start). Params: the start's key, the upper bound (where the range has one), then the
+    offset. A chain of these walks the range once; a window (ROW_NUMBER over the range)
+    did the same in one query but sorted every key (1M UUIDs: 4.0 s against 0.7 s)."""
     key = MYSQL.quote(plan.key_source)
-    where = [*plan.source_where, *_key_bounds(MYSQL, plan.key_source, lower, upper)]
-    return (f"SELECT {key} FROM (SELECT {key}, ROW_NUMBER() OVER (ORDER BY {key}) AS r "
-            f"FROM {plan.source_relation}" + (f" WHERE {' AND '.join(where)}" if where else "")
-            + ") AS q WHERE r > 1 AND MOD(r - 1, %s) = 0 ORDER BY r")
+    where = [*plan.source_where, *([f"{key} {start} %s"] if start else []),
+             *([f"{key} < %s"] if upper else [])]
+    return (f"SELECT {key} FROM {plan.source_relation}"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + f" ORDER BY {key} LIMIT 1 OFFSET %s")
 
 
 def integer_key(table: TablePlan) -> PlannedColumn | str:

@@ -287,7 +287,8 @@ class TableVerifier:
                                 leaf=leaf, target_value=lambda v: _target_key(plan, v),
                                 pacer=self.pacer,
                                 on_top=lambda rows: self.progress.advance(name, rows), **walk)
-        stats = walker.walk()  # OrdersDisagree: ``compare`` fetches instead
+        # OrdersDisagree: ``compare`` fetches instead.
+        stats = walker.walk(self.source.estimated_rows())
         # A key both orders placed in different ranges, and different, is named by both
         # ranges' leaves: once is enough.
         unique = {(d.kind, tuple(d.key.items())): d for d in report.differences}

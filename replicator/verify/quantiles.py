@@ -1,9 +1,10 @@
 """Bisection over a string or binary key: ranges cut at keys the source reads off its index.
 
 A key with no arithmetic (a UUID in a CHAR(36), a VARCHAR name, a BINARY(16)) is cut where
-the source's primary-key index puts every ``step``-th key (``checksum.quantile_sql``: one
-pass over the range's keys, ROW_NUMBER in index order, the cuts returned as rows, never
-written into SQL text). The whole table is cut first at every ``query_rows / factor``-th
+the source's primary-key index puts every ``step``-th key (``checksum.quantile_sql``: a
+chain of ``ORDER BY k LIMIT 1 OFFSET step`` from the last cut, which walks the range's keys
+once in index order; the cuts come back as rows and go out as parameters, never as SQL
+text). The whole table is cut first at every ``query_rows / factor``-th
 key; ``factor`` consecutive pieces make one top range, whose buckets (``CASE WHEN key < ?``
 over the cuts) each side sums in one query (``checksum.quantile_bucket_sql``). A bucket that
 agrees costs those two numbers; one that differs is fetched (at most ``leaf_rows`` rows, or
@@ -85,17 +86,18 @@ class QuantileWalker:
         self._budget = 0  # rows the walk may fetch (``walk``)
         self._side: ThreadPoolExecutor | None = None
 
-    def walk(self) -> RangeStats:
-        """Compare the whole key space."""
+    def walk(self, estimated_rows: int = 0) -> RangeStats:
+        """Compare the whole key space; ``estimated_rows``: the source's estimate of the
+        table's rows (the fetch budget's floor)."""
         step = max(1, self.query_rows // self.factor)
         if self.pacer.rows_per_query is not None:
             step = max(1, min(step, self.pacer.rows_per_query // self.factor))
         cuts, read = self._quantiles(None, None, step)
         bounds = [None, *cuts, None]
-        # Both sides of the table's rows (the quantile pass saw ~ step rows per key it
-        # returned, repeats of a composite key's leading value included): what a fetch of
-        # the table costs.
-        self._budget = 2 * (read + 1) * step
+        # Both sides of the table's rows: what a fetch of the table costs. The cuts say
+        # ~ step rows each, fewer than there are where a composite key's leading value
+        # spans more than a step (passed whole); the estimate covers those.
+        self._budget = 2 * max(estimated_rows, (read + 1) * step)
         # The warehouse computes a range while MySQL computes the same (the integer walk
         # does the same): a range costs the slower side, not both.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-target") as side:
@@ -113,17 +115,22 @@ class QuantileWalker:
         after 'k0001' in a case-insensitive collation) would make the warehouse's bucket
         between them empty and the next one span every key in between, so it is dropped
         (its two buckets become one). A composite key's repeated leading value goes too."""
-        params = [b for b in (lower, upper) if b is not None] + [step]
         self.pacer.wait()
-        rows = self._source(quantile_sql(self.plan, lower is not None, upper is not None),
-                            params)
         cuts: list[Any] = []
-        last = lower
-        for (value,) in rows:
-            if (last is None or last < value) and (upper is None or value < upper):
-                cuts.append(value)
-                last = value
-        return cuts, len(rows)
+        read = 0
+        kept, at, start, offset = lower, lower, ">=", step
+        while True:
+            sql = quantile_sql(self.plan, start if at is not None else None, upper is not None)
+            rows = self._source(sql, [b for b in (at, upper) if b is not None] + [offset])
+            if not rows:
+                return cuts, read
+            ((at,),) = rows
+            # After a cut, strictly after it: a composite key's leading value repeated over
+            # more than ``step`` rows is passed, not returned again.
+            read, start, offset = read + 1, ">", step - 1
+            if (kept is None or kept < at) and (upper is None or at < upper):
+                cuts.append(at)
+                kept = at
 
     def _check(self, bounds: list[Bound], parent_rows: int | None) -> None:
         """One checksum query per side over ``bounds[0] <= key < bounds[-1]``, a bucket

@@ -25,15 +25,17 @@ def _side(rows: dict[str, int], order: Callable[[str], object]):
 
     def run(sql: str, params: list) -> list:
         params = list(params)
-        has_lower, has_upper = (">= " in sql), ("< " in sql.split("WHERE", 1)[-1]
-                                                if "WHERE" in sql else False)
-        if "ROW_NUMBER" in sql:
-            step = params.pop()
-            lower = params.pop(0) if has_lower else None
+        where = sql.split("WHERE", 1)[1] if "WHERE" in sql else ""
+        has_lower, has_upper = (">= " in where), ("< " in where)
+        if "OFFSET" in sql:  # the key ``offset`` keys on from a start (or after one)
+            offset = params.pop()
+            after = "> " in where
+            start = params.pop(0) if has_lower or after else None
             upper = params.pop(0) if has_upper else None
-            inside = [k for k in ordered if (lower is None or order(k) >= order(lower))
-                      and (upper is None or order(k) < order(upper))]
-            return [(k,) for r, k in enumerate(inside, 1) if r > 1 and (r - 1) % step == 0]
+            inside = [k for k in ordered if (start is None or order(k) > order(start) or (
+                has_lower and order(k) == order(start)))
+                and (upper is None or order(k) < order(upper))]
+            return [(inside[offset],)] if offset < len(inside) else []
         upper = params.pop() if has_upper else None
         lower = params.pop() if has_lower else None
         cuts = params
