@@ -362,8 +362,17 @@ class ChecksumPlan:
     columns: tuple[CanonicalColumn, ...]
     source_text: str  # a row's canonical text, MySQL expression
     target_text: str  # the same, in the warehouse's SQL
-    source_sql: str  # params: lower, width (bucket), lower, upper (range)
-    target_sql: str  # params: lower, width, lower, upper
+    source_sql: str  # params: lower, width (bucket), lower, upper (range); integer keys
+    target_sql: str  # params: lower, width, lower, upper; "" for a key cut by quantiles
+    # "integer": buckets by arithmetic on the key (``ranges``); "quantiles": a string or
+    # binary key, cut at keys the source reads off its index (``quantiles``), whose SQL is
+    # built per range from the fields below (the count of cuts varies).
+    cut: str = "integer"
+    key_kind: str = "integer"  # the key's target kind ("string", "binary")
+    source_relation: str = ""
+    target_relation: str = ""
+    source_where: tuple[str, ...] = ()
+    target_where: tuple[str, ...] = ()
 
 
 def row_text(dialect: HashDialect, columns: Sequence[CanonicalColumn],
@@ -385,6 +394,64 @@ def _range_sql(dialect: HashDialect, relation: str, key: str, text: str,
             f"FROM {relation} WHERE {conditions} GROUP BY 1")
 
 
+# Keys ranges are cut at quantiles of: compared as bytes by the warehouse, in MySQL's own
+# collation order by MySQL (ENUM and SET sort by their index: not cut).
+QUANTILE_KEY_MYSQL = {"string": STRING_MYSQL - {"enum", "set"}, "binary": BINARY_MYSQL}
+
+
+def quantile_key(table: TablePlan) -> PlannedColumn | None:
+    """The leading key column when it is a string or binary column replication copies as
+    is (ranges cut at quantile keys, ``quantiles``), else None."""
+    first = table.key_columns[0] if table.key_columns else None
+    if (first is None or first.mask or first.expression is not None or first.declared_type
+            or first.mysql_type is None or first.origin == "replicator"):
+        return None
+    allowed = QUANTILE_KEY_MYSQL.get(first.target_type.kind, frozenset())
+    return first if first.mysql_type.name in allowed else None
+
+
+def _key_bounds(dialect: HashDialect, key: str, lower: bool, upper: bool) -> list[str]:
+    quoted, mark = dialect.quote(key), dialect.parameter
+    return ([f"{quoted} >= {mark}"] if lower else []) + ([f"{quoted} < {mark}"] if upper else [])
+
+
+def quantile_bucket_sql(plan: ChecksumPlan, dialect: HashDialect, cuts: int, lower: bool,
+                        upper: bool) -> str:
+    """Per bucket of a key range cut at ``cuts`` keys: its number, rows and checksum.
+    Params: the cuts in order, then the range's lower and upper bound where it has them
+    (None: the table's end). Bucket ``i`` holds ``cut[i-1] <= key < cut[i]`` in the side's
+    own order (MySQL's collation, the warehouse's bytes): where the two disagree a key lands
+    in different buckets on the two sides, which costs a fetch of both, never a verdict (the
+    leaf looks a one-sided key up by equality, ``TableVerifier``)."""
+    source = dialect is MYSQL
+    key = plan.key_source if source else plan.key_target
+    text = plan.source_text if source else plan.target_text
+    quoted, mark = dialect.quote(key), dialect.parameter
+    bucket = ("CASE " + " ".join(f"WHEN {quoted} < {mark} THEN {i}" for i in range(cuts))
+              + f" ELSE {cuts} END") if cuts else "0"
+    where = [*(plan.source_where if source else plan.target_where),
+             *_key_bounds(dialect, key, lower, upper)]
+    total = dialect.total.format(dialect.row_hash.format(text))
+    relation = plan.source_relation if source else plan.target_relation
+    return (f"SELECT {bucket} AS bucket, COUNT(*), {total} FROM {relation}"
+            + (f" WHERE {' AND '.join(where)}" if where else "") + " GROUP BY 1")
+
+
+def quantile_sql(plan: ChecksumPlan, start: str | None, upper: bool) -> str:
+    """The key ``offset`` keys on from a start in MySQL's index order (the primary key's:
+    the index is walked, nothing sorted): the next cut of a range. ``start``: ``">="``
+    (from the range's lower bound), ``">"`` (after the last cut) or None (the table's
+    start). Params: the start's key, the upper bound (where the range has one), then the
+    offset. A chain of these walks the range once; a window (ROW_NUMBER over the range)
+    did the same in one query but sorted every key (1M UUIDs: 4.0 s against 0.7 s)."""
+    key = MYSQL.quote(plan.key_source)
+    where = [*plan.source_where, *([f"{key} {start} %s"] if start else []),
+             *([f"{key} < %s"] if upper else [])]
+    return (f"SELECT {key} FROM {plan.source_relation}"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + f" ORDER BY {key} LIMIT 1 OFFSET %s")
+
+
 def integer_key(table: TablePlan) -> PlannedColumn | str:
     """The key column ranges are cut on, or why there is none."""
     if not table.key_columns:
@@ -395,8 +462,8 @@ def integer_key(table: TablePlan) -> PlannedColumn | str:
         first.target_type.kind == "decimal" and not first.target_type.scale)
     if (first.mask or first.expression is not None or mysql is None or not integral
             or mysql.name not in INTEGER_MYSQL - {"year"}):
-        return (f"its key starts with {first.target_column}, not an integer column "
-                "(ranges are cut by integer arithmetic on the key)")
+        return (f"its key starts with {first.target_column}, not an integer, string or "
+                "binary column (ranges are cut by arithmetic or at quantile keys)")
     return first
 
 
@@ -420,13 +487,16 @@ def checksum_plan(table: TablePlan, source_relation: str, target_kind: str,
     dialect = TARGET_DIALECTS.get(target_kind)
     if dialect is None:
         reasons.append(f"no checksum SQL for a {target_kind} target")
-    key = integer_key(table)
+    key: PlannedColumn | str | None = integer_key(table)
+    cut = "integer"
+    if isinstance(key, str) and (quantiled := quantile_key(table)) is not None:
+        key, cut = quantiled, "quantiles"
     if isinstance(key, str):
         reasons.append(key)
     forms = [canonical_form(c, dialect, (charsets or {}).get((c.source_column or "").lower()))
              for c in table.data_columns]
     reasons += [f for f in forms if isinstance(f, str)]
-    if reasons or dialect is None or isinstance(key, str):
+    if reasons or dialect is None or not isinstance(key, PlannedColumn):
         return reasons
     columns = tuple(f for f in forms if not isinstance(f, str))
     source_names = [c.column.source_column or "" for c in columns]
@@ -434,6 +504,8 @@ def checksum_plan(table: TablePlan, source_relation: str, target_kind: str,
     assert key.source_column is not None
     source_text = row_text(MYSQL, columns, source_names)
     target_text = row_text(dialect, columns, target_names)
+    target_relation = qualified_name(table.target_parts)
+    integer = cut == "integer"
     return ChecksumPlan(
         key_source=key.source_column,
         key_target=key.target_column,
@@ -441,7 +513,13 @@ def checksum_plan(table: TablePlan, source_relation: str, target_kind: str,
         source_text=source_text,
         target_text=target_text,
         source_sql=_range_sql(MYSQL, source_relation, key.source_column, source_text,
-                              source_where),
-        target_sql=_range_sql(dialect, qualified_name(table.target_parts), key.target_column,
-                              target_text, live),
+                              source_where) if integer else "",
+        target_sql=_range_sql(dialect, target_relation, key.target_column,
+                              target_text, live) if integer else "",
+        cut=cut,
+        key_kind=key.target_type.kind,
+        source_relation=source_relation,
+        target_relation=target_relation,
+        source_where=tuple(source_where),
+        target_where=tuple(live),
     )

@@ -72,7 +72,7 @@ class RangeStats:
     # upper, source rows, source seconds) of each top query, in the order they ran
 
 
-def _buckets(rows: list[tuple[Any, ...]]) -> Buckets:
+def bucket_sums(rows: list[tuple[Any, ...]]) -> Buckets:
     # Drivers return the aggregates as int, Decimal or text: all exact integers.
     return {int(b): (int(n), int(s or 0)) for b, n, s in rows if b is not None}
 
@@ -181,10 +181,10 @@ class RangeWalker:
         try:
             self.pacer.wait()
             started = self._clock()
-            source = _buckets(self._source(self.plan.source_sql, params))
+            source = bucket_sums(self._source(self.plan.source_sql, params))
             seconds = self._clock() - started
         finally:
-            target = _buckets(target_rows.result())
+            target = bucket_sums(target_rows.result())
         counted = sum(n for n, _ in source.values())
         self.pacer.charge(counted)
         if top:

@@ -140,11 +140,13 @@ class SourceReader:
             params = list(after)
         return self._rows(f"{self._select}{where}{self._order} LIMIT %s", [*params, limit])
 
-    def between(self, column: str, lower: int, upper: int) -> list[dict[str, Any]]:
-        """The rows with ``lower <= column < upper`` (an integer key column)."""
+    def between(self, column: str, lower: Any, upper: Any) -> list[dict[str, Any]]:
+        """The rows with ``lower <= column < upper`` (a key column; None: unbounded)."""
         quoted = quote_mysql_identifier(column)
-        return self._rows(self._select + self._where(f"{quoted} >= %s", f"{quoted} < %s"),
-                          [lower, upper])
+        conditions = ([f"{quoted} >= %s"] if lower is not None else []) + (
+            [f"{quoted} < %s"] if upper is not None else [])
+        return self._rows(self._select + self._where(*conditions),
+                          [b for b in (lower, upper) if b is not None])
 
     def everything(self) -> Iterator[dict[str, Any]]:
         yield from self._rows(self._select + self._where(), [])

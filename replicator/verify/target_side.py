@@ -141,10 +141,13 @@ class TargetReader:
             params += [*values, *upper]
         return self._rows(conditions, params)
 
-    def between(self, column: str, lower: int, upper: int) -> list[tuple]:
-        """Rows with ``lower <= column < upper`` (an integer key column, target name)."""
+    def between(self, column: str, lower: Any, upper: Any) -> list[tuple]:
+        """Rows with ``lower <= column < upper`` (a key column, target name; None:
+        unbounded)."""
         quoted = quote_identifier(column)
-        return self._rows([f"{quoted} >= ?", f"{quoted} < ?"], [lower, upper])
+        conditions = ([f"{quoted} >= ?"] if lower is not None else []) + (
+            [f"{quoted} < ?"] if upper is not None else [])
+        return self._rows(conditions, [b for b in (lower, upper) if b is not None])
 
     def lookup(self, keys: Sequence[tuple[Any, ...]]) -> list[tuple]:
         rows: list[tuple] = []
