@@ -161,6 +161,8 @@ def run_latency(ctx: BenchContext) -> dict[str, Any]:
         "min_s": round(latencies[0], 3) if latencies else None,
         # every transaction's latency (sorted), for the distribution chart of bench/report.py
         "latencies_s": [round(value, 4) for value in latencies],
+        # every measured batch's report line (its phases), to see what sets the tail
+        "batch_reports": measured,
         "returncode": outcome.returncode,
         "usage": outcome.usage.to_json(),
     })
