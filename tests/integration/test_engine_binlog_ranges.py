@@ -90,6 +90,12 @@ def test_a_small_batch_is_answered_from_one_listing(mariadb, mysql_source, fresh
     assert small_batch(mysql_source, start, head, 10_000, 4) == split_range(
         mysql_source, start, head, 4)
     assert small_batch(mysql_source, start, head, 10_000, 1) == [(start, head)]
+    assert small_batch(mysql_source, start, head, 10_000, 4, part_rows=5) == split_range(
+        mysql_source, start, head, 4, part_rows=5)
+    # Too few bytes for a second part's rows (at most one per 19 bytes): no listing needed,
+    # and the answer the listings give.
+    assert small_batch(mysql_source, start, head, 10_000, 4, part_rows=10_000) == [
+        (start, head)] == split_range(mysql_source, start, head, 4, part_rows=10_000)
     # More rows than one batch takes: boundary_after_rows would end it earlier.
     assert boundary_after_rows(mysql_source, start, head, 5) < head
     assert small_batch(mysql_source, start, head, 5, 4) is None

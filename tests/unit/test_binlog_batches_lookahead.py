@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from replicator.engine.job.binlog_batches import _Lookahead
 from replicator.model.changes import BinlogPosition
 
@@ -113,3 +115,23 @@ def test_the_batches_spark_pickles_for_its_tasks_leave_the_planners_thread_behin
     assert copy._planned is None and copy.max_rows == 50 and copy.keys == {"shop.orders": ["id"]}
     assert batches._planned is planned  # the driver keeps its own
     batches.close()
+
+
+def test_a_range_too_short_for_a_batchs_rows_is_one_range_without_asking_the_server(monkeypatch):
+    from replicator.model.pipeline import MySQLSource
+    from replicator.source import binlog_ranges
+
+    asked = []
+    monkeypatch.setattr(binlog_ranges, "connect", lambda source: asked.append(source) or 1 / 0)
+    source = MySQLSource()
+    # 19 * 1000 bytes hold at most 1000 estimated rows (one per event header): fewer than
+    # max_rows 2000, and than a second part's 1500.
+    short = at(4 + 19 * 1000)
+    assert binlog_ranges.small_batch(source, at(4), short, 2000, 2, part_rows=1500) == [
+        (at(4), short)]
+    assert binlog_ranges.small_batch(source, at(4), short, 2000, 1) == [(at(4), short)]
+    assert asked == []
+    # Long enough to hold a batch's rows: only the listing can tell.
+    with pytest.raises(ZeroDivisionError):
+        binlog_ranges.small_batch(source, at(4), at(4 + 19 * 2000), 2000, 1)
+    assert asked == [source]
