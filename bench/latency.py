@@ -78,6 +78,18 @@ class _AppliedBatches:
         return self.visible_at(end) is not None
 
 
+def _phases(report: dict[str, Any]) -> dict[str, Any]:
+    """A batch report line's timings (the whole line, per table, is ~1 KB)."""
+    tables = report.get("tables") or []
+    return {
+        "batch_id": report["batch_id"], "changes": report.get("changes"),
+        "seconds": report["seconds"], "cpu_seconds": report.get("cpu_seconds"),
+        "finished_at": report["finished_at"],
+        "stage_s": round(sum(float(t["seconds_stage"]) for t in tables), 4),
+        "merge_s": round(sum(float(t["seconds_merge"]) for t in tables), 4),
+    }
+
+
 def run_latency(ctx: BenchContext) -> dict[str, Any]:
     sizes = ctx.sizes
     database = "bench_latency"
@@ -161,6 +173,9 @@ def run_latency(ctx: BenchContext) -> dict[str, Any]:
         "min_s": round(latencies[0], 3) if latencies else None,
         # every transaction's latency (sorted), for the distribution chart of bench/report.py
         "latencies_s": [round(value, 4) for value in latencies],
+        # every measured batch's phases, to see what sets the tail: its Spark read is
+        # seconds - stage - merge; the loop's gap before it, from the previous finished_at
+        "batch_reports": [_phases(report) for report in measured],
         "returncode": outcome.returncode,
         "usage": outcome.usage.to_json(),
     })

@@ -36,6 +36,10 @@ SAMPLE_EVENTS = 2_000
 ROW_BYTES_ESTIMATE = 100
 _ROWS_EVENTS = ("write_rows", "update_rows", "delete_rows")
 _BOUNDARY_EVENTS = frozenset({"gtid", "anonymous_gtid", "gtid_log_event"})
+# Every binlog event starts with a 19-byte header (v4 format,
+# https://dev.mysql.com/doc/dev/mysql-server/latest/page_protocol_replication_binlog_event.html),
+# so ``_rows_in`` estimates at most one row change per 19 bytes of a range.
+MIN_EVENT_BYTES = 19
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,54 @@ def boundary_after_rows(
         if boundary.rows_before >= max_rows and boundary.position > start:
             return boundary.position
     return end
+
+
+def small_batch(
+    source: MySQLSource, start: BinlogPosition, end: BinlogPosition, max_rows: int, parts: int,
+    *, part_rows: int = 0,
+) -> list[tuple[BinlogPosition, BinlogPosition]] | None:
+    """The decode ranges of all of ``(start, end]`` when it is one batch (fewer than about
+    ``max_rows`` row changes before its last boundary) and fits in one sample: the answers
+    of ``boundary_after_rows`` (``end``) and ``split_range`` from ONE listing.
+
+    This is every batch of a stream that keeps up (what arrived since the last batch), where
+    the two separate listings and their connections were ~50 ms of each batch's latency
+    (docs/decisions/stream-as-spark-jobs.md, Latency). A range too short in bytes to hold
+    ``max_rows`` estimated rows needs no listing at all. None when the range is larger or
+    crosses a binlog file: the caller cuts and splits it as before.
+    """
+    if start.file != end.file or start >= end:
+        return None
+    # The rows that would end the batch, or (several parts) start a second part; 0: none.
+    worth = max_rows if parts <= 1 else min(max_rows, part_rows) if part_rows > 0 else 0
+    if (end.pos - start.pos) // MIN_EVENT_BYTES < worth:
+        # Too few bytes to hold ``max_rows`` estimated rows (nor a second part's): the
+        # listing could only answer (start, end] in one piece.
+        return [(start, end)]
+    with connect(source) as connection, connection.cursor() as cursor:
+        cursor.execute(f"SHOW BINLOG EVENTS IN {connection.escape(start.file)} "
+                       f"FROM {int(start.pos)} LIMIT {SAMPLE_EVENTS}")
+        sample = cursor.fetchall()
+    boundaries: list[Boundary] = []
+    rows, reached = 0, len(sample) < SAMPLE_EVENTS
+    for _log, event_pos, event_type, _server, end_log_pos, _info in sample:
+        here = BinlogPosition(start.file, int(event_pos))
+        if here >= end:
+            reached = True
+            break
+        kind = str(event_type).lower()
+        if kind == "rotate":
+            return None
+        if kind in _BOUNDARY_EVENTS and here > start:
+            if rows >= max_rows:
+                return None  # boundary_after_rows ends the batch here, before ``end``
+            boundaries.append(Boundary(here, rows))
+        rows += _rows_in(kind, int(event_pos), int(end_log_pos))
+    if not reached:
+        return None
+    if parts <= 1:
+        return [(start, end)]
+    return cut_range([*boundaries, Boundary(end, rows)], start, end, parts, part_rows=part_rows)
 
 
 def _skip_ahead(

@@ -6,7 +6,12 @@ import itertools
 
 import pytest
 
-from replicator.source.binlog_ranges import boundary_after_rows, scan_boundaries, split_range
+from replicator.source.binlog_ranges import (
+    boundary_after_rows,
+    scan_boundaries,
+    small_batch,
+    split_range,
+)
 from replicator.source.positions import current_position
 
 pytestmark = pytest.mark.mysql
@@ -75,3 +80,22 @@ def test_large_ranges_skip_ahead_to_about_max_rows(mariadb, mysql_source, fresh_
     assert 1200 <= boundaries.index(found) <= 1800
     assert boundary_after_rows(mysql_source, start, head, 100_000) == head
 
+
+
+def test_a_small_batch_is_answered_from_one_listing(mariadb, mysql_source, fresh_database):
+    start = current_position(mysql_source)
+    after = _transactions(mariadb, fresh_database, count=8, rows_each=2)
+    head = after[-1]
+    # All of (start, head] is one batch: the same ranges the two separate listings give.
+    assert small_batch(mysql_source, start, head, 10_000, 4) == split_range(
+        mysql_source, start, head, 4)
+    assert small_batch(mysql_source, start, head, 10_000, 1) == [(start, head)]
+    assert small_batch(mysql_source, start, head, 10_000, 4, part_rows=5) == split_range(
+        mysql_source, start, head, 4, part_rows=5)
+    # Too few bytes for a second part's rows (at most one per 19 bytes): no listing needed,
+    # and the answer the listings give.
+    assert small_batch(mysql_source, start, head, 10_000, 4, part_rows=10_000) == [
+        (start, head)] == split_range(mysql_source, start, head, 4, part_rows=10_000)
+    # More rows than one batch takes: boundary_after_rows would end it earlier.
+    assert boundary_after_rows(mysql_source, start, head, 5) < head
+    assert small_batch(mysql_source, start, head, 5, 4) is None

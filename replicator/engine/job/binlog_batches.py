@@ -33,7 +33,7 @@ from replicator.engine.job.stage_put import LandedUpload
 from replicator.model.changes import BinlogPosition
 from replicator.model.pipeline import MIN_PARTITION_ROWS, MySQLSource
 from replicator.model.selection import TableSelection, TableSelector
-from replicator.source.binlog_ranges import boundary_after_rows, split_range
+from replicator.source.binlog_ranges import boundary_after_rows, small_batch, split_range
 from replicator.source.fast.columnar import KeyColumns
 from replicator.source.positions import current_position, with_gtid
 
@@ -57,12 +57,20 @@ class _Lookahead:
     and each answer costs server queries (``SHOW BINLOG EVENTS`` pages, ``BINLOG_GTID_POS``):
     measured 0.1-0.2 s per batch, in series with the batches. Both depend only on binlog events already written, which never change: an end
     found before the head it was computed with is the same end for any later head, so it is
-    asked for ahead; one that *is* that head is asked again with the current head."""
+    asked for ahead; one that *is* that head is asked again with the current head.
+
+    A stream that keeps up cuts every batch at the head (it holds what arrived since the last
+    one), and nothing can be asked ahead of that: ``small`` answers such a batch's end and
+    ranges from one listing, before the two separate questions are asked."""
 
     def __init__(self, end_after: Callable[[BinlogPosition, BinlogPosition, int], dict[str, Any]],
-                 split: Callable[[BinlogPosition, BinlogPosition], Ranges]) -> None:
+                 split: Callable[[BinlogPosition, BinlogPosition], Ranges],
+                 small: Callable[[BinlogPosition, BinlogPosition, int],
+                                 tuple[dict[str, Any], Ranges] | None]) -> None:
         self._end_after = end_after  # (begin, head, max_rows) -> the batch's end offset
         self._split = split  # (begin, finish) -> its decode ranges
+        # (begin, head, max_rows) -> (head's offset, ranges) when all of it is one batch
+        self._small = small
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replicator-lookahead")
         self._ranges: tuple[BinlogPosition, BinlogPosition, Future[Ranges]] | None = None
         # (begin, max_rows, the head it was computed with, its (end offset, ranges))
@@ -72,6 +80,8 @@ class _Lookahead:
         """The end offset of the batch from ``begin`` (about ``max_rows`` row changes, at most
         ``head``); then the next batch's end is asked for ahead."""
         ahead = self._ahead(begin, head, max_rows)
+        if ahead is None:
+            ahead = self._small(begin, head, max_rows)
         if ahead is None:
             offset = self._end_after(begin, head, max_rows)
             finish = BinlogPosition.from_offset(offset)
@@ -201,13 +211,24 @@ class BinlogBatches:
 
     def _lookahead(self) -> _Lookahead:
         if self._planned is None:
-            self._planned = _Lookahead(self._end_after, self._split)
+            self._planned = _Lookahead(self._end_after, self._split, self._small)
         return self._planned
 
     def _end_after(self, begin: BinlogPosition, head: BinlogPosition, max_rows: int) -> dict[str, Any]:
         # Offsets carry the GTID state: a failover resumes by it (source.gtid).
         boundary = boundary_after_rows(self.source, begin, head, max_rows)
         return with_gtid(self.source, boundary).to_offset()
+
+    def _small(self, begin: BinlogPosition, head: BinlogPosition,
+               max_rows: int) -> tuple[dict[str, Any], Ranges] | None:
+        ranges = small_batch(self.source, begin, head, max_rows, self.decode_partitions,
+                             part_rows=partition_rows(max_rows, self.decode_partitions))
+        if ranges is None:
+            return None
+        # The head was read with the GTID state at it (source.positions.head_with_gtid), so
+        # the batch's end needs no BINLOG_GTID_POS, which reads the binlog file from its start.
+        end = head if head.gtid is not None else with_gtid(self.source, head)
+        return end.to_offset(), ranges
 
     def _split(self, begin: BinlogPosition, finish: BinlogPosition) -> Ranges:
         if self.decode_partitions <= 1:
