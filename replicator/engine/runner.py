@@ -204,7 +204,7 @@ def _run_locked(pipeline: Pipeline, options: RunOptions, spark: Any, *,
         return SessionStart(
             options.master or pipeline.engine.master, {**pipeline.engine.conf, **options.conf},
             app_name=f"replicator-{pipeline.name}", bounded=options.until_caught_up,
-            sql=False)  # the run's jobs are RDD jobs: Spark SQL would cost ~1 s of JVM start
+            sql=False, warm=True)  # RDD jobs only: Spark SQL would cost ~1 s of JVM start
 
     starting = None if spark is not None or idle else session_start()
     for name in context.left_out():

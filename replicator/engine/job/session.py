@@ -12,6 +12,7 @@ Two measured pitfalls of Python tasks decide the environment set here, before th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -153,11 +154,17 @@ class SessionStart:
     start 1.4-2.9 s of wall on the 2-core machine at load 5-6
     (docs/decisions/spark-context-and-warm-workers.md).
     ``context()`` is then ready that much sooner; ``session()`` still works, building the
-    session on that context when first asked."""
+    session on that context when first asked.
+
+    ``warm`` (local masters): once the context is up, a job of one empty task per core starts
+    Spark's Python daemon and forks its workers while the driver finishes its own start-up
+    (the sink's setup, the lease, the stream's first cut), so the first real job finds them
+    running. The daemon imports the decode stack before it forks (``python_daemon``): ~1 s of
+    a run's first job on the 2-core machine otherwise."""
 
     def __init__(self, master: str = "local[*]", conf: Mapping[str, str] | None = None, *,
                  app_name: str = "replicator", log_level: str = "ERROR",
-                 bounded: bool = False, sql: bool = True) -> None:
+                 bounded: bool = False, sql: bool = True, warm: bool = False) -> None:
         # The environment the JVM inherits is set here, before any other thread may start
         # processes, and the JVM output's destination is read now (``route_jvm_output``).
         prepare_environment(master, bounded=bounded)
@@ -166,23 +173,30 @@ class SessionStart:
         self._session: SparkSession | None = None
         self._error: BaseException | None = None
         self._asked = threading.Lock()  # one session, however many threads ask
+        self._ready = threading.Event()  # the context is up (or failed): the warm-up may run on
+        warm = warm and master.startswith("local")
         self._thread = threading.Thread(
-            target=self._start, args=(master, app_name, log_level, _jvm_output, sql),
+            target=self._start, args=(master, app_name, log_level, _jvm_output, sql, warm),
             name="replicator-spark-start", daemon=True)
         self._thread.start()
 
     def _start(self, master: str, app_name: str, log_level: str, output: Path | None,
-               sql: bool) -> None:
+               sql: bool, warm: bool) -> None:
         try:
             self._context = _context(master, self._settings, app_name, log_level, output)
             if sql:
                 self._session = _session(self._context, self._settings)
         except BaseException as exc:  # raised again in the thread that asks for the session
             self._error = exc
+            return
+        finally:
+            self._ready.set()
+        if warm:
+            _warm_workers(self._context)
 
     def context(self) -> SparkContext:
         """The SparkContext, once started (what starting it raised, if it failed)."""
-        self._thread.join()
+        self._ready.wait()
         if self._error is not None:
             raise self._error
         assert self._context is not None
@@ -195,6 +209,17 @@ class SessionStart:
             if self._session is None:
                 self._session = _session(context, self._settings)
             return self._session
+
+
+def _nothing(_: int) -> None:
+    """A warm-up task: its worker's start is the point."""
+
+
+def _warm_workers(context: SparkContext) -> None:
+    """One empty task per core (``SessionStart``'s ``warm``); never fails a run."""
+    parts = max(1, context.defaultParallelism)
+    with contextlib.suppress(Exception):  # the run's own first job reports a real problem
+        context.parallelize(range(parts), parts).foreach(_nothing)
 
 
 def spark_context(spark: Any) -> SparkContext:
