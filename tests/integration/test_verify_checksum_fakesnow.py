@@ -16,11 +16,11 @@ import pytest
 
 from replicator.context import Context
 from replicator.demo.workload import create_schema, seed
-from replicator.sink.snowflake import SnowflakeSink
 from replicator.verify import verify_pipeline
 from replicator.verify.compare import TableVerifier
 from tests.integration.verify_checksum_support import checksum_pipeline, create_types
 from tests.integration.verify_support import (
+    fakesnow_sink,
     load,
     open_target,
     pipeline_file,
@@ -61,13 +61,8 @@ def test_same_checksums_and_verdicts_as_duckdb(mariadb, fresh_database, tmp_path
                          mariadb)
     duck = open_target(duck_pipeline)
     replicate_by_snapshot(duck_pipeline, duck)
-    with fakesnow_server.connect("", "") as bootstrap:  # the test's own database
-        bootstrap.cursor().execute(f"CREATE DATABASE {fakesnow_database}")
-    connection = fakesnow_server.connect(fakesnow_database, "RAW", paramstyle="qmark",
-                                         autocommit=False)
-    connection.cursor().execute("CREATE SCHEMA IF NOT EXISTS RAW")
     verdicts = {}
-    sink = SnowflakeSink(pipeline, Context(pipeline).plan, connection=connection)
+    sink = fakesnow_sink(pipeline, fakesnow_server, fakesnow_database)  # its own database
     try:
         replicate_by_snapshot(pipeline, sink)
         for name in ("orders", "awkward", "types"):  # docs: JSON, fetched
@@ -129,12 +124,7 @@ def test_a_float_tie_costs_a_fetch_on_snowflake_never_a_verdict(
         target=f"snowflake: {{database: {fakesnow_database}, schema: RAW, "
                f"account: {fakesnow_server.account}, user: {fakesnow_server.user}}}")
     pipeline = load(path, mariadb)
-    with fakesnow_server.connect("", "") as bootstrap:
-        bootstrap.cursor().execute(f"CREATE DATABASE {fakesnow_database}")
-    connection = fakesnow_server.connect(fakesnow_database, "RAW", paramstyle="qmark",
-                                         autocommit=False)
-    connection.cursor().execute("CREATE SCHEMA IF NOT EXISTS RAW")
-    sink = SnowflakeSink(pipeline, Context(pipeline).plan, connection=connection)
+    sink = fakesnow_sink(pipeline, fakesnow_server, fakesnow_database)
     try:
         replicate_by_snapshot(pipeline, sink)
         (floats,) = verify_pipeline(pipeline, sink=sink).tables

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from replicator.context import Context
-from replicator.sink.snowflake import SnowflakeSink
 from replicator.verify import verify_pipeline
-from tests.integration.verify_support import load, pipeline_file, replicate_by_snapshot
+from tests.integration.verify_support import (
+    fakesnow_sink,
+    load,
+    pipeline_file,
+    replicate_by_snapshot,
+)
 
 pytestmark = [pytest.mark.mysql, pytest.mark.slow]
 
@@ -31,12 +34,7 @@ def test_string_and_binary_keys_by_checksum_on_snowflake(mariadb, fresh_database
                f"account: {fakesnow_server.account}, user: {fakesnow_server.user}}}",
         tables="  - source: {database}.uuids\n  - source: {database}.hashed\n")
     pipeline = load(path, mariadb)
-    with fakesnow_server.connect("", "") as bootstrap:
-        bootstrap.cursor().execute(f"CREATE DATABASE {fakesnow_database}")
-    connection = fakesnow_server.connect(fakesnow_database, "RAW", paramstyle="qmark",
-                                         autocommit=False)
-    connection.cursor().execute("CREATE SCHEMA IF NOT EXISTS RAW")
-    sink = SnowflakeSink(pipeline, Context(pipeline).plan, connection=connection)
+    sink = fakesnow_sink(pipeline, fakesnow_server, fakesnow_database)
     try:
         replicate_by_snapshot(pipeline, sink)
         equal = verify_pipeline(pipeline, sink=sink, walk=SMALL)

@@ -120,3 +120,15 @@ def drift_behind_the_binlog(root: Any, database: str) -> None:
                        "SELECT seq, 1, 'paid', seq / 100, '2024-05-01 10:00:00.000001' "
                        "FROM seq_50001_to_50040")
         cursor.execute("SET SESSION sql_log_bin = 1")
+
+
+def fakesnow_sink(pipeline: Pipeline, server: Any, database: str) -> Any:
+    """A Snowflake sink of ``pipeline`` on fakesnow's HTTP server (the real connector): a new
+    ``database`` with the schema RAW, one transaction at a time as the run opens them."""
+    from replicator.sink.snowflake import SnowflakeSink
+
+    with server.connect("", "") as bootstrap:
+        bootstrap.cursor().execute(f"CREATE DATABASE {database}")
+    connection = server.connect(database, "RAW", paramstyle="qmark", autocommit=False)
+    connection.cursor().execute("CREATE SCHEMA IF NOT EXISTS RAW")
+    return SnowflakeSink(pipeline, Context(pipeline).plan, connection=connection)
