@@ -54,6 +54,7 @@ OWN_LINE = re.compile(
     r"|  table=\S+ changes=\d+ rows=\d+ skipped=(?:true|false) decode_s=[\d.]+ "
     r"transform_s=[\d.]+ stage_s=[\d.]+ merge_s=[\d.]+(?: unrouted=\d+)?"
     r"|starting pipeline \S+ .*|resuming pipeline \S+ .*|snapshot of \d+ table\(s\) at \S+"
+    r"|streaming from \S+"
     r"|metrics on http://127\.0\.0\.1:\d+/metrics"
     r"|received SIG\w+: stopping after the current batch \(again to stop now\)"
     r"|\S+: \d+ batch\(es\), \d+ change\(s\), \d+ row\(s\) applied, \d+ snapshot row\(s\); "
