@@ -24,7 +24,12 @@ from replicator.context import Context
 from replicator.model.changes import BinlogPosition
 from replicator.verify import verify_pipeline
 from replicator.verify.compare import TableVerifier
-from tests.integration.verify_support import load, open_target, pipeline_file
+from tests.integration.verify_support import (
+    load,
+    open_target,
+    pipeline_file,
+    recreate_database,
+)
 
 pytestmark = [pytest.mark.mysql]
 
@@ -93,9 +98,7 @@ def prop(mariadb, tmp_path_factory):
     database = "verify_checksum_properties"
     root = mariadb.root_connection()
     with root.cursor() as cursor:
-        cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
-        cursor.execute(f"CREATE DATABASE `{database}`")
-        cursor.execute(f"USE `{database}`")
+        recreate_database(cursor, database)
         cursor.execute(DDL)
     pipeline = load(pipeline_file(tmp_path, database, tables="  - source: {database}.prop\n"),
                     mariadb)

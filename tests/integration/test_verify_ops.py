@@ -22,7 +22,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from replicator.errors import UsageError
 from replicator.verify import verify_pipeline
 from replicator.verify.pace import Pacer
-from tests.integration.verify_support import load, open_target, replicate_by_snapshot
+from tests.integration.verify_support import (
+    load,
+    open_target,
+    recreate_database,
+    replicate_by_snapshot,
+)
 
 pytestmark = [pytest.mark.mysql]
 
@@ -36,9 +41,7 @@ def warehouse(mariadb, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("verify_ops")
     database = f"verify_ops_{os.getpid()}"
     with mariadb.root_connection() as root, root.cursor() as cursor:
-        cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
-        cursor.execute(f"CREATE DATABASE `{database}`")
-        cursor.execute(f"USE `{database}`")  # MariaDB's seq_1_to_N engine needs one
+        recreate_database(cursor, database)  # in use: MariaDB's seq_1_to_N engine needs one
         cursor.execute(f"CREATE TABLE `{database}`.items (id INT PRIMARY KEY, "
                        "amount DECIMAL(12,2), at DATETIME(6), ts TIMESTAMP(6) NULL, "
                        "note VARCHAR(40))")

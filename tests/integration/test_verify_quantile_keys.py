@@ -15,6 +15,7 @@ from tests.integration.verify_support import (
     load,
     open_target,
     pipeline_file,
+    recreate_database,
     replicate_by_snapshot,
 )
 
@@ -42,9 +43,7 @@ def replicated(mariadb, tmp_path_factory):
     database = "verify_quantile_keys"
     root = mariadb.root_connection()
     with root.cursor() as cursor:
-        cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
-        cursor.execute(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4")
-        cursor.execute(f"USE `{database}`")
+        recreate_database(cursor, database, charset="utf8mb4")
         cursor.execute("CREATE TABLE accounts (id CHAR(36) PRIMARY KEY, name VARCHAR(40), "
                        "balance DECIMAL(12,2))")
         cursor.execute("INSERT INTO accounts SELECT UUID(), CONCAT('name ', seq), seq / 100 "

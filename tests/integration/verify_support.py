@@ -132,3 +132,11 @@ def fakesnow_sink(pipeline: Pipeline, server: Any, database: str) -> Any:
     connection = server.connect(database, "RAW", paramstyle="qmark", autocommit=False)
     connection.cursor().execute("CREATE SCHEMA IF NOT EXISTS RAW")
     return SnowflakeSink(pipeline, Context(pipeline).plan, connection=connection)
+
+
+def recreate_database(cursor: Any, database: str, *, charset: str | None = None) -> None:
+    """``database`` created afresh for a module (a copy an earlier run left is dropped) and in
+    use on ``cursor``; ``charset``: its default character set, else the server's."""
+    cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
+    cursor.execute(f"CREATE DATABASE `{database}`" + (f" CHARACTER SET {charset}" if charset else ""))
+    cursor.execute(f"USE `{database}`")

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
 import replicator.errors as errors
+from replicator.engine.job.session import spark_context
 from replicator.errors import EngineError, ReplicatorError
 
 MARKER = "replicator-error-payload:"
@@ -126,7 +127,7 @@ TASK_FAILURE_LOGGERS = (
 
 def quiet_task_failures(spark: Any) -> None:
     """Silence Spark's own report of task and job failures (log4j2, at runtime)."""
-    jvm = getattr(getattr(spark, "sparkContext", spark), "_jvm", None)
+    jvm = getattr(spark_context(spark), "_jvm", None)
     if jvm is None:  # Spark Connect: no JVM here, the server logs on its side
         return
     with contextlib.suppress(Exception):  # only logging: never fail a run over it
